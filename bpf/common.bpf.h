@@ -1,0 +1,90 @@
+/* Maps and helpers every flightrec BPF object shares.  Each probe family is
+ * its own object; the recorder creates these maps once (with the proc
+ * object) and hands the same fds to the others with bpf_map__reuse_fd, so
+ * there is one ring buffer, one pid set and one drop counter array. */
+#ifndef FLIGHTREC_COMMON_BPF_H
+#define FLIGHTREC_COMMON_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "events.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Values in fr_pids. */
+#define FR_PID_TRACED 1
+#define FR_PID_EXITED 2 /* kept briefly so late metadata still matches */
+
+enum fr_filter_mode {
+	FR_FILTER_PIDS = 0,   /* the pid set, followed across fork */
+	FR_FILTER_CGROUP = 1, /* cgroup v2 id of the current task */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 20); /* resized by the recorder before load */
+} fr_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);   /* tgid */
+	__type(value, __u32); /* FR_PID_* */
+} fr_pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FR_PROBE_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} fr_drops SEC(".maps");
+
+/* Knobs, set by the recorder before load (one copy per object). */
+const volatile __u32 fr_filter_mode = FR_FILTER_PIDS;
+const volatile __u64 fr_target_cgroup_id = 0;
+
+static __always_inline void fr_count_drop(__u32 probe)
+{
+	__u64 *n = bpf_map_lookup_elem(&fr_drops, &probe);
+	if (n)
+		*n += 1;
+}
+
+static __always_inline bool fr_is_traced(__u32 tgid)
+{
+	if (fr_filter_mode == FR_FILTER_CGROUP)
+		return bpf_get_current_cgroup_id() == fr_target_cgroup_id;
+	__u32 *state = bpf_map_lookup_elem(&fr_pids, &tgid);
+	return state && *state == FR_PID_TRACED;
+}
+
+static __always_inline void fr_fill_common(struct fr_ev_common *c, __u16 type,
+					   __u32 size, __u16 flags, __u64 pid_tgid)
+{
+	c->h.size = size;
+	c->h.type = type;
+	c->h.flags = flags;
+	c->ts_ns = bpf_ktime_get_ns();
+	c->pid = pid_tgid >> 32;
+	c->tid = (__u32)pid_tgid;
+}
+
+/* Capture kernel and user stacks into a raw-stack trailer. */
+static __always_inline void fr_capture_stack(void *ctx, struct fr_raw_stack *st,
+					     bool kernel)
+{
+	long n;
+
+	st->_pad = 0;
+	st->n_kernel = 0;
+	if (kernel) {
+		n = bpf_get_stack(ctx, st->kernel_ips, sizeof(st->kernel_ips), 0);
+		st->n_kernel = n > 0 ? (__u64)n >> 3 : 0;
+	}
+	n = bpf_get_stack(ctx, st->user_ips, sizeof(st->user_ips), BPF_F_USER_STACK);
+	st->n_user = n > 0 ? (__u64)n >> 3 : 0;
+}
+
+#endif

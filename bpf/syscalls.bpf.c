@@ -1,0 +1,111 @@
+/* System calls of the traced processes: raw tracepoints sys_enter/sys_exit
+ * (no tracefs needed).  One event per completed call with its duration, the
+ * fd and byte count where the call has them, and the user stack.  Filtering
+ * (pid set, minimum duration) happens here so short calls nobody asked for
+ * never reach the ring buffer.  While attached, every syscall on the node
+ * takes the kernel's tracepoint slow path (~140 ns here), traced or not. */
+#include "common.bpf.h"
+
+const volatile __u64 fr_syscall_min_ns = 0;
+const volatile bool fr_syscall_stacks = true;
+
+struct sys_entry {
+	__u64 ts_ns;
+	__u64 arg0;
+	__u64 arg2;
+	__u32 nr;
+	__u32 sc_flags;
+};
+
+struct {
+	/* LRU: a thread that dies inside a call (exit_group) never exits it */
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); /* tid */
+	__type(value, struct sys_entry);
+} fr_sys_inflight SEC(".maps");
+
+struct syscall_raw {
+	struct fr_ev_syscall ev;
+	struct fr_raw_stack stack;
+};
+
+/* Which x86-64 calls take an fd first, and which a byte count third. */
+static __always_inline __u32 syscall_arg_flags(__u32 nr)
+{
+	switch (nr) {
+	case 0: case 1: case 17: case 18: case 44: case 45: /* read write pread64 pwrite64 sendto recvfrom */
+		return FR_SYSCALL_HAS_FD | FR_SYSCALL_HAS_BYTES;
+	case 3: case 5: case 8: case 16: case 19: case 20: /* close fstat lseek ioctl readv writev */
+	case 42: case 43: case 46: case 47: case 74: case 75: /* connect accept sendmsg recvmsg fsync fdatasync */
+	case 77: case 217: case 221: case 232: case 277: /* ftruncate getdents64 fadvise64 epoll_wait sync_file_range */
+	case 281: case 285: case 288: case 295: case 296: /* epoll_pwait fallocate accept4 preadv pwritev */
+		return FR_SYSCALL_HAS_FD;
+	default:
+		return 0;
+	}
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(fr_sys_enter, struct pt_regs *regs, long id)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct sys_entry ent = {};
+
+	if (!fr_is_traced(pid_tgid >> 32))
+		return 0;
+	ent.ts_ns = bpf_ktime_get_ns();
+	ent.nr = (__u32)id;
+	ent.sc_flags = syscall_arg_flags(ent.nr);
+	if (ent.sc_flags) {
+		ent.arg0 = BPF_CORE_READ(regs, di);
+		ent.arg2 = BPF_CORE_READ(regs, dx);
+	}
+	bpf_map_update_elem(&fr_sys_inflight, &tid, &ent, BPF_ANY);
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(fr_sys_exit, struct pt_regs *regs, long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct sys_entry *ent;
+	struct syscall_raw *e;
+	__u64 now, dur;
+
+	ent = bpf_map_lookup_elem(&fr_sys_inflight, &tid);
+	if (!ent)
+		return 0;
+	now = bpf_ktime_get_ns();
+	dur = now - ent->ts_ns;
+	if (dur < fr_syscall_min_ns) {
+		bpf_map_delete_elem(&fr_sys_inflight, &tid);
+		return 0;
+	}
+	e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+	if (!e) {
+		fr_count_drop(FR_PROBE_SYSCALLS);
+		bpf_map_delete_elem(&fr_sys_inflight, &tid);
+		return 0;
+	}
+	fr_fill_common(&e->ev.c, FR_EV_SYSCALL, sizeof(*e),
+		       fr_syscall_stacks ? FR_RECF_RAW_STACK : 0, pid_tgid);
+	e->ev.c.ts_ns = ent->ts_ns;
+	e->ev.nr = ent->nr;
+	e->ev.stack_id = 0;
+	e->ev.ret = ret;
+	e->ev.duration_ns = dur;
+	e->ev.sc_flags = ent->sc_flags;
+	e->ev.fd = (ent->sc_flags & FR_SYSCALL_HAS_FD) ? (__s64)(int)ent->arg0 : -1;
+	e->ev.count = (ent->sc_flags & FR_SYSCALL_HAS_BYTES) ? ent->arg2 : 0;
+	e->ev._pad = 0;
+	bpf_map_delete_elem(&fr_sys_inflight, &tid);
+	if (fr_syscall_stacks)
+		fr_capture_stack(ctx, &e->stack, false);
+	else
+		e->stack.n_user = e->stack.n_kernel = 0;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 0;
+}

@@ -1,0 +1,107 @@
+/* Trace writer: builders collect records into chunks; a compressor thread of
+ * the writer's own compresses and writes sealed chunks, so a thread that
+ * appends (the ring-buffer drain) never waits for compression or disk.
+ *
+ * Threading: each builder belongs to one thread.  frec_writer_close() must be
+ * called after every builder has been flushed and freed.
+ */
+#ifndef FLIGHTREC_WRITER_H
+#define FLIGHTREC_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "frec_error.h"
+#include "frec_format.h"
+#include "../bpf/events.h"
+
+struct frec_writer;
+struct frec_builder;
+
+struct frec_writer_opts {
+	int codec;               /* enum fr_codec, default FR_CODEC_ZSTD */
+	int level;               /* codec level, default 1 (zstd) / 1 (zlib) */
+	size_t chunk_bytes;      /* seal a chunk at this raw size; default 4 MiB */
+	size_t max_queue_bytes;  /* sealed-but-unwritten limit; default 256 MiB.
+				    Past it a sealed chunk is dropped and counted,
+				    never waited for. */
+};
+
+struct frec_file_info {
+	const char *host;       /* NULL: uname nodename */
+	const char *const *argv; /* recorded command line (may be NULL) */
+	int argc;
+	uint64_t start_mono_ns; /* 0: read now */
+	uint64_t start_real_ns;
+};
+
+/* Fills every field with its default (zstd level 1, 4 MiB chunks, 256 MiB
+ * queue).  Passing opts == NULL to frec_writer_open means the same.  With
+ * explicit opts, a 0 in level, chunk_bytes or max_queue_bytes picks that
+ * field's default, but codec 0 is FR_CODEC_NONE: start from this function.
+ * chunk_bytes is clamped to [4 KiB, FR_MAX_CHUNK_RAW]. */
+void frec_writer_opts_default(struct frec_writer_opts *opts);
+
+/* Creates (truncates) path, writes the file header and the SCHEMA chunk
+ * (seq 0) before returning, and starts the writer thread. */
+int frec_writer_open(const char *path, const struct frec_file_info *info,
+		     const struct frec_writer_opts *opts,
+		     struct frec_writer **out, struct frec_error *err);
+
+/* A builder for chunks of one type (FR_CHUNK_EVENTS or FR_CHUNK_META). */
+struct frec_builder *frec_builder_new(struct frec_writer *w, uint16_t chunk_type);
+
+/* Reserve `size` bytes (multiple of 8, >= 8) for one record in the current
+ * chunk and return where to write it; the caller fills the record including
+ * its fr_rec_hdr, then calls frec_builder_commit with the record's timestamp
+ * (0 when it has none).  A record larger than chunk_bytes gets a chunk of its
+ * own.  Returns NULL only on allocation failure (or a size that is not a
+ * multiple of 8, below 8, or above FR_MAX_CHUNK_RAW).  A reservation not
+ * committed is abandoned by the next reserve.  frec_builder_new returns NULL
+ * for FR_CHUNK_INDEX/FR_CHUNK_END (the writer writes those) and on ENOMEM. */
+void *frec_builder_reserve(struct frec_builder *b, uint32_t size);
+void frec_builder_commit(struct frec_builder *b, uint64_t ts_ns);
+
+/* Convenience: reserve + memcpy + commit. */
+int frec_builder_append(struct frec_builder *b, const void *rec, uint32_t size,
+			uint64_t ts_ns);
+
+/* Seal the current chunk (if it holds records) and hand it to the writer
+ * thread.  Called on a timer so that a killed recorder loses little. */
+void frec_builder_flush(struct frec_builder *b);
+void frec_builder_free(struct frec_builder *b); /* flushes first */
+
+/* Counters for the end-of-run summary. */
+struct frec_writer_stats {
+	uint64_t chunks_written;
+	uint64_t chunks_dropped;   /* queue over max_queue_bytes */
+	uint64_t records_dropped;  /* records inside dropped chunks */
+	uint64_t records_written;
+	uint64_t bytes_raw;
+	uint64_t bytes_written;    /* file size so far */
+	uint64_t queue_bytes_peak;
+};
+void frec_writer_stats(struct frec_writer *w, struct frec_writer_stats *out);
+
+/* Write every queued chunk, then the INDEX and END chunks, fsync, close.
+ * end->index_offset/total_* are filled by the writer; the caller provides
+ * times, cpu and probe stats.  Frees w.
+ * end may be NULL; end_mono_ns/end_real_ns of 0 are read at close.  Unless
+ * probes already hold one named "writer", the writer appends a probe entry
+ * "writer" (events = records written, drops = records in dropped chunks), so
+ * END's n_probes may be n_probes + 1; total_drops sums every entry's drops.
+ * Returns 0, or -1 with err filled when any write failed during the run. */
+int frec_writer_close(struct frec_writer *w, const struct fr_end *end,
+		      const struct fr_probe_stats *probes, uint32_t n_probes,
+		      struct frec_error *err);
+
+/* Crash path: stop the thread without writing INDEX/END (tests use it).
+ * Chunks already queued are still written first, so tests are deterministic;
+ * no fsync.  Frees w. */
+void frec_writer_abandon(struct frec_writer *w);
+
+/* For tests: hold != 0 keeps the writer thread from taking the next queued
+ * chunk (so the queue fills and overflows deterministically); 0 releases it.
+ * close and abandon release it too. */
+void frec_writer_hold(struct frec_writer *w, int hold);
+
+#endif

@@ -1,0 +1,249 @@
+/* BPF object lifecycle (see bpf_probes.h). */
+#include "bpf_probes.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cpu.skel.h"
+#include "proc.skel.h"
+#include "syscalls.skel.h"
+
+#define FR_PID_TRACED 1
+
+static int bit_index(unsigned bit)
+{
+	return bit == PROBE_CPU ? 0 : 1;
+}
+
+static const char *probe_name(unsigned bit)
+{
+	return bit == PROBE_CPU ? "cpu" : "syscalls";
+}
+
+static int reuse_shared_maps(struct bpf_probes *p, struct bpf_map *events,
+			     struct bpf_map *pids, struct bpf_map *drops)
+{
+	int err = bpf_map__reuse_fd(events, bpf_map__fd(p->proc->maps.fr_events));
+	if (!err)
+		err = bpf_map__reuse_fd(pids, bpf_map__fd(p->proc->maps.fr_pids));
+	if (!err)
+		err = bpf_map__reuse_fd(drops, bpf_map__fd(p->proc->maps.fr_drops));
+	return err;
+}
+
+/* Records why a family is missing; returns -1 when that is fatal. */
+static int family_failed(struct bpf_probes *p, const struct record_opts *o,
+			 unsigned bit, int err, const char *step, char *msg, size_t len)
+{
+	snprintf(p->why_not[bit_index(bit)], sizeof(p->why_not[0]), "%s failed: %s",
+		 step, strerror(-err > 0 ? -err : EINVAL));
+	if (o->probes_given) {
+		snprintf(msg, len, "cannot %s probe family '%s': %s", step, probe_name(bit),
+			 strerror(-err > 0 ? -err : EINVAL));
+		return -1;
+	}
+	return 0;
+}
+
+int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
+		    uint64_t cgroup_id, char *msg, size_t len)
+{
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	p->proc = fr_proc_bpf__open();
+	if (!p->proc) {
+		snprintf(msg, len, "cannot open the BPF objects: %s", strerror(errno));
+		return -1;
+	}
+	p->proc->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
+	p->proc->rodata->fr_target_cgroup_id = cgroup_id;
+	bpf_map__set_max_entries(p->proc->maps.fr_events, o->ring_mib << 20);
+	err = fr_proc_bpf__load(p->proc);
+	if (err) {
+		snprintf(msg, len, "cannot load the BPF process tracker: %s (run with -v "
+			 "for the verifier log)", strerror(-err));
+		return -1;
+	}
+
+	if (o->probes & PROBE_CPU) {
+		p->cpu = fr_cpu_bpf__open();
+		err = p->cpu ? 0 : -errno;
+		if (!err) {
+			p->cpu->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
+			p->cpu->rodata->fr_target_cgroup_id = cgroup_id;
+			err = reuse_shared_maps(p, p->cpu->maps.fr_events, p->cpu->maps.fr_pids,
+						p->cpu->maps.fr_drops);
+		}
+		if (!err)
+			err = fr_cpu_bpf__load(p->cpu);
+		if (err) {
+			fr_cpu_bpf__destroy(p->cpu);
+			p->cpu = NULL;
+			if (family_failed(p, o, PROBE_CPU, err, "load", msg, len))
+				return -1;
+		} else {
+			p->loaded |= PROBE_CPU;
+		}
+	}
+	if (o->probes & PROBE_SYSCALLS) {
+		p->sys = fr_syscalls_bpf__open();
+		err = p->sys ? 0 : -errno;
+		if (!err) {
+			p->sys->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
+			p->sys->rodata->fr_target_cgroup_id = cgroup_id;
+			p->sys->rodata->fr_syscall_min_ns = o->syscall_min_ns;
+			p->sys->rodata->fr_syscall_stacks = o->syscall_stacks;
+			err = reuse_shared_maps(p, p->sys->maps.fr_events, p->sys->maps.fr_pids,
+						p->sys->maps.fr_drops);
+		}
+		if (!err)
+			err = fr_syscalls_bpf__load(p->sys);
+		if (err) {
+			fr_syscalls_bpf__destroy(p->sys);
+			p->sys = NULL;
+			if (family_failed(p, o, PROBE_SYSCALLS, err, "load", msg, len))
+				return -1;
+		} else {
+			p->loaded |= PROBE_SYSCALLS;
+		}
+	}
+	return 0;
+}
+
+static int open_cpu_clock(unsigned freq_hz, int cpu)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_freq = freq_hz,
+		.freq = 1,
+	};
+	return (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int attach_cpu(struct bpf_probes *p, const struct record_opts *o)
+{
+	int n = libbpf_num_possible_cpus();
+	int last_err = 0;
+
+	if (n <= 0)
+		return -EINVAL;
+	p->cpu_links = calloc((size_t)n, sizeof(*p->cpu_links));
+	if (!p->cpu_links)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < n; cpu++) {
+		int fd = open_cpu_clock(o->freq_hz, cpu);
+		if (fd < 0) {
+			if (errno != ENODEV) /* ENODEV: CPU offline */
+				last_err = -errno;
+			continue;
+		}
+		struct bpf_link *l = bpf_program__attach_perf_event(p->cpu->progs.fr_cpu_sample, fd);
+		if (!l) {
+			last_err = -errno;
+			close(fd);
+			continue;
+		}
+		p->cpu_links[p->n_cpu_links++] = l;
+	}
+	return p->n_cpu_links ? 0 : (last_err ? last_err : -ENODEV);
+}
+
+int bpf_probes_attach(struct bpf_probes *p, const struct record_opts *o,
+		      char *msg, size_t len)
+{
+	int err = fr_proc_bpf__attach(p->proc);
+	if (err) {
+		snprintf(msg, len, "cannot attach the process tracker (sched tracepoints): %s",
+			 strerror(-err));
+		return -1;
+	}
+	if (p->cpu) {
+		err = attach_cpu(p, o);
+		if (err) {
+			if (family_failed(p, o, PROBE_CPU, err, "attach", msg, len))
+				return -1;
+		} else {
+			p->attached |= PROBE_CPU;
+		}
+	}
+	if (p->sys) {
+		err = fr_syscalls_bpf__attach(p->sys);
+		if (err) {
+			if (family_failed(p, o, PROBE_SYSCALLS, err, "attach", msg, len))
+				return -1;
+		} else {
+			p->attached |= PROBE_SYSCALLS;
+		}
+	}
+	return 0;
+}
+
+void bpf_probes_destroy(struct bpf_probes *p)
+{
+	for (int i = 0; i < p->n_cpu_links; i++)
+		bpf_link__destroy(p->cpu_links[i]);
+	free(p->cpu_links);
+	p->cpu_links = NULL;
+	p->n_cpu_links = 0;
+	fr_syscalls_bpf__destroy(p->sys);
+	fr_cpu_bpf__destroy(p->cpu);
+	fr_proc_bpf__destroy(p->proc);
+	p->sys = NULL;
+	p->cpu = NULL;
+	p->proc = NULL;
+}
+
+int bpf_probes_ring_fd(const struct bpf_probes *p)
+{
+	return bpf_map__fd(p->proc->maps.fr_events);
+}
+
+int bpf_probes_add_pid(struct bpf_probes *p, uint32_t pid)
+{
+	uint32_t v = FR_PID_TRACED;
+	return bpf_map_update_elem(bpf_map__fd(p->proc->maps.fr_pids), &pid, &v, BPF_ANY);
+}
+
+uint32_t bpf_probes_pid_state(const struct bpf_probes *p, uint32_t pid)
+{
+	uint32_t v = 0;
+	if (bpf_map_lookup_elem(bpf_map__fd(p->proc->maps.fr_pids), &pid, &v))
+		return 0;
+	return v;
+}
+
+void bpf_probes_forget_pid(struct bpf_probes *p, uint32_t pid)
+{
+	uint32_t v = 0;
+	/* only forget processes that exited; a reused pid may be traced again */
+	if (!bpf_map_lookup_elem(bpf_map__fd(p->proc->maps.fr_pids), &pid, &v) &&
+	    v != FR_PID_TRACED)
+		bpf_map_delete_elem(bpf_map__fd(p->proc->maps.fr_pids), &pid);
+}
+
+void bpf_probes_drops(const struct bpf_probes *p, uint64_t out[FR_PROBE_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals;
+
+	memset(out, 0, sizeof(uint64_t) * FR_PROBE_MAX);
+	if (ncpu <= 0 || !(vals = calloc((size_t)ncpu, sizeof(*vals))))
+		return;
+	for (uint32_t k = 0; k < FR_PROBE_MAX; k++) {
+		if (bpf_map_lookup_elem(bpf_map__fd(p->proc->maps.fr_drops), &k, vals))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+}

@@ -1,0 +1,41 @@
+/* The ring-buffer drain thread: wakes on a timer (no wakeup per event: that
+ * triples the per-event cost in the kernel), moves events into the events
+ * chunk builder, and replaces raw stacks by ids of the stack table.  It never
+ * waits for compression or disk: sealed chunks go to the writer's thread. */
+#ifndef FLIGHTREC_DRAIN_H
+#define FLIGHTREC_DRAIN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "events.h"
+#include "frec_writer.h"
+#include "stack_table.h"
+
+struct ring_buffer;
+
+typedef void (*drain_proc_cb)(void *ctx, const struct fr_ev_proc *ev);
+
+struct drain {
+	struct ring_buffer *rb;
+	struct frec_builder *builder;
+	struct stack_table *stacks;
+	drain_proc_cb on_proc;
+	void *on_proc_ctx;
+	unsigned period_us;       /* sleep between drains */
+	uint64_t flush_period_ns; /* seal a partial chunk this often */
+	pthread_t thread;
+	atomic_int stop;
+	atomic_uint_fast64_t events[FR_PROBE_MAX]; /* delivered, per probe */
+	atomic_uint_fast64_t malformed;            /* ring records we could not parse */
+	uint64_t last_flush_ns;
+};
+
+/* ring_fd: the BPF ring buffer map.  Returns 0 or -errno. */
+int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
+		struct stack_table *stacks, drain_proc_cb on_proc, void *ctx);
+/* Drains what is left, flushes, joins.  Frees the builder. */
+void drain_stop(struct drain *d);
+
+#endif

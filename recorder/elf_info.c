@@ -1,0 +1,256 @@
+/* Build-ids and symbol tables from ELF files (libelf), and the kernel's from
+ * /proc/kallsyms.  Runs off the hot path: on the tracking thread (build-ids)
+ * and at the end of the recording (symbols). */
+#include "elf_info.h"
+
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool elf_ready(void)
+{
+	static int state; /* 0 unknown, 1 ok, -1 failed */
+	if (!state)
+		state = elf_version(EV_CURRENT) == EV_NONE ? -1 : 1;
+	return state > 0;
+}
+
+static int note_build_id(Elf_Data *data, uint8_t out[20], uint8_t *len)
+{
+	size_t off = 0, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    !memcmp((char *)data->d_buf + name_off, "GNU", 4)) {
+			size_t n = nh.n_descsz > 20 ? 20 : nh.n_descsz;
+			memcpy(out, (char *)data->d_buf + desc_off, n);
+			*len = (uint8_t)n;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int elf_read_build_id(int fd, uint8_t out[20], uint8_t *len)
+{
+	Elf *e;
+	Elf_Scn *scn = NULL;
+	int ret = -1;
+
+	*len = 0;
+	if (!elf_ready() || !(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+		return -1;
+	while ((scn = elf_nextscn(e, scn)) && ret) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (d)
+			ret = note_build_id(d, out, len);
+	}
+	if (ret) {
+		/* section headers stripped: try program headers */
+		size_t n = 0;
+		if (elf_getphdrnum(e, &n) == 0) {
+			for (size_t i = 0; i < n && ret; i++) {
+				GElf_Phdr ph;
+				if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_NOTE)
+					continue;
+				Elf_Data *d = elf_getdata_rawchunk(e, ph.p_offset, ph.p_filesz, ELF_T_NHDR);
+				if (d)
+					ret = note_build_id(d, out, len);
+			}
+		}
+	}
+	elf_end(e);
+	return ret;
+}
+
+struct load_seg {
+	uint64_t vaddr, filesz, offset;
+};
+
+struct sym_builder {
+	struct elf_sym *syms;
+	size_t n, cap;
+	char *names;
+	size_t names_len, names_cap;
+};
+
+static int add_sym(struct sym_builder *b, uint64_t offset, uint64_t size, const char *name)
+{
+	size_t len = strlen(name) + 1;
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 1024;
+		struct elf_sym *s = realloc(b->syms, cap * sizeof(*s));
+		if (!s)
+			return -1;
+		b->syms = s;
+		b->cap = cap;
+	}
+	if (b->names_len + len > b->names_cap) {
+		size_t cap = b->names_cap ? b->names_cap : 16384;
+		while (cap < b->names_len + len)
+			cap *= 2;
+		char *s = realloc(b->names, cap);
+		if (!s)
+			return -1;
+		b->names = s;
+		b->names_cap = cap;
+	}
+	memcpy(b->names + b->names_len, name, len);
+	/* name stored as an offset until the storage stops moving */
+	b->syms[b->n].offset = offset;
+	b->syms[b->n].size = size;
+	b->syms[b->n].name = (const char *)(uintptr_t)b->names_len;
+	b->n++;
+	b->names_len += len;
+	return 0;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct elf_sym *x = a, *y = b;
+	if (x->offset != y->offset)
+		return x->offset < y->offset ? -1 : 1;
+	/* prefer sized symbols at the same offset */
+	return (x->size < y->size) - (x->size > y->size);
+}
+
+static void finish_syms(struct sym_builder *b, struct elf_symtab *out)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < b->n; i++)
+		b->syms[i].name = b->names + (uintptr_t)b->syms[i].name;
+	qsort(b->syms, b->n, sizeof(*b->syms), cmp_sym);
+	for (size_t i = 0; i < b->n; i++) {
+		if (w && b->syms[w - 1].offset == b->syms[i].offset)
+			continue; /* one name per offset (aliases) */
+		b->syms[w++] = b->syms[i];
+	}
+	for (size_t i = 0; i < w; i++) {
+		uint64_t next = i + 1 < w ? b->syms[i + 1].offset : UINT64_MAX;
+		if (b->syms[i].size == 0 || b->syms[i].offset + b->syms[i].size > next)
+			b->syms[i].size = next == UINT64_MAX ? 4096 : next - b->syms[i].offset;
+	}
+	out->syms = b->syms;
+	out->n = w;
+	out->names = b->names;
+	out->names_len = b->names_len;
+}
+
+int elf_load_symtab(int fd, struct elf_symtab *out)
+{
+	struct sym_builder b = {0};
+	struct load_seg segs[32];
+	size_t nsegs = 0, nph = 0;
+	Elf_Scn *scn = NULL;
+	Elf *e;
+
+	memset(out, 0, sizeof(*out));
+	if (!elf_ready() || !(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+		return -1;
+	if (elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &nph) != 0) {
+		elf_end(e);
+		return -1;
+	}
+	for (size_t i = 0; i < nph && nsegs < 32; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD)
+			segs[nsegs++] = (struct load_seg){ph.p_vaddr, ph.p_filesz, ph.p_offset};
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d || !sh.sh_entsize)
+			continue;
+		size_t count = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < count; i++) {
+			GElf_Sym s;
+			if (!gelf_getsym(d, (int)i, &s))
+				continue;
+			int type = GELF_ST_TYPE(s.st_info);
+			if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF ||
+			    !s.st_value)
+				continue;
+			const char *name = elf_strptr(e, sh.sh_link, s.st_name);
+			if (!name || !*name)
+				continue;
+			for (size_t k = 0; k < nsegs; k++) {
+				if (s.st_value >= segs[k].vaddr &&
+				    s.st_value < segs[k].vaddr + segs[k].filesz) {
+					if (add_sym(&b, s.st_value - segs[k].vaddr + segs[k].offset,
+						    s.st_size, name)) {
+						free(b.syms);
+						free(b.names);
+						elf_end(e);
+						return -1;
+					}
+					break;
+				}
+			}
+		}
+	}
+	elf_end(e);
+	finish_syms(&b, out);
+	return 0;
+}
+
+const struct elf_sym *elf_symtab_find(const struct elf_symtab *t, uint64_t offset)
+{
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (t->syms[mid].offset <= offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const struct elf_sym *s = &t->syms[lo - 1];
+	return offset < s->offset + s->size ? s : NULL;
+}
+
+void elf_symtab_free(struct elf_symtab *t)
+{
+	free(t->syms);
+	free(t->names);
+	memset(t, 0, sizeof(*t));
+}
+
+int kallsyms_load(const char *path, struct elf_symtab *out)
+{
+	struct sym_builder b = {0};
+	char line[512];
+	FILE *f = fopen(path, "r");
+
+	memset(out, 0, sizeof(*out));
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long addr;
+		char type, name[256];
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !addr)
+			continue;
+		if (type != 't' && type != 'T' && type != 'W' && type != 'w')
+			continue;
+		if (add_sym(&b, addr, 0, name)) {
+			fclose(f);
+			free(b.syms);
+			free(b.names);
+			return -1;
+		}
+	}
+	fclose(f);
+	finish_syms(&b, out);
+	return out->n ? 0 : -1;
+}

@@ -1,0 +1,35 @@
+/* What the recorder reads from ELF files: build-ids and function symbols
+ * (translated to file offsets, the address space mappings use). */
+#ifndef FLIGHTREC_ELF_INFO_H
+#define FLIGHTREC_ELF_INFO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* 0 and the GNU build-id (up to 20 bytes) in out, or -1. */
+int elf_read_build_id(int fd, uint8_t out[20], uint8_t *len);
+
+struct elf_sym {
+	uint64_t offset; /* file offset of the symbol's first byte */
+	uint64_t size;
+	const char *name; /* into the owning elf_symtab's storage */
+};
+
+struct elf_symtab {
+	struct elf_sym *syms; /* sorted by offset, one per offset */
+	size_t n;
+	char *names;          /* storage */
+	size_t names_len;
+};
+
+/* Function symbols of the file open at fd (.symtab, else .dynsym; both
+ * merged when present).  Symbols of size 0 extend to the next one. */
+int elf_load_symtab(int fd, struct elf_symtab *out);
+/* The symbol covering offset, or NULL. */
+const struct elf_sym *elf_symtab_find(const struct elf_symtab *t, uint64_t offset);
+void elf_symtab_free(struct elf_symtab *t);
+
+/* Kernel text symbols from /proc/kallsyms (addresses as offsets). */
+int kallsyms_load(const char *path, struct elf_symtab *out);
+
+#endif

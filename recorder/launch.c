@@ -1,0 +1,67 @@
+/* Gated fork + exec (see launch.h). */
+#include "launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int launch_prepare(struct launch *l, char **argv)
+{
+	int gate[2], err[2];
+
+	if (pipe2(gate, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+		return -errno;
+	l->pid = fork();
+	if (l->pid < 0)
+		return -errno;
+	if (l->pid == 0) {
+		char c;
+		close(gate[1]);
+		close(err[0]);
+		/* a recorder that dies before releasing us takes us with it */
+		if (read(gate[0], &c, 1) != 1)
+			_exit(127);
+		signal(SIGPIPE, SIG_DFL);
+		execvp(argv[0], argv);
+		int e = errno;
+		if (write(err[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(gate[0]);
+	close(err[1]);
+	l->gate_fd = gate[1];
+	l->err_fd = err[0];
+	return 0;
+}
+
+int launch_release(struct launch *l)
+{
+	int e = 0;
+	ssize_t n;
+
+	if (write(l->gate_fd, "x", 1) != 1)
+		return errno;
+	close(l->gate_fd);
+	l->gate_fd = -1;
+	n = read(l->err_fd, &e, sizeof(e));
+	close(l->err_fd);
+	l->err_fd = -1;
+	return n == (ssize_t)sizeof(e) ? e : 0;
+}
+
+void launch_abort(struct launch *l)
+{
+	if (l->pid > 0) {
+		kill(l->pid, SIGKILL);
+		waitpid(l->pid, NULL, 0);
+	}
+	if (l->gate_fd >= 0)
+		close(l->gate_fd);
+	if (l->err_fd >= 0)
+		close(l->err_fd);
+	l->pid = -1;
+}

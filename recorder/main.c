@@ -1,0 +1,463 @@
+/* flightrec: the recorder.  Orders the pieces of a recording: checks, file,
+ * probes, target, threads, then a clean stop that writes symbols, index and
+ * end record.  The work itself lives in the modules named in each step. */
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpf_probes.h"
+#include "cpu.skel.h"
+#include "drain.h"
+#include "dso_table.h"
+#include "frec_writer.h"
+#include "launch.h"
+#include "options.h"
+#include "preflight.h"
+#include "proc.skel.h"
+#include "proc_track.h"
+#include "stack_table.h"
+#include "symbol_writer.h"
+#include "syscalls.skel.h"
+
+#ifndef FLIGHTREC_VERSION
+#define FLIGHTREC_VERSION "0.1.0"
+#endif
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static bool verbose_libbpf;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG || (!verbose_libbpf && level != LIBBPF_WARN))
+		return 0;
+	if (!verbose_libbpf)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+"usage: flightrec record -o FILE [options] (-- COMMAND... | --pid PID | --cgroup PATH)\n"
+"       flightrec --version\n"
+"\n"
+"flightrec records a running training job with eBPF (CPU stack samples,\n"
+"system calls, processes) into one crash-safe trace file, without changing\n"
+"or restarting the job.  Copy the file anywhere and run flightrec-analyze.\n"
+"\n"
+"Commands:\n"
+"  record    record a command, processes or a cgroup ('flightrec record --help')\n");
+}
+
+struct recording {
+	struct record_opts opts;
+	struct frec_writer *writer;
+	struct bpf_probes probes;
+	struct dso_table dsos;
+	struct stack_table *stacks;
+	struct drain drain;
+	struct proc_track track;
+	struct launch child;
+	bool drain_running, track_running, track_open;
+};
+
+static void rusage_ns(uint64_t *user, uint64_t *sys)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	*user = (uint64_t)ru.ru_utime.tv_sec * 1000000000ull + (uint64_t)ru.ru_utime.tv_usec * 1000ull;
+	*sys = (uint64_t)ru.ru_stime.tv_sec * 1000000000ull + (uint64_t)ru.ru_stime.tv_usec * 1000ull;
+}
+
+/* Per-probe counters, as written in STATS records and the END chunk. */
+static void collect_stats(void *ctx, struct fr_probe_stats *out, uint32_t *n,
+			  uint64_t *user, uint64_t *sys)
+{
+	struct recording *r = ctx;
+	uint64_t drops[FR_PROBE_MAX];
+	struct frec_writer_stats ws;
+	uint32_t k = 0;
+
+	bpf_probes_drops(&r->probes, drops);
+	frec_writer_stats(r->writer, &ws);
+#define STAT(nm, ev, dr) do { \
+	memset(&out[k], 0, sizeof(out[k])); \
+	snprintf(out[k].name, sizeof(out[k].name), "%s", nm); \
+	out[k].events = (ev); out[k].drops = (dr); k++; } while (0)
+	STAT("proc", atomic_load(&r->drain.events[FR_PROBE_PROC]), drops[FR_PROBE_PROC]);
+	if (r->probes.attached & PROBE_CPU)
+		STAT("cpu", atomic_load(&r->drain.events[FR_PROBE_CPU]), drops[FR_PROBE_CPU]);
+	if (r->probes.attached & PROBE_SYSCALLS)
+		STAT("syscalls", atomic_load(&r->drain.events[FR_PROBE_SYSCALLS]),
+		     drops[FR_PROBE_SYSCALLS]);
+	STAT("mmap", atomic_load(&r->track.mappings), atomic_load(&r->track.mmap_lost));
+	STAT("writer", ws.records_written, ws.records_dropped);
+#undef STAT
+	*n = k;
+	rusage_ns(user, sys);
+}
+
+static void human_bytes(uint64_t b, char *buf, size_t len)
+{
+	if (b >= (10ull << 20))
+		snprintf(buf, len, "%.1f MiB", b / 1048576.0);
+	else if (b >= 10240)
+		snprintf(buf, len, "%.1f KiB", b / 1024.0);
+	else
+		snprintf(buf, len, "%" PRIu64 " B", b);
+}
+
+static bool targets_alive(const struct record_opts *o)
+{
+	for (int i = 0; i < o->n_pids; i++)
+		if (kill((pid_t)o->pids[i], 0) == 0 || errno != ESRCH)
+			return true;
+	return false;
+}
+
+static void add_cgroup_members(struct recording *r)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/cgroup.procs", r->opts.cgroup_path);
+	FILE *f = fopen(path, "r");
+	unsigned pid;
+	if (!f)
+		return;
+	while (fscanf(f, "%u", &pid) == 1)
+		proc_track_add_existing(&r->track, pid);
+	fclose(f);
+}
+
+static void print_start_summary(struct recording *r)
+{
+	const struct record_opts *o = &r->opts;
+	char what[256] = "";
+
+	if (o->quiet)
+		return;
+	if (o->command)
+		snprintf(what, sizeof(what), "'%s' (pid %d)", o->command[0], (int)r->child.pid);
+	else if (o->cgroup_path)
+		snprintf(what, sizeof(what), "cgroup %s", o->cgroup_path);
+	else {
+		size_t p = (size_t)snprintf(what, sizeof(what), "pid");
+		for (int i = 0; i < o->n_pids && p < sizeof(what); i++)
+			p += (size_t)snprintf(what + p, sizeof(what) - p, "%s%u", i ? "," : " ", o->pids[i]);
+	}
+	fprintf(stderr, "flightrec: recording %s into %s; probes:", what, o->output);
+	if (r->probes.attached & PROBE_CPU)
+		fprintf(stderr, " cpu (%u Hz)", o->freq_hz);
+	if (r->probes.attached & PROBE_SYSCALLS)
+		fprintf(stderr, " syscalls%s", o->syscall_min_ns ? " (filtered by duration)" : "");
+	fprintf(stderr, "%s\n", o->duration_s > 0 ? "" : "; Ctrl-C to stop");
+	for (unsigned bit = PROBE_CPU; bit <= PROBE_SYSCALLS; bit <<= 1) {
+		int idx = bit == PROBE_CPU ? 0 : 1;
+		if ((o->probes & bit) && !(r->probes.attached & bit))
+			fprintf(stderr, "flightrec: not recording %s: %s\n",
+				bit == PROBE_CPU ? "cpu" : "syscalls",
+				r->probes.why_not[idx][0] ? r->probes.why_not[idx] : "not attached");
+	}
+}
+
+static void detach_probes(struct recording *r)
+{
+	for (int i = 0; i < r->probes.n_cpu_links; i++)
+		bpf_link__destroy(r->probes.cpu_links[i]);
+	r->probes.n_cpu_links = 0;
+	if (r->probes.sys)
+		fr_syscalls_bpf__detach(r->probes.sys);
+	if (r->probes.proc)
+		fr_proc_bpf__detach(r->probes.proc);
+}
+
+static int finish(struct recording *r, uint64_t start_ns)
+{
+	struct fr_probe_stats probes[FR_PROBE_MAX];
+	struct symbol_writer_stats syms;
+	struct frec_writer_stats ws;
+	struct frec_error err = {0};
+	struct fr_end end = {0};
+	uint32_t n = 0;
+
+	detach_probes(r);
+	if (r->drain_running)
+		drain_stop(&r->drain);
+	if (r->track_running)
+		proc_track_stop(&r->track);
+	write_symbols(r->track.builder, r->stacks, &r->dsos, &syms);
+	frec_builder_flush(r->track.builder);
+	collect_stats(r, probes, &n, &end.cpu_user_ns, &end.cpu_sys_ns);
+	proc_track_close(&r->track);
+	r->track_open = false;
+	for (uint32_t i = 0; i < n; i++)
+		end.total_drops += probes[i].drops;
+	end.end_mono_ns = mono_ns();
+	{
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		end.end_real_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+				  (uint64_t)(int64_t)(r->opts.realtime_offset_s * 1e9);
+	}
+	frec_writer_stats(r->writer, &ws);
+	if (frec_writer_close(r->writer, &end, probes, n, &err)) {
+		char buf[600];
+		fprintf(stderr, "flightrec: %s\n", frec_error_str(&err, buf, sizeof(buf)));
+		r->writer = NULL;
+		return -1;
+	}
+	r->writer = NULL;
+
+	if (!r->opts.quiet) {
+		struct stat st;
+		char size[32];
+		uint64_t total = 0, drops = 0;
+		double elapsed = (mono_ns() - start_ns) / 1e9;
+		double cpu_s = (end.cpu_user_ns + end.cpu_sys_ns) / 1e9;
+		stat(r->opts.output, &st);
+		human_bytes((uint64_t)st.st_size, size, sizeof(size));
+		fprintf(stderr, "flightrec: wrote %s: ", r->opts.output);
+		for (uint32_t i = 0; i < n; i++) {
+			if (!strcmp(probes[i].name, "writer") || !strcmp(probes[i].name, "mmap"))
+				continue;
+			total += probes[i].events;
+		}
+		fprintf(stderr, "%" PRIu64 " events (", total);
+		for (uint32_t i = 0, first = 1; i < n; i++) {
+			if (!strcmp(probes[i].name, "writer"))
+				continue;
+			fprintf(stderr, "%s%s %" PRIu64, first ? "" : ", ",
+				!strcmp(probes[i].name, "mmap") ? "mappings" : probes[i].name,
+				probes[i].events);
+			first = 0;
+			drops += probes[i].drops;
+		}
+		fprintf(stderr, "), %" PRIu64 " stacks, %u symbol tables, %" PRIu64 " dropped, %s, "
+			"recorder CPU %.2f s (%.2f%% of one core over %.1f s)\n",
+			(uint64_t)stack_table_count(r->stacks), syms.dsos_written, drops + ws.records_dropped,
+			size, cpu_s, elapsed > 0 ? 100.0 * cpu_s / elapsed : 0.0, elapsed);
+		if (drops + ws.records_dropped) {
+			fprintf(stderr, "flightrec: WARNING: events were dropped:");
+			for (uint32_t i = 0; i < n; i++)
+				if (probes[i].drops)
+					fprintf(stderr, " %s %" PRIu64, probes[i].name, probes[i].drops);
+			fprintf(stderr, " (a larger --ring-mib or a lower --freq helps)\n");
+		}
+	}
+	return 0;
+}
+
+static int cmd_record(int argc, char **argv)
+{
+	struct recording *r = calloc(1, sizeof(*r));
+	char msg[512];
+	uint64_t cgroup_id = 0, start_ns;
+	const char *cgroup_rel = NULL;
+	int status = 0, ret = 1;
+	bool child_done = false;
+
+	if (!r)
+		return 1;
+	r->child.pid = -1;
+	r->child.gate_fd = r->child.err_fd = -1;
+	int pr = record_opts_parse(argc, argv, &r->opts);
+	if (pr) {
+		free(r);
+		return pr > 0 ? 0 : 2;
+	}
+	struct record_opts *o = &r->opts;
+	verbose_libbpf = o->verbose;
+	libbpf_set_print(libbpf_print);
+	if (preflight(o, &cgroup_id, &cgroup_rel, msg, sizeof(msg))) {
+		fprintf(stderr, "flightrec: %s\n", msg);
+		free(r);
+		return 1;
+	}
+	setrlimit(RLIMIT_MEMLOCK, &(struct rlimit){RLIM_INFINITY, RLIM_INFINITY});
+
+	struct frec_writer_opts wo = {
+		.codec = o->codec,
+		.level = o->level,
+		.chunk_bytes = (size_t)o->chunk_kib << 10,
+	};
+	struct timespec real;
+	clock_gettime(CLOCK_REALTIME, &real);
+	struct frec_file_info info = {
+		.argv = (const char *const *)argv - 1, /* include the program name */
+		.argc = argc + 1,
+		.start_mono_ns = mono_ns(),
+		.start_real_ns = (uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec +
+				 (uint64_t)(int64_t)(o->realtime_offset_s * 1e9),
+	};
+	struct frec_error ferr = {0};
+	if (frec_writer_open(o->output, &info, &wo, &r->writer, &ferr)) {
+		char buf[600];
+		fprintf(stderr, "flightrec: cannot write %s\n", frec_error_str(&ferr, buf, sizeof(buf)));
+		free(r);
+		return 1;
+	}
+	dso_table_init(&r->dsos);
+	r->stacks = stack_table_new();
+	if (!r->stacks)
+		goto fail;
+	if (bpf_probes_load(&r->probes, o, cgroup_id, msg, sizeof(msg)))
+		goto fail_msg;
+	if (proc_track_open(&r->track, &r->probes, &r->dsos, r->writer, msg, sizeof(msg)))
+		goto fail_msg;
+	r->track_open = true;
+	r->track.stats_fn = collect_stats;
+	r->track.stats_ctx = r;
+	r->track.realtime_offset_ns = (int64_t)(o->realtime_offset_s * 1e9);
+	r->track.cgroup_v2_path = cgroup_id ? (cgroup_rel ? cgroup_rel : "/") : NULL;
+
+	if (o->command) {
+		int err = launch_prepare(&r->child, o->command);
+		if (err) {
+			snprintf(msg, sizeof(msg), "cannot start %s: %s", o->command[0], strerror(-err));
+			goto fail_msg;
+		}
+		bpf_probes_add_pid(&r->probes, (uint32_t)r->child.pid);
+	}
+	for (int i = 0; i < o->n_pids; i++)
+		bpf_probes_add_pid(&r->probes, o->pids[i]);
+	if (bpf_probes_attach(&r->probes, o, msg, sizeof(msg)))
+		goto fail_msg;
+
+	proc_track_write_clock(&r->track);
+	for (int i = 0; i < o->n_pids; i++)
+		proc_track_add_existing(&r->track, o->pids[i]);
+	if (o->cgroup_path)
+		add_cgroup_members(r);
+	int err = drain_start(&r->drain, bpf_probes_ring_fd(&r->probes), r->writer, r->stacks,
+			      proc_track_notify, &r->track);
+	if (err) {
+		snprintf(msg, sizeof(msg), "cannot read the ring buffer: %s", strerror(-err));
+		goto fail_msg;
+	}
+	r->drain_running = true;
+	if (proc_track_start(&r->track)) {
+		snprintf(msg, sizeof(msg), "cannot start the tracking thread");
+		goto fail_msg;
+	}
+	r->track_running = true;
+
+	struct sigaction sa = {.sa_handler = on_stop_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	start_ns = mono_ns();
+	print_start_summary(r);
+	if (o->command) {
+		int e = launch_release(&r->child);
+		if (e) {
+			fprintf(stderr, "flightrec: cannot run %s: %s\n", o->command[0], strerror(e));
+			waitpid(r->child.pid, &status, 0);
+			child_done = true;
+			status = (e == ENOENT ? 127 : 126) << 8;
+		}
+	}
+
+	uint64_t deadline = o->duration_s > 0 ? start_ns + (uint64_t)(o->duration_s * 1e9) : 0;
+	struct timespec nap = {0, 20 * 1000000};
+	while (!stop_signal && !child_done) {
+		if (deadline && mono_ns() >= deadline)
+			break;
+		if (o->command) {
+			pid_t w = waitpid(r->child.pid, &status, WNOHANG);
+			if (w == r->child.pid) {
+				child_done = true;
+				break;
+			}
+		}
+		if (o->n_pids && !targets_alive(o))
+			break;
+		nanosleep(&nap, NULL);
+	}
+	if (stop_signal && !o->quiet)
+		fprintf(stderr, "flightrec: %s: stopping\n", strsignal(stop_signal));
+
+	ret = finish(r, start_ns) ? 1 : 0;
+	if (o->command && !child_done) {
+		/* stopped early: the command goes on as if flightrec were not there,
+		 * unless the stop came from a signal meant for both */
+		if (stop_signal)
+			kill(r->child.pid, stop_signal);
+		waitpid(r->child.pid, &status, 0);
+		child_done = true;
+	}
+	if (o->command && ret == 0) {
+		if (WIFEXITED(status))
+			ret = WEXITSTATUS(status);
+		else if (WIFSIGNALED(status))
+			ret = 128 + WTERMSIG(status);
+	}
+	bpf_probes_destroy(&r->probes);
+	stack_table_free(r->stacks);
+	dso_table_destroy(&r->dsos);
+	free(r);
+	return ret;
+
+fail_msg:
+	fprintf(stderr, "flightrec: %s\n", msg);
+fail:
+	if (r->drain_running)
+		drain_stop(&r->drain);
+	if (r->track_running) {
+		atomic_store(&r->track.stop, 1);
+		pthread_join(r->track.thread, NULL);
+	}
+	if (r->track_open)
+		proc_track_close(&r->track);
+	if (o->command && r->child.pid > 0)
+		launch_abort(&r->child);
+	if (r->writer)
+		frec_writer_abandon(r->writer);
+	unlink(o->output);
+	bpf_probes_destroy(&r->probes);
+	stack_table_free(r->stacks);
+	dso_table_destroy(&r->dsos);
+	free(r);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("flightrec %s\n", FLIGHTREC_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "record"))
+		return cmd_record(argc - 1, argv + 1);
+	fprintf(stderr, "flightrec: unknown command '%s' (see 'flightrec --help')\n", argv[1]);
+	return 2;
+}

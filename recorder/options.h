@@ -1,0 +1,45 @@
+/* Command-line options of `flightrec record`. */
+#ifndef FLIGHTREC_OPTIONS_H
+#define FLIGHTREC_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define MAX_TARGET_PIDS 64
+
+enum probe_bits {
+	PROBE_CPU = 1 << 0,
+	PROBE_SYSCALLS = 1 << 1,
+};
+
+struct record_opts {
+	const char *output;
+	unsigned freq_hz;          /* CPU sampling frequency */
+	double duration_s;         /* 0: until the command ends or a signal */
+	unsigned probes;           /* enum probe_bits */
+	bool probes_given;
+	uint64_t syscall_min_ns;
+	bool syscall_stacks;
+	unsigned ring_mib;         /* ring buffer size */
+	int codec;                 /* enum fr_codec */
+	int level;
+	unsigned chunk_kib;
+	bool verbose;
+	bool quiet;
+	/* targets: exactly one of these */
+	char **command;            /* argv after `--` */
+	int command_argc;
+	uint32_t pids[MAX_TARGET_PIDS];
+	int n_pids;
+	const char *cgroup_path;
+	/* test hook: seconds added to the realtime clock anchors */
+	double realtime_offset_s;
+};
+
+/* Parses argv of `flightrec record ...` (argv[0] is "record").  Returns 0,
+ * or 1 after printing help (exit 0), or -1 after printing one error line. */
+int record_opts_parse(int argc, char **argv, struct record_opts *o);
+void record_usage(FILE *out);
+
+#endif

@@ -1,0 +1,114 @@
+/* Pre-run checks (see preflight.h). */
+#include "preflight.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+static int has_cap(const struct __user_cap_data_struct d[2], int cap)
+{
+	return (d[cap / 32].effective >> (cap % 32)) & 1;
+}
+
+static int privileged(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {{0}};
+
+	if (geteuid() == 0)
+		return 1;
+	if (syscall(SYS_capget, &h, d))
+		return 0;
+	return has_cap(d, CAP_SYS_ADMIN) ||
+	       (has_cap(d, CAP_BPF) && has_cap(d, CAP_PERFMON));
+}
+
+/* The cgroup v2 mount point that contains path, for the relative path. */
+static const char *cgroup_relative(const char *real)
+{
+	static char rel[PATH_MAX];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096], best[PATH_MAX] = "";
+
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		char mnt[PATH_MAX], fstype[64];
+		char *sep = strstr(line, " - ");
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+		    sscanf(sep + 3, "%63s", fstype) != 1 || strcmp(fstype, "cgroup2"))
+			continue;
+		size_t n = strlen(mnt);
+		if (!strncmp(real, mnt, n) && (real[n] == '/' || real[n] == 0) &&
+		    n > strlen(best))
+			snprintf(best, sizeof(best), "%s", mnt);
+	}
+	fclose(f);
+	if (!best[0])
+		return NULL;
+	snprintf(rel, sizeof(rel), "%s", real + strlen(best));
+	if (!rel[0])
+		snprintf(rel, sizeof(rel), "/");
+	return rel;
+}
+
+int preflight(const struct record_opts *o, uint64_t *cgroup_id,
+	      const char **cgroup_rel, char *msg, size_t len)
+{
+	*cgroup_id = 0;
+	*cgroup_rel = NULL;
+	if (!privileged()) {
+		snprintf(msg, len, "recording needs root (or CAP_BPF and CAP_PERFMON); "
+			 "run it with sudo");
+		return -1;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		snprintf(msg, len, "this kernel has no BTF (/sys/kernel/btf/vmlinux is "
+			 "missing); flightrec needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+		return -1;
+	}
+	for (int i = 0; i < o->n_pids; i++) {
+		if (kill((pid_t)o->pids[i], 0) && errno == ESRCH) {
+			snprintf(msg, len, "no process with pid %u", o->pids[i]);
+			return -1;
+		}
+	}
+	if (o->cgroup_path) {
+		struct statfs sfs;
+		struct stat st;
+		char real[PATH_MAX];
+		if (!realpath(o->cgroup_path, real) || stat(real, &st) || !S_ISDIR(st.st_mode)) {
+			snprintf(msg, len, "cannot use cgroup %s: %s", o->cgroup_path,
+				 strerror(errno ? errno : ENOTDIR));
+			return -1;
+		}
+		if (statfs(real, &sfs) || sfs.f_type != CGROUP2_SUPER_MAGIC) {
+			snprintf(msg, len, "%s is not a cgroup v2 directory (flightrec filters "
+				 "by cgroup v2 id; look under the cgroup2 mount, e.g. "
+				 "/sys/fs/cgroup)", o->cgroup_path);
+			return -1;
+		}
+		*cgroup_id = st.st_ino; /* a cgroup v2 id is its directory's inode */
+		*cgroup_rel = cgroup_relative(real);
+	}
+	return 0;
+}

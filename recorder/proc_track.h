@@ -1,0 +1,74 @@
+/* The tracking thread: everything about the traced processes that is not a
+ * kernel event.  It names processes and threads (/proc), follows their
+ * executable mappings through perf's mmap2 records (synchronous in the
+ * kernel, with build-ids, so even a process that lives a millisecond is
+ * covered), registers the mapped files, and writes clock anchors and
+ * per-probe counters every second.  All its output goes to its own META
+ * chunk builder, so the drain thread never waits for /proc or the disk. */
+#ifndef FLIGHTREC_PROC_TRACK_H
+#define FLIGHTREC_PROC_TRACK_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "bpf_probes.h"
+#include "dso_table.h"
+#include "events.h"
+#include "frec_writer.h"
+
+typedef void (*track_stats_fn)(void *ctx, struct fr_probe_stats *out, uint32_t *n,
+			       uint64_t *cpu_user_ns, uint64_t *cpu_sys_ns);
+
+struct pending_pid {
+	uint16_t type; /* FR_EV_PROC_* */
+	uint32_t pid;
+	uint32_t ppid;
+	uint64_t ts_ns;  /* of the event */
+	uint64_t due_ns; /* for forgetting exited pids */
+};
+
+struct perf_ring;
+
+struct proc_track {
+	struct bpf_probes *probes;
+	struct dso_table *dsos;
+	struct frec_builder *builder;
+	track_stats_fn stats_fn;
+	void *stats_ctx;
+	int64_t realtime_offset_ns; /* test hook: shifts realtime anchors */
+	const char *cgroup_v2_path; /* cgroup mode: path relative to the v2 root */
+
+	struct perf_ring *rings;
+	int n_rings;
+
+	pthread_mutex_t lock;
+	struct pending_pid *pending;
+	size_t n_pending, cap_pending;
+	struct pending_pid *forget;
+	size_t n_forget, cap_forget;
+
+	pthread_t thread;
+	atomic_int stop;
+	atomic_uint_fast64_t mmap_lost;    /* perf mmap records the kernel lost */
+	atomic_uint_fast64_t mappings;     /* mapping records written */
+	uint64_t last_tick_ns;
+};
+
+/* Opens the per-CPU mmap tracking events (before the target runs). */
+int proc_track_open(struct proc_track *t, struct bpf_probes *probes,
+		    struct dso_table *dsos, struct frec_writer *w, char *err, size_t len);
+int proc_track_start(struct proc_track *t);
+/* Describes a process that exists now: process record, threads, mappings
+ * from /proc/PID/maps.  Used for --pid/--cgroup targets at start. */
+void proc_track_add_existing(struct proc_track *t, uint32_t pid);
+/* Called by the drain thread for every process event. */
+void proc_track_notify(void *ctx, const struct fr_ev_proc *ev);
+/* Writes a last clock anchor and stats record, flushes, joins. */
+void proc_track_stop(struct proc_track *t);
+void proc_track_close(struct proc_track *t);
+
+/* One clock anchor record now (also used at start and at the end). */
+void proc_track_write_clock(struct proc_track *t);
+
+#endif

@@ -1,0 +1,68 @@
+/* A CPU-bound workload with a known split: every round runs
+ * compute_heavy (3 units of work) then compute_light (1 unit), so a CPU
+ * profile should show 75% / 25% of the samples below run_rounds.  Used by
+ * the README demo and the integration tests.
+ *
+ * usage: cpu_split [SECONDS]   (default 3) */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static volatile uint64_t sink;
+
+/* An opaque call keeps spin_units a non-leaf function: GCC 12 drops the
+ * frame pointer of leaf functions even with -mno-omit-leaf-frame-pointer,
+ * and a frame-pointer walk from such a leaf skips its caller. */
+__attribute__((noinline)) void unit_done(uint64_t x)
+{
+	__asm__ volatile("" : : "r"(x) : "memory");
+}
+
+__attribute__((noinline)) static uint64_t spin_units(unsigned units)
+{
+	uint64_t x = sink | 1;
+	for (unsigned u = 0; u < units; u++) {
+		for (int i = 0; i < 200000; i++)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+		unit_done(x);
+	}
+	return x;
+}
+
+__attribute__((noinline)) uint64_t compute_heavy(void)
+{
+	return spin_units(3);
+}
+
+__attribute__((noinline)) uint64_t compute_light(void)
+{
+	return spin_units(1);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) uint64_t run_rounds(double seconds)
+{
+	double end = now_s() + seconds;
+	uint64_t rounds = 0;
+	while (now_s() < end) {
+		sink += compute_heavy();
+		sink += compute_light();
+		rounds++;
+	}
+	return rounds;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = argc > 1 ? atof(argv[1]) : 3.0;
+	uint64_t rounds = run_rounds(seconds > 0 ? seconds : 3.0);
+	printf("cpu_split: %llu rounds\n", (unsigned long long)rounds);
+	return 0;
+}
