@@ -69,6 +69,7 @@ static uint32_t intern_stack(struct drain *d, uint32_t pid, const struct fr_raw_
 			memcpy(ips + nk, st->user_ips, 8u * nu);
 			frec_builder_commit(d->builder, 0);
 		}
+		sym_collector_push(d->syms, nu ? pid : 0, st->kernel_ips, nk, st->user_ips, nu);
 	}
 	return id;
 }
@@ -134,10 +135,12 @@ static void *drain_main(void *arg)
 }
 
 int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
-		struct stack_table *stacks, drain_proc_cb on_proc, void *ctx)
+		struct stack_table *stacks, struct sym_collector *syms,
+		drain_proc_cb on_proc, void *ctx)
 {
 	memset(d, 0, sizeof(*d));
 	d->stacks = stacks;
+	d->syms = syms;
 	d->on_proc = on_proc;
 	d->on_proc_ctx = ctx;
 	d->period_us = 5000;

@@ -12,6 +12,7 @@
 #include "events.h"
 #include "frec_writer.h"
 #include "stack_table.h"
+#include "sym_collector.h"
 
 struct ring_buffer;
 
@@ -21,6 +22,7 @@ struct drain {
 	struct ring_buffer *rb;
 	struct frec_builder *builder;
 	struct stack_table *stacks;
+	struct sym_collector *syms; /* told about every new stack */
 	drain_proc_cb on_proc;
 	void *on_proc_ctx;
 	unsigned period_us;       /* sleep between drains */
@@ -34,7 +36,8 @@ struct drain {
 
 /* ring_fd: the BPF ring buffer map.  Returns 0 or -errno. */
 int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
-		struct stack_table *stacks, drain_proc_cb on_proc, void *ctx);
+		struct stack_table *stacks, struct sym_collector *syms,
+		drain_proc_cb on_proc, void *ctx);
 /* Drains what is left, flushes, joins.  Frees the builder. */
 void drain_stop(struct drain *d);
 

@@ -134,43 +134,22 @@ void dso_table_add_mapping(struct dso_table *t, const struct mapping *m)
 	pthread_mutex_unlock(&t->lock);
 }
 
-static int cmp_mapping(const void *a, const void *b)
+bool dso_table_find_mapping_locked(struct dso_table *t, uint32_t pid, uint64_t addr,
+				   struct mapping *out)
 {
-	const struct mapping *x = a, *y = b;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->ts_ns < y->ts_ns ? -1 : x->ts_ns > y->ts_ns;
-}
-
-void dso_table_finish(struct dso_table *t)
-{
-	qsort(t->maps, t->n_maps, sizeof(*t->maps), cmp_mapping);
-}
-
-const struct mapping *dso_table_find_mapping(struct dso_table *t, uint32_t pid,
-					     uint64_t addr)
-{
-	/* first mapping of pid, by binary search; mappings per pid are few
-	 * enough (hundreds) for a scan from there */
-	size_t lo = 0, hi = t->n_maps;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (t->maps[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	const struct mapping *best = NULL;
-	for (size_t i = lo; i < t->n_maps && t->maps[i].pid == pid; i++) {
+
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->n_maps; i++) {
 		const struct mapping *m = &t->maps[i];
-		if (m->start > addr)
-			break;
-		if (addr < m->end && (!best || m->ts_ns >= best->ts_ns))
+		if (m->pid == pid && addr >= m->start && addr < m->end &&
+		    (!best || m->ts_ns >= best->ts_ns))
 			best = m;
 	}
-	return best;
+	if (best)
+		*out = *best;
+	pthread_mutex_unlock(&t->lock);
+	return best != NULL;
 }
 
 const struct dso *dso_table_get(const struct dso_table *t, uint32_t dso_id)

@@ -49,12 +49,10 @@ uint32_t dso_table_lookup_or_add(struct dso_table *t, uint32_t pid, const char *
 
 void dso_table_add_mapping(struct dso_table *t, const struct mapping *m);
 
-/* The latest mapping of pid that covers addr, or NULL.  Call only when no
- * other thread adds mappings (after recording). */
-const struct mapping *dso_table_find_mapping(struct dso_table *t, uint32_t pid,
-					     uint64_t addr);
-/* Sort mappings for dso_table_find_mapping (once, after recording). */
-void dso_table_finish(struct dso_table *t);
+/* Copies the latest mapping of pid that covers addr into *out; false when
+ * none does.  A scan: it runs once per new stack, not per event. */
+bool dso_table_find_mapping_locked(struct dso_table *t, uint32_t pid, uint64_t addr,
+				   struct mapping *out);
 
 const struct dso *dso_table_get(const struct dso_table *t, uint32_t dso_id);
 

@@ -26,7 +26,7 @@
 #include "proc.skel.h"
 #include "proc_track.h"
 #include "stack_table.h"
-#include "symbol_writer.h"
+#include "sym_collector.h"
 #include "syscalls.skel.h"
 
 #ifndef FLIGHTREC_VERSION
@@ -78,6 +78,7 @@ struct recording {
 	struct bpf_probes probes;
 	struct dso_table dsos;
 	struct stack_table *stacks;
+	struct sym_collector syms;
 	struct drain drain;
 	struct proc_track track;
 	struct launch child;
@@ -196,7 +197,6 @@ static void detach_probes(struct recording *r)
 static int finish(struct recording *r, uint64_t start_ns)
 {
 	struct fr_probe_stats probes[FR_PROBE_MAX];
-	struct symbol_writer_stats syms;
 	struct frec_writer_stats ws;
 	struct frec_error err = {0};
 	struct fr_end end = {0};
@@ -206,9 +206,7 @@ static int finish(struct recording *r, uint64_t start_ns)
 	if (r->drain_running)
 		drain_stop(&r->drain);
 	if (r->track_running)
-		proc_track_stop(&r->track);
-	write_symbols(r->track.builder, r->stacks, &r->dsos, &syms);
-	frec_builder_flush(r->track.builder);
+		proc_track_stop(&r->track); /* writes the last symbols */
 	collect_stats(r, probes, &n, &end.cpu_user_ns, &end.cpu_sys_ns);
 	proc_track_close(&r->track);
 	r->track_open = false;
@@ -254,9 +252,10 @@ static int finish(struct recording *r, uint64_t start_ns)
 			first = 0;
 			drops += probes[i].drops;
 		}
-		fprintf(stderr, "), %" PRIu64 " stacks, %u symbol tables, %" PRIu64 " dropped, %s, "
+		fprintf(stderr, "), %" PRIu64 " stacks, %" PRIu64 " symbols, %" PRIu64 " dropped, %s, "
 			"recorder CPU %.2f s (%.2f%% of one core over %.1f s)\n",
-			(uint64_t)stack_table_count(r->stacks), syms.dsos_written, drops + ws.records_dropped,
+			(uint64_t)stack_table_count(r->stacks), r->syms.symbols_written,
+			drops + ws.records_dropped,
 			size, cpu_s, elapsed > 0 ? 100.0 * cpu_s / elapsed : 0.0, elapsed);
 		if (drops + ws.records_dropped) {
 			fprintf(stderr, "flightrec: WARNING: events were dropped:");
@@ -319,6 +318,7 @@ static int cmd_record(int argc, char **argv)
 		return 1;
 	}
 	dso_table_init(&r->dsos);
+	sym_collector_init(&r->syms, &r->dsos);
 	r->stacks = stack_table_new();
 	if (!r->stacks)
 		goto fail;
@@ -327,6 +327,7 @@ static int cmd_record(int argc, char **argv)
 	if (proc_track_open(&r->track, &r->probes, &r->dsos, r->writer, msg, sizeof(msg)))
 		goto fail_msg;
 	r->track_open = true;
+	r->track.syms = &r->syms;
 	r->track.stats_fn = collect_stats;
 	r->track.stats_ctx = r;
 	r->track.realtime_offset_ns = (int64_t)(o->realtime_offset_s * 1e9);
@@ -351,7 +352,7 @@ static int cmd_record(int argc, char **argv)
 	if (o->cgroup_path)
 		add_cgroup_members(r);
 	int err = drain_start(&r->drain, bpf_probes_ring_fd(&r->probes), r->writer, r->stacks,
-			      proc_track_notify, &r->track);
+			      &r->syms, proc_track_notify, &r->track);
 	if (err) {
 		snprintf(msg, sizeof(msg), "cannot read the ring buffer: %s", strerror(-err));
 		goto fail_msg;
@@ -418,6 +419,7 @@ static int cmd_record(int argc, char **argv)
 	}
 	bpf_probes_destroy(&r->probes);
 	stack_table_free(r->stacks);
+	sym_collector_destroy(&r->syms);
 	dso_table_destroy(&r->dsos);
 	free(r);
 	return ret;
@@ -440,6 +442,7 @@ fail:
 	unlink(o->output);
 	bpf_probes_destroy(&r->probes);
 	stack_table_free(r->stacks);
+	sym_collector_destroy(&r->syms);
 	dso_table_destroy(&r->dsos);
 	free(r);
 	return 1;

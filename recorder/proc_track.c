@@ -543,6 +543,7 @@ static void *track_main(void *arg)
 		handle_pending(t);
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 		if (now - t->last_tick_ns >= 1000000000ull) {
+			sym_collector_flush(t->syms, t->builder, false);
 			proc_track_write_clock(t);
 			write_stats(t);
 			frec_builder_flush(t->builder);
@@ -565,6 +566,7 @@ void proc_track_stop(struct proc_track *t)
 {
 	atomic_store(&t->stop, 1);
 	pthread_join(t->thread, NULL);
+	sym_collector_flush(t->syms, t->builder, true);
 	proc_track_write_clock(t);
 	write_stats(t);
 	frec_builder_flush(t->builder);

@@ -16,6 +16,7 @@
 #include "dso_table.h"
 #include "events.h"
 #include "frec_writer.h"
+#include "sym_collector.h"
 
 typedef void (*track_stats_fn)(void *ctx, struct fr_probe_stats *out, uint32_t *n,
 			       uint64_t *cpu_user_ns, uint64_t *cpu_sys_ns);
@@ -33,6 +34,7 @@ struct perf_ring;
 struct proc_track {
 	struct bpf_probes *probes;
 	struct dso_table *dsos;
+	struct sym_collector *syms;
 	struct frec_builder *builder;
 	track_stats_fn stats_fn;
 	void *stats_ctx;
@@ -64,7 +66,7 @@ int proc_track_start(struct proc_track *t);
 void proc_track_add_existing(struct proc_track *t, uint32_t pid);
 /* Called by the drain thread for every process event. */
 void proc_track_notify(void *ctx, const struct fr_ev_proc *ev);
-/* Writes a last clock anchor and stats record, flushes, joins. */
+/* Joins, then writes the last symbols, clock anchor and stats record. */
 void proc_track_stop(struct proc_track *t);
 void proc_track_close(struct proc_track *t);
 

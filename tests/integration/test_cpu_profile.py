@@ -1,0 +1,57 @@
+"""Records samples/cpu_split (compute_heavy does 3 units of work per round,
+compute_light 1) with real perf-event sampling and checks the flame graph:
+the 75/25 split within +-10 points, and the whole call chain from main."""
+import os
+import frtest
+
+SECONDS = 3
+CHAIN = ("main", "run_rounds")
+
+
+class CpuProfile(frtest.Case):
+    @classmethod
+    def setUpClass(cls):
+        d = frtest.workdir("cpu_profile")
+        cls.trace = os.path.join(d, "cpu.frec")
+        frtest.record(cls.trace, ["--probes", "cpu"], ["--", frtest.sample("cpu_split"), str(SECONDS)])
+        cls.stacks = frtest.folded(cls.trace)
+
+    def under(self, leaf_parent):
+        total = 0
+        for frames, n in self.stacks.items():
+            if leaf_parent in frames:
+                total += n
+        return total
+
+    def test_split(self):
+        heavy, light = self.under("compute_heavy"), self.under("compute_light")
+        self.assertGreater(heavy + light, 0, self.stacks)
+        share = heavy / (heavy + light)
+        self.assertAlmostEqual(share, 0.75, delta=0.10, msg=f"heavy {heavy} light {light}")
+
+    def test_sample_count(self):
+        # 99 Hz for SECONDS on one busy thread; allow for a shared 2-CPU VM
+        workload = self.under("run_rounds")
+        self.assertGreaterEqual(workload, int(0.5 * 99 * SECONDS), self.stacks)
+        self.assertLessEqual(workload, int(1.1 * 99 * SECONDS), self.stacks)
+
+    def test_chain_from_main(self):
+        for frames, n in self.stacks.items():
+            if "compute_heavy" not in frames and "compute_light" not in frames:
+                continue
+            i = frames.index("main")
+            self.assertEqual(frames[i:i + 2], CHAIN, frames)
+            self.assertIn(frames[i + 2], ("compute_heavy", "compute_light"), frames)
+            self.assertEqual(frames[i + 3], "spin_units", frames)
+
+    def test_svg(self):
+        svg = self.trace + ".svg"
+        frtest.analyze("flame", self.trace, "--kind", "cpu", "--format", "svg", "-o", svg)
+        with open(svg) as f:
+            body = f.read()
+        self.assertTrue(body.lstrip().startswith("<?xml") or "<svg" in body[:400])
+        self.assertIn("compute_heavy", body)
+
+
+if __name__ == "__main__":
+    frtest.main()

@@ -1,0 +1,58 @@
+"""Every failure before the recording starts is one clear line on stderr
+and a non-zero exit, and nothing is left behind."""
+import os
+import subprocess
+import frtest
+
+
+class Errors(frtest.Case):
+    def run_rec(self, *args, user=None):
+        cmd = [frtest.FLIGHTREC, "record"] + list(args)
+        if user:
+            cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] + cmd
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+    def assertOneLineError(self, p, needle):
+        self.assertNotEqual(p.returncode, 0)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn(needle, lines[0])
+        self.assertTrue(lines[0].startswith("flightrec: "), lines[0])
+
+    def test_not_root(self):
+        d = frtest.workdir("errors_root")
+        os.chmod(d, 0o777)
+        p = self.run_rec("-o", os.path.join(d, "x.frec"), "--", "true", user="65534")
+        self.assertOneLineError(p, "needs root")
+        self.assertFalse(os.path.exists(os.path.join(d, "x.frec")))
+
+    def test_unknown_pid(self):
+        p = self.run_rec("-o", "/tmp/never.frec", "--pid", "4194300")
+        self.assertOneLineError(p, "no process with pid 4194300")
+
+    def test_unwritable_output(self):
+        p = self.run_rec("-o", "/nonexistent-dir/x.frec", "--", "true")
+        self.assertOneLineError(p, "/nonexistent-dir/x.frec")
+
+    def test_not_a_cgroup(self):
+        p = self.run_rec("-o", "/tmp/never.frec", "--cgroup", "/tmp")
+        self.assertOneLineError(p, "not a cgroup v2 directory")
+
+    def test_no_target(self):
+        p = self.run_rec("-o", "/tmp/never.frec")
+        self.assertOneLineError(p, "nothing to record")
+
+    def test_command_not_found(self):
+        d = frtest.workdir("errors_cmd")
+        p = self.run_rec("-q", "-o", os.path.join(d, "x.frec"), "--", "/nonexistent/program")
+        self.assertEqual(p.returncode, 127, p.stderr)
+        self.assertIn("cannot run /nonexistent/program", p.stderr)
+
+    def test_exit_status_is_the_commands(self):
+        d = frtest.workdir("errors_status")
+        p = self.run_rec("-q", "-o", os.path.join(d, "x.frec"), "--", "sh", "-c", "exit 7")
+        self.assertEqual(p.returncode, 7, p.stderr)
+
+
+if __name__ == "__main__":
+    frtest.main()
