@@ -84,13 +84,18 @@ int BPF_PROG(fr_sys_exit, struct pt_regs *regs, long ret)
 		bpf_map_delete_elem(&fr_sys_inflight, &tid);
 		return 0;
 	}
-	e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+	/* without stacks, reserve only the fixed part: 72 bytes, not 1.6 KiB */
+	if (fr_syscall_stacks)
+		e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+	else
+		e = bpf_ringbuf_reserve(&fr_events, sizeof(e->ev), 0);
 	if (!e) {
 		fr_count_drop(FR_PROBE_SYSCALLS);
 		bpf_map_delete_elem(&fr_sys_inflight, &tid);
 		return 0;
 	}
-	fr_fill_common(&e->ev.c, FR_EV_SYSCALL, sizeof(*e),
+	fr_fill_common(&e->ev.c, FR_EV_SYSCALL,
+		       fr_syscall_stacks ? sizeof(*e) : sizeof(e->ev),
 		       fr_syscall_stacks ? FR_RECF_RAW_STACK : 0, pid_tgid);
 	e->ev.c.ts_ns = ent->ts_ns;
 	e->ev.nr = ent->nr;
@@ -104,8 +109,6 @@ int BPF_PROG(fr_sys_exit, struct pt_regs *regs, long ret)
 	bpf_map_delete_elem(&fr_sys_inflight, &tid);
 	if (fr_syscall_stacks)
 		fr_capture_stack(ctx, &e->stack, false);
-	else
-		e->stack.n_user = e->stack.n_kernel = 0;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }

@@ -3,10 +3,13 @@
  * profile should show 75% / 25% of the samples below run_rounds.  Used by
  * the README demo and the integration tests.
  *
- * usage: cpu_split [SECONDS]   (default 3) */
+ * usage: cpu_split [SECONDS]        run for SECONDS (default 3)
+ *        cpu_split --rounds N     run exactly N rounds (fixed work, for
+ *                                 benchmarks) and print the elapsed time */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static volatile uint64_t sink;
@@ -59,8 +62,22 @@ __attribute__((noinline)) uint64_t run_rounds(double seconds)
 	return rounds;
 }
 
+__attribute__((noinline)) void run_fixed_rounds(uint64_t rounds)
+{
+	for (uint64_t r = 0; r < rounds; r++) {
+		sink += compute_heavy();
+		sink += compute_light();
+	}
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 2 && !strcmp(argv[1], "--rounds")) {
+		double t0 = now_s();
+		run_fixed_rounds(strtoull(argv[2], NULL, 10));
+		printf("cpu_split: elapsed %.6f s\n", now_s() - t0);
+		return 0;
+	}
 	double seconds = argc > 1 ? atof(argv[1]) : 3.0;
 	uint64_t rounds = run_rounds(seconds > 0 ? seconds : 3.0);
 	printf("cpu_split: %llu rounds\n", (unsigned long long)rounds);
