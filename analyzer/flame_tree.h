@@ -24,11 +24,12 @@ struct flame_tree *flame_tree_new(void);
 void flame_tree_free(struct flame_tree *t);
 
 /* Add value to the stack frames[0] (outermost, e.g. "main") .. frames[n-1]
- * (leaf).  Names are copied. */
+ * (leaf).  Names are copied.  Returns 0 or -errno. */
 int flame_tree_add(struct flame_tree *t, const char *const *frames, size_t n,
 		   uint64_t value);
 
 size_t flame_tree_count(const struct flame_tree *t); /* nodes incl. root */
+/* The pointer is valid until the next flame_tree_add; NULL past the end. */
 const struct flame_node *flame_tree_node(const struct flame_tree *t, uint32_t i);
 uint64_t flame_tree_total(const struct flame_tree *t);
 

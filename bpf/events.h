@@ -40,6 +40,12 @@ enum fr_rec_type {
 	FR_EV_PROC_FORK = 3,    /* struct fr_ev_proc: new process (not thread) */
 	FR_EV_PROC_EXEC = 4,    /* struct fr_ev_proc */
 	FR_EV_PROC_EXIT = 5,    /* struct fr_ev_proc: thread-group leader exit */
+	FR_EV_CUDA = 6,         /* struct fr_ev_cuda: one CUDA runtime/driver call */
+	FR_EV_NCCL = 7,         /* struct fr_ev_nccl: one NCCL call */
+	FR_EV_RDMA_CTRL = 8,    /* struct fr_ev_rdma_ctrl: verbs control path call */
+	FR_EV_RDMA_POST = 9,    /* struct fr_ev_rdma_post: one posted work request */
+	FR_EV_RDMA_CQE = 10,    /* struct fr_ev_rdma_cqe: one completion returned */
+	FR_EV_STEP = 11,        /* struct fr_ev_step: a --step-marker call */
 
 	/* metadata produced in user space by the recorder */
 	FR_REC_PROCESS = 0x100, /* struct fr_rec_process + cmdline bytes */
@@ -50,6 +56,9 @@ enum fr_rec_type {
 	FR_REC_STATS = 0x105,   /* struct fr_rec_stats + probes[] */
 	FR_REC_SCHEMA = 0x106,  /* struct fr_rec_schema + description bytes */
 	FR_REC_THREAD = 0x107,  /* struct fr_rec_thread: thread name */
+	FR_REC_PROC_ENV = 0x108,  /* struct fr_rec_proc_env + "KEY=VALUE\0"... */
+	FR_REC_ATTACH = 0x109,    /* struct fr_rec_attach + text: a probe attach result */
+	FR_REC_RDMA_COUNTERS = 0x10a, /* struct fr_rec_rdma_counters + values */
 };
 
 /* record flags (fr_rec_hdr.flags) */
@@ -101,6 +110,10 @@ enum fr_probe_id {
 	FR_PROBE_PROC = 0,
 	FR_PROBE_CPU = 1,
 	FR_PROBE_SYSCALLS = 2,
+	FR_PROBE_CUDA = 3,
+	FR_PROBE_NCCL = 4,
+	FR_PROBE_RDMA = 5,
+	FR_PROBE_STEP = 6,
 	FR_PROBE_MAX = 16,
 };
 
@@ -139,6 +152,210 @@ struct fr_ev_proc {
 	char comm[16];
 };
 FR_STATIC_ASSERT(sizeof(struct fr_ev_proc) == 48, "fr_ev_proc");
+
+/* ---- CUDA (probe family cuda) ------------------------------------------- */
+
+/* Which function a cuda event is.  Runtime (libcudart) first, then driver
+ * (libcuda).  Append-only. */
+enum fr_cuda_func {
+	FR_CUDA_MALLOC = 1,          /* cudaMalloc(ptr*, bytes) */
+	FR_CUDA_FREE = 2,            /* cudaFree(ptr) */
+	FR_CUDA_MALLOC_ASYNC = 3,    /* cudaMallocAsync(ptr*, bytes, stream) */
+	FR_CUDA_FREE_ASYNC = 4,      /* cudaFreeAsync(ptr, stream) */
+	FR_CUDA_MALLOC_MANAGED = 5,  /* cudaMallocManaged(ptr*, bytes, flags) */
+	FR_CUDA_MALLOC_HOST = 6,     /* cudaMallocHost(ptr*, bytes): pinned host */
+	FR_CUDA_HOST_ALLOC = 7,      /* cudaHostAlloc(ptr*, bytes, flags): pinned host */
+	FR_CUDA_FREE_HOST = 8,       /* cudaFreeHost(ptr) */
+	FR_CUDA_HOST_REGISTER = 9,   /* cudaHostRegister(ptr, bytes, flags): pins */
+	FR_CUDA_HOST_UNREGISTER = 10,/* cudaHostUnregister(ptr) */
+	FR_CUDA_MEMCPY = 11,         /* cudaMemcpy(dst, src, bytes, kind) */
+	FR_CUDA_MEMCPY_ASYNC = 12,   /* cudaMemcpyAsync(dst, src, bytes, kind, stream) */
+	FR_CUDA_LAUNCH_KERNEL = 13,  /* cudaLaunchKernel(func, grid, block, args, shmem, stream) */
+	FR_CUDA_STREAM_SYNC = 14,    /* cudaStreamSynchronize(stream) */
+	FR_CUDA_DEVICE_SYNC = 15,    /* cudaDeviceSynchronize() */
+	FR_CUDA_EVENT_SYNC = 16,     /* cudaEventSynchronize(event): event in ptr */
+	FR_CUDA_SET_DEVICE = 17,     /* cudaSetDevice(device): device in `device` */
+	FR_CU_MEM_ALLOC = 32,        /* cuMemAlloc_v2(ptr*, bytes) */
+	FR_CU_MEM_FREE = 33,         /* cuMemFree_v2(ptr) */
+	FR_CU_MEM_ALLOC_ASYNC = 34,  /* cuMemAllocAsync(ptr*, bytes, stream) */
+	FR_CU_MEM_FREE_ASYNC = 35,   /* cuMemFreeAsync(ptr, stream) */
+	FR_CU_MEM_CREATE = 36,       /* cuMemCreate(handle*, bytes, prop, flags): handle in ptr */
+	FR_CU_MEM_RELEASE = 37,      /* cuMemRelease(handle): handle in ptr */
+	FR_CU_MEM_MAP = 38,          /* cuMemMap(ptr, bytes, offset, handle, flags): handle in src */
+	FR_CU_MEM_UNMAP = 39,        /* cuMemUnmap(ptr, bytes) */
+	FR_CU_MEM_HOST_ALLOC = 40,   /* cuMemHostAlloc(ptr*, bytes, flags): pinned host */
+	FR_CU_LAUNCH_KERNEL = 41,    /* cuLaunchKernel(f, ..., stream, ...) */
+	FR_CU_LAUNCH_KERNEL_EX = 42, /* cuLaunchKernelEx(config*, f, ...) */
+	FR_CU_MEMCPY = 43,           /* cuMemcpy family; direction in kind */
+	FR_CU_MEMCPY_ASYNC = 44,     /* cuMemcpy*Async family; direction in kind */
+};
+
+/* fr_ev_cuda.flags */
+enum fr_cuda_flags {
+	FR_CUDAF_PTSZ = 1 << 0,     /* the _ptsz / _ptds per-thread-stream variant */
+	FR_CUDAF_UNSAMPLED = 1 << 1,/* high-rate call recorded without a stack */
+};
+
+/* Copy directions in fr_ev_cuda.kind, cudaMemcpyKind's values. */
+enum fr_cuda_copy_kind {
+	FR_COPY_H2H = 0, FR_COPY_H2D = 1, FR_COPY_D2H = 2, FR_COPY_D2D = 3, FR_COPY_DEFAULT = 4,
+};
+
+/* One CUDA call: entry time in c.ts_ns, the stack of the caller, the
+ * arguments that matter and the result.  Field use per func:
+ *   allocations: ptr = returned pointer (read at return; 0 on failure), bytes
+ *   frees:       ptr
+ *   copies:      ptr = dst, src, bytes, kind (enum fr_cuda_copy_kind), stream
+ *   launches:    ptr = kernel function address, stream
+ *   syncs:       ptr = stream or event
+ *   cudaHostAlloc/cudaMallocManaged/cuMemHostAlloc: kind = flags */
+struct fr_ev_cuda {
+	struct fr_ev_common c;
+	fr_u16 func;        /* enum fr_cuda_func */
+	fr_u16 flags;       /* enum fr_cuda_flags */
+	fr_u32 stack_id;
+	fr_u64 duration_ns;
+	fr_s64 result;      /* cudaError_t / CUresult (0 success; 2 out of memory) */
+	fr_u64 ptr;
+	fr_u64 src;
+	fr_u64 bytes;
+	fr_u64 stream;
+	fr_u32 kind;
+	fr_s32 device;      /* the thread's current device (cudaSetDevice), -1 unknown */
+};
+FR_STATIC_ASSERT(sizeof(struct fr_ev_cuda) == 88, "fr_ev_cuda");
+
+/* ---- NCCL (probe family nccl) ------------------------------------------- */
+
+enum fr_nccl_func {
+	FR_NCCL_ALL_REDUCE = 1,
+	FR_NCCL_REDUCE_SCATTER = 2,
+	FR_NCCL_ALL_GATHER = 3,
+	FR_NCCL_BROADCAST = 4,
+	FR_NCCL_REDUCE = 5,
+	FR_NCCL_SEND = 6,
+	FR_NCCL_RECV = 7,
+	FR_NCCL_GROUP_START = 8,
+	FR_NCCL_GROUP_END = 9,
+	FR_NCCL_COMM_INIT_RANK = 10,        /* comm = the new communicator (read at return) */
+	FR_NCCL_COMM_INIT_RANK_CONFIG = 11,
+	FR_NCCL_COMM_INIT_ALL = 12,
+	FR_NCCL_COMM_SPLIT = 13,            /* comm = the new one, peer = color, root = key */
+	FR_NCCL_COMM_DESTROY = 14,
+};
+
+/* One NCCL call: entry in c.ts_ns, leaving at c.ts_ns + duration_ns.
+ * Collectives: comm, count (elements), datatype (ncclDataType_t), op
+ * (ncclRedOp_t), root (broadcast/reduce) or peer (send/recv), stream.
+ * Communicator init: comm, rank, nranks, uid_hash (FNV-1a 64 of the 128-byte
+ * ncclUniqueId, the same on every rank of one communicator). */
+struct fr_ev_nccl {
+	struct fr_ev_common c;
+	fr_u16 func;        /* enum fr_nccl_func */
+	fr_u16 flags;
+	fr_u32 stack_id;
+	fr_u64 duration_ns;
+	fr_s64 result;      /* ncclResult_t */
+	fr_u64 comm;        /* ncclComm_t (a pointer: per process) */
+	fr_u64 count;
+	fr_u32 datatype;
+	fr_u32 op;
+	fr_s32 peer;        /* root or peer rank, -1 when none */
+	fr_s32 rank;        /* init: this rank; else -1 */
+	fr_s32 nranks;      /* init: communicator size; else -1 */
+	fr_u32 _pad;
+	fr_u64 stream;
+	fr_u64 uid_hash;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_ev_nccl) == 104, "fr_ev_nccl");
+
+/* A call of the --step-marker function: one training step begins. */
+struct fr_ev_step {
+	struct fr_ev_common c;
+	fr_u32 _pad;
+	fr_u32 stack_id;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_ev_step) == 32, "fr_ev_step");
+
+/* ---- RDMA verbs (probe family rdma) ------------------------------------- */
+
+enum fr_rdma_func {
+	FR_RDMA_OPEN_DEVICE = 1,   /* ptr = context */
+	FR_RDMA_CREATE_QP = 2,     /* ptr = qp, qp_num, obj = pd */
+	FR_RDMA_MODIFY_QP = 3,     /* qp_num, qp_state, attr_mask; at RTR: dest_qp_num, path_mtu, dlid, gid */
+	FR_RDMA_DESTROY_QP = 4,    /* qp_num */
+	FR_RDMA_REG_MR = 5,        /* ptr = mr, addr, length, lkey, rkey, access */
+	FR_RDMA_DEREG_MR = 6,      /* ptr = mr, lkey */
+	FR_RDMA_CREATE_CQ = 7,     /* ptr = cq, length = cqe */
+	FR_RDMA_REG_DMABUF_MR = 8, /* like REG_MR */
+	FR_RDMA_CREATE_QP_EX = 9,  /* like CREATE_QP */
+};
+
+/* One verbs control-path call (entry time, duration, result). */
+struct fr_ev_rdma_ctrl {
+	struct fr_ev_common c;
+	fr_u16 func;       /* enum fr_rdma_func */
+	fr_u16 flags;
+	fr_u32 stack_id;
+	fr_u64 duration_ns;
+	fr_s64 result;     /* return value: int result, or 0/1 for pointer results */
+	fr_u64 ptr;        /* the object created / destroyed */
+	fr_u64 obj;        /* a related object (pd, context) */
+	fr_u32 qp_num;
+	fr_u32 dest_qp_num;
+	fr_u32 qp_state;   /* enum ibv_qp_state requested */
+	fr_u32 attr_mask;
+	fr_u32 path_mtu;   /* enum ibv_mtu */
+	fr_u16 dlid;
+	fr_u8 port_num;
+	fr_u8 _pad;
+	fr_u8 gid[16];     /* remote GID at RTR */
+	fr_u64 addr;       /* MR address */
+	fr_u64 length;     /* MR length, CQ entries */
+	fr_u32 lkey;
+	fr_u32 rkey;
+	fr_u32 access;
+	fr_u32 _pad2;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_ev_rdma_ctrl) == 136, "fr_ev_rdma_ctrl");
+
+enum fr_rdma_post_flags {
+	FR_RDMA_POST_RECV = 1 << 0,     /* ibv_post_recv (else post_send) */
+	FR_RDMA_POST_SIGNALED = 1 << 1, /* IBV_SEND_SIGNALED set */
+	FR_RDMA_POST_FAILED = 1 << 2,   /* the post call returned an error at or before this WR */
+	FR_RDMA_POST_TRUNCATED = 1 << 3,/* the chain was longer than the probe walks */
+};
+
+/* One work request posted (one event per WR of the chain; c.ts_ns is the
+ * entry time of the post call, wr_index its position in the chain). */
+struct fr_ev_rdma_post {
+	struct fr_ev_common c;
+	fr_u64 wr_id;
+	fr_u64 bytes;      /* sum of the SGE lengths */
+	fr_u32 qp_num;
+	fr_u32 opcode;     /* enum ibv_wr_opcode (0 for receives) */
+	fr_u16 num_sge;
+	fr_u16 flags;      /* enum fr_rdma_post_flags */
+	fr_u16 wr_index;
+	fr_u16 _pad;
+	fr_s32 result;     /* the post call's return value */
+	fr_u32 _pad2;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_ev_rdma_post) == 64, "fr_ev_rdma_post");
+
+/* One work completion returned by poll_cq (c.ts_ns is the return time). */
+struct fr_ev_rdma_cqe {
+	struct fr_ev_common c;
+	fr_u64 wr_id;
+	fr_u32 status;     /* enum ibv_wc_status */
+	fr_u32 opcode;     /* enum ibv_wc_opcode */
+	fr_u32 byte_len;
+	fr_u32 qp_num;
+	fr_u32 src_qp;
+	fr_u32 vendor_err;
+	fr_u64 cq;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_ev_rdma_cqe) == 64, "fr_ev_rdma_cqe");
 
 /* ---- user-space metadata records --------------------------------------- */
 
@@ -224,6 +441,56 @@ struct fr_dso_sym {
 };
 FR_STATIC_ASSERT(sizeof(struct fr_dso_sym) == 16, "fr_dso_sym");
 
+/* Launcher environment of a process, read when it is first seen: selected
+ * variables (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR,
+ * MASTER_PORT, CUDA_VISIBLE_DEVICES, ...) as len bytes of NUL-terminated
+ * "KEY=VALUE" strings, then padding to 8. */
+struct fr_rec_proc_env {
+	struct fr_rec_hdr h;
+	fr_u64 ts_ns;
+	fr_u32 pid;
+	fr_u32 len;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_rec_proc_env) == 24, "fr_rec_proc_env");
+
+/* What a probe attached to, or why it could not (the start-up summary, kept
+ * in the trace).  text_len bytes of text follow ("path: reason"), then
+ * padding. */
+enum fr_attach_status {
+	FR_ATTACH_OK = 0,
+	FR_ATTACH_FAILED = 1,
+	FR_ATTACH_SKIPPED = 2,
+	FR_ATTACH_SINGLE_STEPPED = 3, /* attached, but the first instruction is
+					 single-stepped by the kernel (~15x cost) */
+};
+struct fr_rec_attach {
+	struct fr_rec_hdr h;
+	fr_u64 ts_ns;
+	fr_u32 pid;        /* 0: all processes */
+	fr_u16 probe;      /* enum fr_probe_id */
+	fr_u16 status;     /* enum fr_attach_status */
+	char symbol[48];
+	fr_u64 gap_ns;     /* mapping seen -> probe attached */
+	fr_u32 text_len;
+	fr_u32 _pad;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_rec_attach) == 88, "fr_rec_attach");
+
+/* RDMA port counters, sampled every second: n values follow. */
+struct fr_rdma_counter {
+	char name[40];     /* e.g. "mlx5_0/1/rnr_nak_retry_err" (device/port/counter) */
+	fr_u64 delta;      /* increase since the previous sample */
+};
+FR_STATIC_ASSERT(sizeof(struct fr_rdma_counter) == 48, "fr_rdma_counter");
+struct fr_rec_rdma_counters {
+	struct fr_rec_hdr h;
+	fr_u64 ts_ns;
+	fr_u64 interval_ns;
+	fr_u32 n;
+	fr_u32 _pad;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_rec_rdma_counters) == 32, "fr_rec_rdma_counters");
+
 /* A clock anchor: the same instant read on both clocks. */
 struct fr_rec_clock {
 	struct fr_rec_hdr h;
@@ -264,6 +531,19 @@ struct fr_rec_schema {
 	fr_u32 _pad;
 };
 FR_STATIC_ASSERT(sizeof(struct fr_rec_schema) == 48, "fr_rec_schema");
+
+/* Every event that carries a stack keeps its stack_id at this offset, so the
+ * recorder's drain patches it without knowing the event type. */
+#define FR_EV_STACK_ID_OFFSET 28
+#ifndef __bpf__
+#include <stddef.h>
+FR_STATIC_ASSERT(offsetof(struct fr_ev_cpu_sample, stack_id) == FR_EV_STACK_ID_OFFSET, "stack_id");
+FR_STATIC_ASSERT(offsetof(struct fr_ev_syscall, stack_id) == FR_EV_STACK_ID_OFFSET, "stack_id");
+FR_STATIC_ASSERT(offsetof(struct fr_ev_cuda, stack_id) == FR_EV_STACK_ID_OFFSET, "stack_id");
+FR_STATIC_ASSERT(offsetof(struct fr_ev_nccl, stack_id) == FR_EV_STACK_ID_OFFSET, "stack_id");
+FR_STATIC_ASSERT(offsetof(struct fr_ev_rdma_ctrl, stack_id) == FR_EV_STACK_ID_OFFSET, "stack_id");
+FR_STATIC_ASSERT(offsetof(struct fr_ev_step, stack_id) == FR_EV_STACK_ID_OFFSET, "stack_id");
+#endif
 
 #define FR_ALIGN8(x) (((x) + 7u) & ~7u)
 

@@ -1,0 +1,110 @@
+/* Shared helpers of the subcommands; see cli.h. */
+#include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int cli_option(int argc, char **argv, int *i, const char *name, const char *short_name,
+	       const char **value, const char *cmd, FILE *errout)
+{
+	const char *arg = argv[*i];
+	size_t len = strlen(name);
+	if (strncmp(arg, name, len) == 0 && arg[len] == '=') {
+		*value = arg + len + 1;
+		return 1;
+	}
+	if (strcmp(arg, name) != 0 && !(short_name && strcmp(arg, short_name) == 0))
+		return 0;
+	if (*i + 1 >= argc) {
+		fprintf(errout, CLI_PROG " %s: option %s needs a value (see '" CLI_PROG " %s --help')\n",
+			cmd, arg, cmd);
+		return -1;
+	}
+	*value = argv[++*i];
+	return 1;
+}
+
+int cli_is_help(const char *arg)
+{
+	return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+int cli_parse_pid(const char *s, uint32_t *pid)
+{
+	if (!s[0] || s[0] == '-' || s[0] == '+')
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v == 0 || v > UINT32_MAX)
+		return -1;
+	*pid = (uint32_t)v;
+	return 0;
+}
+
+const char *cli_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
+	if (bytes < 1024) {
+		snprintf(buf, len, "%" PRIu64 " B", bytes);
+		return buf;
+	}
+	double v = (double)bytes / 1024;
+	size_t u = 0;
+	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+const char *cli_duration(uint64_t ns, char *buf, size_t len)
+{
+	if (ns >= 1000000000ull)
+		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
+	else if (ns >= 1000000ull)
+		snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+	else if (ns >= 1000ull)
+		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+	else
+		snprintf(buf, len, "%" PRIu64 " ns", ns);
+	return buf;
+}
+
+const char *cli_iso_time(uint64_t realtime_ns, char *buf, size_t len)
+{
+	time_t secs = (time_t)(realtime_ns / 1000000000ull);
+	struct tm tm;
+	if (!gmtime_r(&secs, &tm)) {
+		snprintf(buf, len, "(invalid time %" PRIu64 " ns)", realtime_ns);
+		return buf;
+	}
+	char date[32];
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03uZ", date, (unsigned)(realtime_ns / 1000000ull % 1000));
+	return buf;
+}
+
+void cli_print_error(FILE *errout, const struct frec_error *err)
+{
+	char buf[600];
+	fprintf(errout, CLI_PROG ": %s\n", frec_error_str(err, buf, sizeof(buf)));
+}
+
+void cli_json_str(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			fprintf(out, "\\u%04x", *p); /* bytes, not UTF-8: keep JSON valid */
+		else
+			fputc(*p, out);
+	}
+	fputc('"', out);
+}

@@ -1,0 +1,46 @@
+/* Small helpers the subcommands share: option matching without global
+ * state (tests call commands repeatedly), and human-readable numbers.  Not
+ * for output formats of their own: each cmd_*.c owns its layout. */
+#ifndef FLIGHTREC_CLI_H
+#define FLIGHTREC_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "frec_error.h"
+
+#define CLI_PROG "flightrec-analyze"
+
+/* Exit statuses shared by every command. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* Matches argv[*i] against "--name VALUE", "--name=VALUE" or (short_name
+ * non-NULL) "-x VALUE".  Returns 1 with *value set (and *i advanced past a
+ * separate value), 0 when argv[*i] is another argument, -1 when the value is
+ * missing (a message is printed to errout). */
+int cli_option(int argc, char **argv, int *i, const char *name, const char *short_name,
+	       const char **value, const char *cmd, FILE *errout);
+
+/* True for --help and -h. */
+int cli_is_help(const char *arg);
+
+/* Parses a pid (decimal, 1..UINT32_MAX); 0 on success. */
+int cli_parse_pid(const char *s, uint32_t *pid);
+
+/* "1.2 MiB", "512 B" */
+const char *cli_bytes(uint64_t bytes, char *buf, size_t len);
+/* "12.345 s", "1.2 ms", "350 us", "12 ns" */
+const char *cli_duration(uint64_t ns, char *buf, size_t len);
+/* ISO 8601 UTC with milliseconds: "2024-05-01T12:00:00.123Z" */
+const char *cli_iso_time(uint64_t realtime_ns, char *buf, size_t len);
+
+/* Prints "flightrec-analyze: FILE: offset N: WHAT" for err. */
+void cli_print_error(FILE *errout, const struct frec_error *err);
+
+
+
+/* Writes s as a JSON string literal (quotes included, control characters and
+ * invalid bytes escaped). */
+void cli_json_str(FILE *out, const char *s);
+
+#endif

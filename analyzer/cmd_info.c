@@ -1,0 +1,429 @@
+/* `flightrec-analyze info`: what a trace holds, for a human (aligned text)
+ * or a script (--json).  Not an integrity verdict: that is `check`. */
+#include "cli.h"
+#include "commands.h"
+#include "model_syscalls.h"
+#include "syscall_names.h"
+#include "trace_set.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define INFO_TOP_SYSCALLS 10
+
+static const char info_help[] =
+	"usage: " CLI_PROG " info [--json] FILE...\n"
+	"\n"
+	"Describe what each trace file holds: node, kernel, recorded command,\n"
+	"start time and duration, processes, records by type, per-probe events\n"
+	"and drops, the recorder's own CPU time, the busiest system calls, chunks\n"
+	"and compression, and any damage.  Damaged or incomplete files are\n"
+	"described as far as they can be read (with a warning).\n"
+	"\n"
+	"options:\n"
+	"  --json    one JSON document on stdout instead of text\n"
+	"  -h, --help\n"
+	"\n"
+	"examples:\n"
+	"  " CLI_PROG " info run.frec\n"
+	"  " CLI_PROG " info node*.frec\n"
+	"  " CLI_PROG " info --json run.frec | jq '.files[0].drops'\n";
+
+static const char *const chunk_kind_names[TS_CHUNK_KINDS] = {
+	"schema", "events", "meta", "index", "end", "unknown",
+};
+static const char *const codec_names[4] = { "none", "zstd", "zlib", "unknown" };
+
+/* Probe counters: from END when present, else the latest STATS record. */
+struct info_probes {
+	const char *source; /* NULL when none */
+	int from_end;
+	uint32_t n;
+	struct ts_probe *probes; /* owned */
+	uint64_t cpu_user_ns, cpu_sys_ns;
+};
+
+static void info_probes_get(const struct trace_file *f, struct info_probes *p)
+{
+	memset(p, 0, sizeof(*p));
+	const struct fr_end *end = f->reader ? frec_end(f->reader) : NULL;
+	if (end) {
+		uint32_t n = 0;
+		const struct fr_probe_stats *ps = frec_end_probes(f->reader, &n);
+		p->source = "end record";
+		p->from_end = 1;
+		p->cpu_user_ns = end->cpu_user_ns;
+		p->cpu_sys_ns = end->cpu_sys_ns;
+		p->probes = calloc(n ? n : 1, sizeof(*p->probes));
+		if (!p->probes || !ps)
+			return;
+		for (uint32_t i = 0; i < n; i++) {
+			memcpy(p->probes[i].name, ps[i].name, sizeof(ps[i].name));
+			p->probes[i].name[16] = '\0';
+			p->probes[i].events = ps[i].events;
+			p->probes[i].drops = ps[i].drops;
+		}
+		p->n = n;
+		return;
+	}
+	if (f->has_stats) {
+		p->source = "last stats record; recording incomplete";
+		p->cpu_user_ns = f->stats_cpu_user_ns;
+		p->cpu_sys_ns = f->stats_cpu_sys_ns;
+		p->probes = calloc(f->n_stats_probes ? f->n_stats_probes : 1, sizeof(*p->probes));
+		if (!p->probes)
+			return;
+		memcpy(p->probes, f->stats_probes, f->n_stats_probes * sizeof(*p->probes));
+		p->n = f->n_stats_probes;
+	}
+}
+
+/* Duration: END's end time, else the last event (incomplete recording). */
+static uint64_t info_duration_ns(const struct trace_file *f, int *exact)
+{
+	const struct fr_end *end = f->reader ? frec_end(f->reader) : NULL;
+	*exact = end != NULL;
+	uint64_t last = end ? end->end_mono_ns : f->last_event_ns;
+	if (!end && f->has_stats && f->stats_ts_ns > last)
+		last = f->stats_ts_ns;
+	return last > f->hdr.start_mono_ns ? last - f->hdr.start_mono_ns : 0;
+}
+
+static const char *syscall_label(uint32_t nr, char *buf, size_t len)
+{
+	const char *name = nr < SYSCALLS_MAX_NR ? syscall_name(nr) : NULL;
+	if (name)
+		return name;
+	if (nr >= SYSCALLS_MAX_NR)
+		snprintf(buf, len, "(nr >= %u)", SYSCALLS_MAX_NR);
+	else
+		snprintf(buf, len, "syscall_%u", nr);
+	return buf;
+}
+
+static void info_text(struct trace_file *f, uint32_t file_index, const void *syscalls,
+		      FILE *out)
+{
+	char b1[64], b2[64], b3[64];
+	fprintf(out, "%s\n", f->path);
+	fprintf(out, "  size:          %s (%" PRIu64 " bytes)\n",
+		cli_bytes(f->size_bytes, b1, sizeof(b1)), f->size_bytes);
+	fprintf(out, "  host:          %s (%u CPUs)\n", f->hdr.host[0] ? f->hdr.host : "?",
+		f->hdr.n_cpus);
+	fprintf(out, "  kernel:        %s\n", f->hdr.kernel_release[0] ? f->hdr.kernel_release : "?");
+	fprintf(out, "  command:       %s\n", f->cmdline[0] ? f->cmdline : "(none recorded)");
+	fprintf(out, "  recorder pid:  %u\n", f->hdr.recorder_pid);
+	fprintf(out, "  format:        v%u.%u\n", f->hdr.version_major, f->hdr.version_minor);
+	fprintf(out, "  start:         %s\n", cli_iso_time(f->hdr.start_real_ns, b1, sizeof(b1)));
+	int exact;
+	uint64_t duration_ns = info_duration_ns(f, &exact);
+	fprintf(out, "  duration:      %s%s\n", cli_duration(duration_ns, b1, sizeof(b1)),
+		exact ? "" : " (to the last event; recording incomplete)");
+	if (f->events)
+		fprintf(out, "  events:        %" PRIu64 " from +%s to +%s\n", f->events,
+			cli_duration(f->first_event_ns > f->hdr.start_mono_ns ?
+				     f->first_event_ns - f->hdr.start_mono_ns : 0, b1, sizeof(b1)),
+			cli_duration(f->last_event_ns > f->hdr.start_mono_ns ?
+				     f->last_event_ns - f->hdr.start_mono_ns : 0, b2, sizeof(b2)));
+	else
+		fprintf(out, "  events:        none\n");
+	char trouble[512];
+	trace_file_trouble(f, trouble, sizeof(trouble));
+	fprintf(out, "  status:        %s\n", trouble[0] ? trouble : "intact");
+
+	struct info_probes pr;
+	info_probes_get(f, &pr);
+	if (pr.source) {
+		uint64_t cpu_ns = pr.cpu_user_ns + pr.cpu_sys_ns;
+		fprintf(out, "  recorder CPU:  user %s, sys %s", cli_duration(pr.cpu_user_ns, b1, sizeof(b1)),
+			cli_duration(pr.cpu_sys_ns, b2, sizeof(b2)));
+		if (duration_ns)
+			fprintf(out, " (%.2f%% of one CPU)", 100.0 * (double)cpu_ns / (double)duration_ns);
+		fprintf(out, "\n");
+	}
+
+	fprintf(out, "\n  processes: %zu\n", f->n_procs);
+	if (f->n_procs) {
+		fprintf(out, "    %-8s %-8s %-7s %-16s %s\n", "PID", "PPID", "THREADS", "COMM", "CMDLINE");
+		for (size_t i = 0; i < f->n_procs; i++) {
+			const struct ts_process *p = &f->procs[i];
+			fprintf(out, "    %-8u %-8u %-7u %-16s %s\n", p->pid, p->ppid, p->threads,
+				p->comm, p->cmdline);
+		}
+	}
+
+	fprintf(out, "\n  records by type: %" PRIu64 "\n", f->records);
+	for (uint32_t t = 0; t < 65536; t++) {
+		if (!f->records_by_type[t])
+			continue;
+		const char *name = trace_file_type_name(f, (uint16_t)t);
+		if (name && rec_type_name((uint16_t)t))
+			snprintf(b1, sizeof(b1), "%s", name);
+		else if (name)
+			snprintf(b1, sizeof(b1), "%.24s (0x%x, unknown; named by schema)", name, t);
+		else
+			snprintf(b1, sizeof(b1), "unknown type 0x%x", t);
+		fprintf(out, "    %-24s %12" PRIu64 "\n", b1, f->records_by_type[t]);
+	}
+
+	if (pr.source) {
+		fprintf(out, "\n  probes (from %s):\n", pr.source);
+		fprintf(out, "    %-16s %14s %12s\n", "PROBE", "EVENTS", "DROPS");
+		for (uint32_t i = 0; i < pr.n; i++)
+			fprintf(out, "    %-16s %14" PRIu64 " %12" PRIu64 "\n", pr.probes[i].name,
+				pr.probes[i].events, pr.probes[i].drops);
+	} else {
+		fprintf(out, "\n  probes: no counters recorded (no end record, no stats record)\n");
+	}
+	free(pr.probes);
+
+	struct syscall_stat top[INFO_TOP_SYSCALLS];
+	size_t n_top = syscalls ? model_syscalls_top(syscalls, file_index, top, INFO_TOP_SYSCALLS) : 0;
+	if (n_top) {
+		fprintf(out, "\n  top syscalls (by total time):\n");
+		fprintf(out, "    %-20s %10s %12s %12s %12s %8s\n", "SYSCALL", "COUNT", "TOTAL",
+			"MEAN", "MAX", "FAILED");
+		for (size_t i = 0; i < n_top; i++) {
+			char lbl[40];
+			fprintf(out, "    %-20s %10" PRIu64 " %12s %12s %12s %8" PRIu64 "\n",
+				syscall_label(top[i].nr, lbl, sizeof(lbl)), top[i].count,
+				cli_duration(top[i].total_ns, b1, sizeof(b1)),
+				cli_duration(top[i].total_ns / top[i].count, b2, sizeof(b2)),
+				cli_duration(top[i].max_ns, b3, sizeof(b3)), top[i].failed);
+		}
+	}
+
+	fprintf(out, "\n  chunks: %" PRIu64 " (", f->chunks);
+	int first = 1;
+	for (int k = 0; k < TS_CHUNK_KINDS; k++) {
+		if (!f->chunks_by_kind[k])
+			continue;
+		fprintf(out, "%s%s %" PRIu64, first ? "" : ", ", chunk_kind_names[k], f->chunks_by_kind[k]);
+		first = 0;
+	}
+	fprintf(out, ")\n    codec:");
+	first = 1;
+	for (int c = 0; c < 4; c++) {
+		if (!f->chunks_by_codec[c])
+			continue;
+		fprintf(out, "%s %s %" PRIu64, first ? "" : ",", codec_names[c], f->chunks_by_codec[c]);
+		first = 0;
+	}
+	fprintf(out, "%s\n", first ? " -" : "");
+	fprintf(out, "    payload: %s raw, %s stored", cli_bytes(f->raw_bytes, b1, sizeof(b1)),
+		cli_bytes(f->stored_bytes, b2, sizeof(b2)));
+	if (f->stored_bytes)
+		fprintf(out, " (ratio %.2f)", (double)f->raw_bytes / (double)f->stored_bytes);
+	fprintf(out, "\n");
+
+	size_t n_damage = f->reader ? frec_damage_count(f->reader) : 0;
+	if (n_damage) {
+		fprintf(out, "\n  damaged regions: %zu\n", n_damage);
+		for (size_t i = 0; i < n_damage; i++) {
+			const struct frec_damage *d = frec_damage_at(f->reader, i);
+			fprintf(out, "    offset %" PRIu64 ", %" PRIu64 " bytes: %.160s\n", d->offset,
+				d->length, d->what);
+		}
+	}
+	uint64_t missing = f->reader ? frec_chunks_missing(f->reader) : 0;
+	if (missing)
+		fprintf(out, "\n  missing: %" PRIu64 " chunk%s listed in the index not found\n", missing,
+			missing == 1 ? "" : "s");
+	if (f->n_problems) {
+		fprintf(out, "\n  malformed records: %" PRIu64 "\n", f->n_problems);
+		for (uint64_t i = 0; i < f->n_problems && i < TS_MAX_PROBLEMS_KEPT; i++)
+			fprintf(out, "    chunk at offset %" PRIu64 ", record +%" PRIu64 ": %s\n",
+				f->problems[i].chunk_offset, f->problems[i].rec_offset, f->problems[i].what);
+		if (f->n_problems > TS_MAX_PROBLEMS_KEPT)
+			fprintf(out, "    ... and %" PRIu64 " more\n", f->n_problems - TS_MAX_PROBLEMS_KEPT);
+	}
+	if (f->io_failed)
+		fprintf(out, "\n  read error: offset %lld: %s\n", (long long)f->io_err.offset, f->io_err.what);
+	if (!trace_file_complete(f) && !f->io_failed)
+		fprintf(out, "\n  incomplete: no end record (recorder killed?)\n");
+}
+
+static void info_json(struct trace_file *f, uint32_t file_index, const void *syscalls,
+		      FILE *out)
+{
+	int exact;
+	uint64_t duration_ns = info_duration_ns(f, &exact);
+	char b1[64], trouble[512];
+	fprintf(out, "{\"path\":");
+	cli_json_str(out, f->path);
+	fprintf(out, ",\"size_bytes\":%" PRIu64 ",\"host\":", f->size_bytes);
+	cli_json_str(out, f->hdr.host);
+	fprintf(out, ",\"n_cpus\":%u,\"kernel\":", f->hdr.n_cpus);
+	cli_json_str(out, f->hdr.kernel_release);
+	fprintf(out, ",\"command\":");
+	cli_json_str(out, f->cmdline);
+	fprintf(out, ",\"format_version\":\"%u.%u\",\"start\":\"%s\",\"start_real_ns\":%" PRIu64
+		",\"duration_ns\":%" PRIu64 ",\"complete\":%s,\"status\":",
+		f->hdr.version_major, f->hdr.version_minor,
+		cli_iso_time(f->hdr.start_real_ns, b1, sizeof(b1)), f->hdr.start_real_ns,
+		duration_ns, trace_file_complete(f) ? "true" : "false");
+	trace_file_trouble(f, trouble, sizeof(trouble));
+	cli_json_str(out, trouble[0] ? trouble : "intact");
+
+	fprintf(out, ",\"processes\":[");
+	for (size_t i = 0; i < f->n_procs; i++) {
+		const struct ts_process *p = &f->procs[i];
+		fprintf(out, "%s{\"pid\":%u,\"ppid\":%u,\"threads\":%u,\"comm\":", i ? "," : "",
+			p->pid, p->ppid, p->threads);
+		cli_json_str(out, p->comm);
+		fprintf(out, ",\"cmdline\":");
+		cli_json_str(out, p->cmdline);
+		fprintf(out, "}");
+	}
+	fprintf(out, "],\"records\":%" PRIu64 ",\"events\":%" PRIu64 ",\"records_by_type\":[",
+		f->records, f->events);
+	int first = 1;
+	for (uint32_t t = 0; t < 65536; t++) {
+		if (!f->records_by_type[t])
+			continue;
+		const char *name = trace_file_type_name(f, (uint16_t)t);
+		fprintf(out, "%s{\"type\":%u,\"name\":", first ? "" : ",", t);
+		if (name)
+			cli_json_str(out, name);
+		else
+			fprintf(out, "null");
+		fprintf(out, ",\"known\":%s,\"count\":%" PRIu64 "}",
+			rec_type_name((uint16_t)t) ? "true" : "false", f->records_by_type[t]);
+		first = 0;
+	}
+	struct info_probes pr;
+	info_probes_get(f, &pr);
+	fprintf(out, "],\"probes_source\":");
+	if (pr.source)
+		cli_json_str(out, pr.from_end ? "end" : "stats");
+	else
+		fprintf(out, "null");
+	uint64_t drops = 0;
+	fprintf(out, ",\"probes\":[");
+	for (uint32_t i = 0; i < pr.n; i++) {
+		fprintf(out, "%s{\"name\":", i ? "," : "");
+		cli_json_str(out, pr.probes[i].name);
+		fprintf(out, ",\"events\":%" PRIu64 ",\"drops\":%" PRIu64 "}", pr.probes[i].events,
+			pr.probes[i].drops);
+		drops += pr.probes[i].drops;
+	}
+	fprintf(out, "],\"drops\":%" PRIu64 ",\"recorder_cpu_user_ns\":%" PRIu64
+		",\"recorder_cpu_sys_ns\":%" PRIu64, drops, pr.cpu_user_ns, pr.cpu_sys_ns);
+	free(pr.probes);
+
+	struct syscall_stat top[INFO_TOP_SYSCALLS];
+	size_t n_top = syscalls ? model_syscalls_top(syscalls, file_index, top, INFO_TOP_SYSCALLS) : 0;
+	fprintf(out, ",\"top_syscalls\":[");
+	for (size_t i = 0; i < n_top; i++) {
+		char lbl[40];
+		fprintf(out, "%s{\"nr\":%u,\"name\":", i ? "," : "", top[i].nr);
+		cli_json_str(out, syscall_label(top[i].nr, lbl, sizeof(lbl)));
+		fprintf(out, ",\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64
+			",\"failed\":%" PRIu64 "}", top[i].count, top[i].total_ns, top[i].max_ns,
+			top[i].failed);
+	}
+	fprintf(out, "],\"chunks\":{\"total\":%" PRIu64, f->chunks);
+	for (int k = 0; k < TS_CHUNK_KINDS; k++)
+		fprintf(out, ",\"%s\":%" PRIu64, chunk_kind_names[k], f->chunks_by_kind[k]);
+	fprintf(out, ",\"codecs\":{");
+	for (int c = 0; c < 4; c++)
+		fprintf(out, "%s\"%s\":%" PRIu64, c ? "," : "", codec_names[c], f->chunks_by_codec[c]);
+	fprintf(out, "},\"raw_bytes\":%" PRIu64 ",\"stored_bytes\":%" PRIu64 "}", f->raw_bytes,
+		f->stored_bytes);
+	fprintf(out, ",\"damaged_regions\":[");
+	size_t n_damage = f->reader ? frec_damage_count(f->reader) : 0;
+	for (size_t i = 0; i < n_damage; i++) {
+		const struct frec_damage *d = frec_damage_at(f->reader, i);
+		char what[161];
+		snprintf(what, sizeof(what), "%.160s", d->what);
+		fprintf(out, "%s{\"offset\":%" PRIu64 ",\"length\":%" PRIu64 ",\"what\":", i ? "," : "",
+			d->offset, d->length);
+		cli_json_str(out, what);
+		fprintf(out, "}");
+	}
+	fprintf(out, "],\"chunks_missing\":%" PRIu64 ",\"malformed_records\":%" PRIu64 "}",
+		f->reader ? frec_chunks_missing(f->reader) : 0, f->n_problems);
+}
+
+void cmd_warn_troubled(struct trace_set *ts, FILE *errout)
+{
+	for (size_t i = 0; i < trace_set_count(ts); i++) {
+		const struct trace_file *f = trace_set_file(ts, i);
+		if (!trace_file_damaged(f) && trace_file_complete(f))
+			continue;
+		char trouble[512];
+		fprintf(errout, CLI_PROG ": warning: %s: %s; analyzing what it holds "
+			"(details: " CLI_PROG " check %s)\n", f->path,
+			trace_file_trouble(f, trouble, sizeof(trouble)), f->path);
+	}
+}
+
+int cmd_info(int argc, char **argv, FILE *out, FILE *errout)
+{
+	int json = 0, only_files = 0;
+	const char **files = calloc((size_t)argc + 1, sizeof(*files));
+	size_t n_files = 0;
+	if (!files) {
+		fprintf(errout, CLI_PROG " info: out of memory\n");
+		return CLI_FAIL;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (only_files || a[0] != '-' || !a[1]) {
+			files[n_files++] = a;
+		} else if (strcmp(a, "--") == 0) {
+			only_files = 1;
+		} else if (cli_is_help(a)) {
+			fputs(info_help, out);
+			free(files);
+			return CLI_OK;
+		} else if (strcmp(a, "--json") == 0) {
+			json = 1;
+		} else {
+			fprintf(errout, CLI_PROG " info: unknown option '%s' (see '" CLI_PROG " info --help')\n", a);
+			free(files);
+			return CLI_USAGE;
+		}
+	}
+	if (!n_files) {
+		fprintf(errout, CLI_PROG " info: no trace file given (usage: " CLI_PROG " info [--json] FILE...)\n");
+		free(files);
+		return CLI_USAGE;
+	}
+	struct frec_error err = { .offset = -1 };
+	struct trace_set *ts;
+	if (trace_set_open(files, n_files, &ts, &err)) {
+		cli_print_error(errout, &err);
+		free(files);
+		return CLI_FAIL;
+	}
+	free(files);
+	void *syscalls = trace_set_add_model(ts, &model_syscalls_ops, NULL);
+	if (!syscalls || trace_set_run(ts, &err)) {
+		if (!syscalls)
+			frec_error_set(&err, CLI_PROG, -1, ENOMEM, "out of memory");
+		cli_print_error(errout, &err);
+		trace_set_free(ts);
+		return CLI_FAIL;
+	}
+	cmd_warn_troubled(ts, errout);
+	if (json)
+		fprintf(out, "{\"files\":[");
+	for (size_t i = 0; i < trace_set_count(ts); i++) {
+		if (json) {
+			if (i)
+				fputc(',', out);
+			info_json(trace_set_file(ts, i), (uint32_t)i, syscalls, out);
+		} else {
+			if (i)
+				fputc('\n', out);
+			info_text(trace_set_file(ts, i), (uint32_t)i, syscalls, out);
+		}
+	}
+	if (json)
+		fprintf(out, "]}\n");
+	trace_set_free(ts);
+	return CLI_OK;
+}

@@ -1,0 +1,19 @@
+/* The subcommands of flightrec-analyze.  Each takes its argv (argv[0] is the
+ * command name), writes results to out and diagnostics to errout, and
+ * returns the exit status; none calls exit(), so tests drive them directly.
+ * main.c only dispatches. */
+#ifndef FLIGHTREC_COMMANDS_H
+#define FLIGHTREC_COMMANDS_H
+
+#include <stdio.h>
+
+int cmd_info(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_check(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_flame(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_dump(int argc, char **argv, FILE *out, FILE *errout);
+
+/* One warning line on errout per file that is damaged or incomplete. */
+struct trace_set;
+void cmd_warn_troubled(struct trace_set *ts, FILE *errout);
+
+#endif

@@ -1,0 +1,77 @@
+/* flightrec-analyze: dispatches a subcommand to its cmd_*.c.  Nothing else
+ * lives here: commands are in the library so tests can run them. */
+#include "cli.h"
+#include "commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv, FILE *out, FILE *errout);
+	const char *summary;
+} commands[] = {
+	{ "info", cmd_info, "what a trace holds: processes, time range, events by type, drops, chunks" },
+	{ "check", cmd_check, "integrity: exit 0 intact, 1 damaged or incomplete, 2 unusable" },
+	{ "flame", cmd_flame, "CPU flame graph: folded stacks, SVG or HTML" },
+	{ "dump", cmd_dump, "every event as JSON lines, stacks symbolized" },
+};
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: " CLI_PROG " COMMAND [OPTIONS] FILE...\n"
+		"\n"
+		"Offline analyzer for flightrec traces: runs anywhere, as any user, with\n"
+		"nothing but the trace files (one per node).\n"
+		"\n"
+		"commands:\n");
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(out, "  %-7s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out,
+		"\n"
+		"Run '" CLI_PROG " COMMAND --help' for a command's options and examples.\n"
+		"\n"
+		"examples:\n"
+		"  " CLI_PROG " check run.frec\n"
+		"  " CLI_PROG " info run.frec\n"
+		"  " CLI_PROG " flame run.frec --kind cpu --format svg -o cpu.svg\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return CLI_USAGE;
+	}
+	const char *name = argv[1];
+	if (cli_is_help(name)) {
+		usage(stdout);
+		return CLI_OK;
+	}
+	if (strcmp(name, "--version") == 0) {
+		printf(CLI_PROG " 0.1.0 (trace format v1)\n");
+		return CLI_OK;
+	}
+	if (strcmp(name, "help") == 0) {
+		if (argc < 3) {
+			usage(stdout);
+			return CLI_OK;
+		}
+		name = argv[2];
+		for (size_t i = 0; i < N_COMMANDS; i++) {
+			if (strcmp(commands[i].name, name) == 0) {
+				char help[] = "--help";
+				char *args[] = { argv[2], help, NULL };
+				return commands[i].run(2, args, stdout, stderr);
+			}
+		}
+	} else {
+		for (size_t i = 0; i < N_COMMANDS; i++)
+			if (strcmp(commands[i].name, name) == 0)
+				return commands[i].run(argc - 1, argv + 1, stdout, stderr);
+	}
+	fprintf(stderr, CLI_PROG ": unknown command '%s'\n", name);
+	return CLI_USAGE;
+}

@@ -1,0 +1,143 @@
+/* The CPU profile model: counts samples per (file, pid, stack id) while the
+ * decoder streams, then symbolizes each distinct stack once and builds the
+ * flame tree.  Not for output: flame_write_* render the tree.
+ *
+ * Frames go root first: user frames outermost first, then kernel frames
+ * outermost first (the stack record stores each part leaf first). */
+#include "model_cpu.h"
+#include "hmap.h"
+#include "symbolize.h"
+#include "trace_set.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct model_cpu {
+	struct model_opts opts;
+	struct hmap counts; /* (file << 32 | pid, stack_id) -> samples */
+	struct model_cpu_result result;
+};
+
+static void *cpu_create(const struct model_opts *opts)
+{
+	struct model_cpu *m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	if (opts)
+		m->opts = *opts;
+	hmap_init(&m->counts);
+	return m;
+}
+
+static int cpu_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *rec)
+{
+	struct model_cpu *m = state;
+	struct fr_ev_cpu_sample ev;
+	uint16_t type;
+	memcpy(&type, (const uint8_t *)rec + offsetof(struct fr_rec_hdr, type), sizeof(type));
+	if (type != FR_EV_CPU_SAMPLE)
+		return 0;
+	memcpy(&ev, rec, sizeof(ev)); /* size checked by the decoder */
+	m->result.samples++;
+	if (m->opts.filter_pid && ev.c.pid != m->opts.pid)
+		return 0;
+	uint64_t *count = hmap_slot(&m->counts, (uint64_t)file_index << 32 | ev.c.pid,
+				    ev.stack_id, NULL);
+	if (!count)
+		return -1;
+	++*count;
+	m->result.samples_kept++;
+	return 0;
+}
+
+/* Names of one stack, root first, into *frames (grown as needed). */
+static size_t stack_frames(struct model_cpu *m, struct symbolizer *sym,
+			   const struct trace_file *f, uint32_t file_index,
+			   uint32_t stack_id, uint64_t samples, const char ***frames,
+			   size_t *cap)
+{
+	const struct ts_stack *st = stack_id ? trace_file_stack(f, stack_id) : NULL;
+	size_t n = st ? (size_t)st->n_kernel + st->n_user : 0;
+	if (n + 1 > *cap) {
+		const char **grown = realloc(*frames, (n + 1) * sizeof(*grown));
+		if (!grown)
+			return SIZE_MAX;
+		*frames = grown;
+		*cap = n + 1;
+	}
+	if (stack_id && !st) {
+		m->result.samples_missing_stack += samples;
+		(*frames)[0] = symbolizer_intern(sym, "[missing stack]");
+		return (*frames)[0] ? 1 : SIZE_MAX;
+	}
+	if (!n) {
+		m->result.samples_no_stack += samples;
+		(*frames)[0] = symbolizer_intern(sym, "[no stack]");
+		return (*frames)[0] ? 1 : SIZE_MAX;
+	}
+	symbolize_stack(sym, f, file_index, st, *frames);
+	for (size_t i = 0; i < n; i++)
+		if (!(*frames)[i])
+			return SIZE_MAX;
+	return n;
+}
+
+static int cpu_finish(void *state, struct trace_set *ts, struct frec_error *err)
+{
+	struct model_cpu *m = state;
+	struct symbolizer *sym = trace_set_symbolizer(ts, err);
+	if (!sym)
+		return -1;
+	m->result.tree = flame_tree_new();
+	if (!m->result.tree)
+		goto oom;
+	const char **frames = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < m->counts.cap; i++) {
+		const struct hmap_slot *s = &m->counts.slots[i];
+		if (!s->used)
+			continue;
+		uint32_t file_index = (uint32_t)(s->key_a >> 32);
+		const struct trace_file *f = trace_set_file(ts, file_index);
+		if (!f)
+			continue;
+		m->result.distinct_stacks++;
+		size_t n = stack_frames(m, sym, f, file_index, (uint32_t)s->key_b, s->value,
+					&frames, &cap);
+		if (n == SIZE_MAX || flame_tree_add(m->result.tree, frames, n, s->value)) {
+			free(frames);
+			goto oom;
+		}
+	}
+	free(frames);
+	return 0;
+oom:
+	frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "out of memory building the CPU profile");
+	return -1;
+}
+
+static void cpu_destroy(void *state)
+{
+	struct model_cpu *m = state;
+	if (!m)
+		return;
+	hmap_free(&m->counts);
+	flame_tree_free(m->result.tree);
+	free(m);
+}
+
+const struct model_cpu_result *model_cpu_result(const void *state)
+{
+	return &((const struct model_cpu *)state)->result;
+}
+
+const struct model_ops model_cpu_ops = {
+	.name = "cpu",
+	.create = cpu_create,
+	.feed = cpu_feed,
+	.finish = cpu_finish,
+	.destroy = cpu_destroy,
+};

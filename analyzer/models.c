@@ -1,0 +1,20 @@
+/* The table of models: adding an analysis means adding its line here. */
+#include "model.h"
+#include "model_cpu.h"
+#include "model_syscalls.h"
+
+#include <string.h>
+
+const struct model_ops *const analyzer_models[] = {
+	&model_cpu_ops,
+	&model_syscalls_ops,
+	NULL,
+};
+
+const struct model_ops *model_find(const char *name)
+{
+	for (size_t i = 0; analyzer_models[i]; i++)
+		if (strcmp(analyzer_models[i]->name, name) == 0)
+			return analyzer_models[i];
+	return NULL;
+}

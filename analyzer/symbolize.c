@@ -1,0 +1,348 @@
+/* Symbolization from the trace's own metadata; see symbolize.h.
+ *
+ * Mappings of one pid may overlap in a trace (a library unmapped and another
+ * mapped at the same place, or hostile input).  The rule is "the latest
+ * record covering ip wins", so at construction each pid's mappings are
+ * flattened into disjoint segments that each name their winner (a sweep
+ * over the interval end points with a max-heap on record order): lookups are
+ * then one binary search whatever the overlap. */
+#include "symbolize.h"
+#include "strpool.h"
+#include "trace_set.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* From libstdc++ (linked by the analyzer library); declared here so the
+ * analyzer stays C. */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+struct sym_segment {
+	uint32_t pid;
+	uint32_t map_index;
+	uint64_t start;
+	uint64_t end;
+};
+
+struct sym_file {
+	const struct trace_file *f;
+	struct sym_segment *segs;
+	size_t n_segs;
+	const struct ts_dso *kernel;
+	/* Per dso, per symbol: the name as shown (demangled, "_[k]"), filled on
+	 * first use.  Bounded by the symbol tables, not by distinct ips. */
+	const char ***shown;
+};
+
+struct symbolizer {
+	struct sym_file *files;
+	size_t n_files;
+	struct strpool *pool;
+	const char *unknown; /* "[unknown]" */
+};
+
+/* ---- segment construction ----------------------------------------------- */
+
+static const struct ts_mapping *sort_maps; /* qsort has no context argument */
+
+static int map_order(const void *a, const void *b)
+{
+	const struct ts_mapping *x = &sort_maps[*(const uint32_t *)a];
+	const struct ts_mapping *y = &sort_maps[*(const uint32_t *)b];
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return 0;
+}
+
+static int u64_order(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+struct seq_heap {
+	uint32_t *items;
+	size_t n;
+	const struct ts_mapping *maps;
+};
+
+static int heap_less(const struct seq_heap *h, size_t i, size_t j)
+{
+	return h->maps[h->items[i]].seq < h->maps[h->items[j]].seq;
+}
+
+static void heap_swap(struct seq_heap *h, size_t i, size_t j)
+{
+	uint32_t t = h->items[i];
+	h->items[i] = h->items[j];
+	h->items[j] = t;
+}
+
+static void heap_push(struct seq_heap *h, uint32_t item)
+{
+	size_t i = h->n++;
+	h->items[i] = item;
+	while (i && heap_less(h, (i - 1) / 2, i)) {
+		heap_swap(h, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+}
+
+static void heap_pop(struct seq_heap *h)
+{
+	h->items[0] = h->items[--h->n];
+	for (size_t i = 0;;) {
+		size_t l = 2 * i + 1, r = l + 1, top = i;
+		if (l < h->n && heap_less(h, top, l))
+			top = l;
+		if (r < h->n && heap_less(h, top, r))
+			top = r;
+		if (top == i)
+			break;
+		heap_swap(h, i, top);
+		i = top;
+	}
+}
+
+/* Flattens the mappings order[g0, g1) of one pid into sf->segs. */
+static void flatten_pid(struct sym_file *sf, const uint32_t *order, size_t g0, size_t g1,
+			uint64_t *points, struct seq_heap *heap)
+{
+	const struct ts_mapping *maps = sf->f->maps;
+	size_t n_points = 0;
+	for (size_t i = g0; i < g1; i++) {
+		points[n_points++] = maps[order[i]].start;
+		points[n_points++] = maps[order[i]].end;
+	}
+	qsort(points, n_points, sizeof(*points), u64_order);
+	size_t unique = 0;
+	for (size_t i = 0; i < n_points; i++)
+		if (!unique || points[unique - 1] != points[i])
+			points[unique++] = points[i];
+	heap->n = 0;
+	size_t next = g0;
+	for (size_t k = 0; k + 1 < unique; k++) {
+		uint64_t at = points[k];
+		while (next < g1 && maps[order[next]].start <= at)
+			heap_push(heap, order[next++]);
+		while (heap->n && maps[heap->items[0]].end <= at)
+			heap_pop(heap);
+		if (!heap->n)
+			continue;
+		uint32_t winner = heap->items[0];
+		struct sym_segment *last = sf->n_segs ? &sf->segs[sf->n_segs - 1] : NULL;
+		if (last && last->pid == maps[winner].pid && last->map_index == winner &&
+		    last->end == at) {
+			last->end = points[k + 1];
+			continue;
+		}
+		sf->segs[sf->n_segs++] = (struct sym_segment){
+			.pid = maps[winner].pid, .map_index = winner,
+			.start = at, .end = points[k + 1],
+		};
+	}
+}
+
+static int index_file(struct sym_file *sf)
+{
+	const struct trace_file *f = sf->f;
+	for (size_t i = 0; i < f->n_dsos; i++)
+		if (f->dsos[i].kind == 1)
+			sf->kernel = &f->dsos[i]; /* the latest kernel symbol table */
+	if (!f->n_maps)
+		return 0;
+	if (f->n_maps > UINT32_MAX / 2)
+		return -1;
+	uint32_t *order = malloc(f->n_maps * sizeof(*order));
+	uint64_t *points = malloc(2 * f->n_maps * sizeof(*points));
+	struct seq_heap heap = { malloc(f->n_maps * sizeof(uint32_t)), 0, f->maps };
+	/* n disjoint intervals split each other into at most 2n - 1 pieces. */
+	sf->segs = malloc(2 * f->n_maps * sizeof(*sf->segs));
+	if (!order || !points || !heap.items || !sf->segs) {
+		free(order);
+		free(points);
+		free(heap.items);
+		return -1;
+	}
+	for (size_t i = 0; i < f->n_maps; i++)
+		order[i] = (uint32_t)i;
+	sort_maps = f->maps;
+	qsort(order, f->n_maps, sizeof(*order), map_order);
+	for (size_t g0 = 0, g1; g0 < f->n_maps; g0 = g1) {
+		for (g1 = g0 + 1; g1 < f->n_maps && f->maps[order[g1]].pid == f->maps[order[g0]].pid; g1++)
+			;
+		flatten_pid(sf, order, g0, g1, points, &heap);
+	}
+	free(order);
+	free(points);
+	free(heap.items);
+	return 0;
+}
+
+struct symbolizer *symbolizer_new(struct trace_set *ts, struct frec_error *err)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+	if (!s)
+		goto oom;
+	s->pool = strpool_new();
+	s->n_files = trace_set_count(ts);
+	s->files = calloc(s->n_files ? s->n_files : 1, sizeof(*s->files));
+	if (!s->pool || !s->files || !(s->unknown = strpool_intern_cstr(s->pool, "[unknown]")))
+		goto oom;
+	for (size_t i = 0; i < s->n_files; i++) {
+		struct sym_file *sf = &s->files[i];
+		sf->f = trace_set_file(ts, i);
+		if (index_file(sf))
+			goto oom;
+		if (sf->f->n_dsos && !(sf->shown = calloc(sf->f->n_dsos, sizeof(*sf->shown))))
+			goto oom;
+	}
+	return s;
+oom:
+	symbolizer_free(s);
+	frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "out of memory indexing mappings");
+	return NULL;
+}
+
+void symbolizer_free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; s->files && i < s->n_files; i++) {
+		struct sym_file *sf = &s->files[i];
+		free(sf->segs);
+		for (size_t d = 0; sf->shown && d < sf->f->n_dsos; d++)
+			free(sf->shown[d]);
+		free(sf->shown);
+	}
+	free(s->files);
+	strpool_free(s->pool);
+	free(s);
+}
+
+const char *symbolizer_intern(struct symbolizer *s, const char *name)
+{
+	return strpool_intern_cstr(s->pool, name);
+}
+
+/* ---- lookups ------------------------------------------------------------ */
+
+static const struct sym_segment *find_segment(const struct sym_file *sf, uint32_t pid,
+					      uint64_t ip)
+{
+	size_t lo = 0, hi = sf->n_segs; /* first segment after (pid, ip) */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct sym_segment *g = &sf->segs[mid];
+		if (g->pid < pid || (g->pid == pid && g->start <= ip))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	const struct sym_segment *g = &sf->segs[lo - 1];
+	return g->pid == pid && ip >= g->start && ip < g->end ? g : NULL;
+}
+
+/* Index of the named symbol covering off, or -1. */
+static int64_t find_symbol(const struct ts_dso *d, uint64_t off)
+{
+	size_t lo = 0, hi = d->nsyms; /* first symbol after off */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (d->syms[mid].offset <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	const struct ts_symbol *sym = &d->syms[lo - 1];
+	if (sym->size && off - sym->offset >= sym->size)
+		return -1;
+	/* name_off < strtab_len was checked at decode time. */
+	return d->strtab[sym->name_off] ? (int64_t)(lo - 1) : -1;
+}
+
+/* The shown name of symbol i of dso d: demangled, "_[k]" for the kernel. */
+static const char *symbol_name(struct symbolizer *s, struct sym_file *sf,
+			       const struct ts_dso *d, int64_t i)
+{
+	const char ***slot = &sf->shown[d - sf->f->dsos];
+	if (!*slot && !(*slot = calloc(d->nsyms, sizeof(**slot))))
+		return NULL;
+	if ((*slot)[i])
+		return (*slot)[i];
+	const char *name = d->strtab + d->syms[i].name_off;
+	const char *shown = NULL;
+	if (d->kind == 1) {
+		char buf[512];
+		snprintf(buf, sizeof(buf), "%.500s_[k]", name);
+		shown = strpool_intern_cstr(s->pool, buf);
+	} else if (name[0] == '_' && name[1] == 'Z') {
+		int status = -1;
+		char *demangled = __cxa_demangle(name, NULL, NULL, &status);
+		if (demangled && status == 0)
+			shown = strpool_intern_cstr(s->pool, demangled);
+		free(demangled);
+	}
+	if (!shown)
+		shown = strpool_intern_cstr(s->pool, name);
+	(*slot)[i] = shown;
+	return shown;
+}
+
+static const char *basename_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash && slash[1] ? slash + 1 : path;
+}
+
+const char *symbolize_ip(struct symbolizer *s, uint32_t file_index, uint32_t pid,
+			 uint64_t ip)
+{
+	char buf[512];
+	if (file_index >= s->n_files)
+		return s->unknown;
+	struct sym_file *sf = &s->files[file_index];
+	if (ip >= SYM_KERNEL_MIN) {
+		int64_t i = sf->kernel ? find_symbol(sf->kernel, ip) : -1;
+		if (i >= 0)
+			return symbol_name(s, sf, sf->kernel, i);
+		return strpool_intern_cstr(s->pool, "[unknown]_[k]");
+	}
+	const struct sym_segment *g = find_segment(sf, pid, ip);
+	if (!g)
+		return s->unknown;
+	const struct ts_mapping *m = &sf->f->maps[g->map_index];
+	uint64_t file_off = ip - m->start + m->pgoff;
+	const struct ts_dso *d = m->dso_id ? trace_file_dso(sf->f, m->dso_id) : NULL;
+	int64_t i = d && d->kind == 0 ? find_symbol(d, file_off) : -1;
+	if (i >= 0)
+		return symbol_name(s, sf, d, i);
+	if (!m->path[0])
+		return s->unknown;
+	snprintf(buf, sizeof(buf), "%.200s+0x%" PRIx64, basename_of(m->path), file_off);
+	return strpool_intern_cstr(s->pool, buf);
+}
+
+void symbolize_stack(struct symbolizer *s, const struct trace_file *f,
+		     uint32_t file_index, const struct ts_stack *st, const char **frames)
+{
+	const uint64_t *kernel = f->ips + st->ips_at;
+	const uint64_t *user = kernel + st->n_kernel;
+	size_t at = 0;
+
+	for (size_t i = st->n_user; i-- > 0;) {
+		int leaf = i == 0 && st->n_kernel == 0;
+		frames[at++] = symbolize_ip(s, file_index, st->pid, user[i] - !leaf);
+	}
+	for (size_t i = st->n_kernel; i-- > 0;)
+		frames[at++] = symbolize_ip(s, file_index, st->pid, kernel[i] - (i != 0));
+}

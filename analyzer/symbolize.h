@@ -1,0 +1,47 @@
+/* The symbolize stage: (file, pid, ip) -> frame name, from the mappings and
+ * symbol tables carried in the trace (the node's files are never read).
+ * Not for unwinding (stacks arrive as ip lists) nor for line info.
+ *
+ * Names follow the flamegraph conventions:
+ *   user ip with a symbol       "foo::bar()"  (C++ demangled)
+ *   user ip without a symbol    "libfoo.so+0x1a2b"  (mapping basename, FILE offset)
+ *   user ip outside any mapping "[unknown]"
+ *   kernel ip                   "schedule_[k]", "[unknown]_[k]" */
+#ifndef FLIGHTREC_SYMBOLIZE_H
+#define FLIGHTREC_SYMBOLIZE_H
+
+#include <stddef.h> /* frec_error.h needs size_t */
+#include <stdint.h>
+#include "frec_error.h"
+
+/* Addresses at or above this are kernel addresses on x86-64. */
+#define SYM_KERNEL_MIN 0xffff800000000000ull
+
+struct trace_set;
+struct symbolizer;
+
+/* Indexes the mappings of every file of ts (after trace_set_run). */
+struct symbolizer *symbolizer_new(struct trace_set *ts, struct frec_error *err);
+void symbolizer_free(struct symbolizer *s);
+
+/* The frame name, interned: valid until the symbolizer is freed.  NULL only
+ * when memory runs out.  A symbol's shown name (demangled, suffixed) is made
+ * once and reused; the cost per ip is two binary searches. */
+const char *symbolize_ip(struct symbolizer *s, uint32_t file_index, uint32_t pid,
+			 uint64_t ip);
+
+/* Names of one stack of file f into frames (room for n_kernel + n_user),
+ * root first: user frames outermost first, then kernel frames.  Every frame
+ * but the innermost holds a return address, which points after the call and
+ * may already be in the next function, so those look up ip - 1, as perf
+ * does.  A NULL entry means memory ran out. */
+struct trace_file;
+struct ts_stack;
+void symbolize_stack(struct symbolizer *s, const struct trace_file *f,
+		     uint32_t file_index, const struct ts_stack *st, const char **frames);
+
+/* The pooled copy of a name the caller makes up ("[no stack]"), so callers
+ * can mix it with symbolized frames. */
+const char *symbolizer_intern(struct symbolizer *s, const char *name);
+
+#endif

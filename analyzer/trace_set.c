@@ -1,0 +1,748 @@
+/* The decode stage: one streaming pass over every chunk and record of every
+ * file, keeping metadata and feeding events to models (see trace_set.h).
+ * Not for symbolization or analysis.  Every field read from a record is
+ * checked against the record's size before use; records are copied with
+ * memcpy because decompressed payloads need not be aligned. */
+#include "trace_set.h"
+#include "frec_schema.h"
+#include "symbolize.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ts_model {
+	const struct model_ops *ops;
+	void *state;
+};
+
+struct trace_set {
+	struct trace_file *files;
+	size_t n_files;
+	struct ts_model *models;
+	size_t n_models;
+	struct symbolizer *sym;
+};
+
+#define TS_N_TYPES 65536u
+
+/* Names and fixed sizes come from the format's schema table, the one list
+ * of record types (format/schema.c), so analyzer and writer never disagree. */
+const char *rec_type_name(uint16_t type)
+{
+	const struct frec_schema_entry *e = frec_schema_find(type);
+	return e ? e->name : NULL;
+}
+
+const char *trace_file_type_name(const struct trace_file *f, uint16_t type)
+{
+	const char *name = rec_type_name(type);
+	if (!name && f->schema_names)
+		name = f->schema_names[type];
+	return name;
+}
+
+/* ---- problems ----------------------------------------------------------- */
+
+static void ts_problem(struct trace_file *f, uint64_t chunk_offset, uint64_t rec_offset,
+		       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void ts_problem(struct trace_file *f, uint64_t chunk_offset, uint64_t rec_offset,
+		       const char *fmt, ...)
+{
+	if (f->n_problems < TS_MAX_PROBLEMS_KEPT) {
+		struct ts_problem *p = &f->problems[f->n_problems];
+		p->chunk_offset = chunk_offset;
+		p->rec_offset = rec_offset;
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(p->what, sizeof(p->what), fmt, ap);
+		va_end(ap);
+	}
+	f->n_problems++;
+}
+
+/* ---- open / free -------------------------------------------------------- */
+
+static char *ts_strndup_printable(const char *s, size_t len, char sep_for_nul)
+{
+	char *out = malloc(len + 1);
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '\0')
+			ch = (unsigned char)sep_for_nul;
+		else if (ch < 0x20 || ch == 0x7f)
+			ch = '?';
+		out[i] = (char)ch;
+	}
+	/* argv ends with a NUL: do not leave a trailing separator. */
+	while (len && out[len - 1] == sep_for_nul)
+		len--;
+	out[len] = '\0';
+	return out;
+}
+
+static void ts_copy_comm(char dst[17], const char src[16])
+{
+	memcpy(dst, src, 16);
+	dst[16] = '\0';
+	for (size_t i = 0; i < 16 && dst[i]; i++)
+		if ((unsigned char)dst[i] < 0x20 || dst[i] == 0x7f)
+			dst[i] = '?';
+}
+
+static void trace_file_free(struct trace_file *f)
+{
+	if (f->reader)
+		frec_close(f->reader);
+	free(f->path);
+	free(f->cmdline);
+	free(f->records_by_type);
+	for (size_t i = 0; i < f->n_procs; i++)
+		free(f->procs[i].cmdline);
+	free(f->procs);
+	hmap_free(&f->proc_by_pid);
+	hmap_free(&f->thread_seen);
+	for (size_t i = 0; i < f->n_maps; i++)
+		free(f->maps[i].path);
+	free(f->maps);
+	for (size_t i = 0; i < f->n_dsos; i++) {
+		free(f->dsos[i].path);
+		free(f->dsos[i].syms);
+		free(f->dsos[i].strtab);
+	}
+	free(f->dsos);
+	hmap_free(&f->dso_by_id);
+	free(f->stacks);
+	hmap_free(&f->stack_by_id);
+	free(f->ips);
+	if (f->schema_names) {
+		for (size_t i = 0; i < TS_N_TYPES; i++)
+			free(f->schema_names[i]);
+		free(f->schema_names);
+	}
+	free(f->stats_probes);
+}
+
+int trace_set_open(const char *const *paths, size_t n, struct trace_set **out,
+		   struct frec_error *err)
+{
+	*out = NULL;
+	struct trace_set *ts = calloc(1, sizeof(*ts));
+	if (!ts || (n && !(ts->files = calloc(n, sizeof(*ts->files))))) {
+		free(ts);
+		frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct trace_file *f = &ts->files[i];
+		ts->n_files = i + 1;
+		hmap_init(&f->proc_by_pid);
+		hmap_init(&f->thread_seen);
+		hmap_init(&f->dso_by_id);
+		hmap_init(&f->stack_by_id);
+		if (frec_open(paths[i], &f->reader, err)) {
+			f->reader = NULL;
+			trace_set_free(ts);
+			return -1;
+		}
+		f->path = strdup(paths[i]);
+		f->records_by_type = calloc(TS_N_TYPES, sizeof(uint64_t));
+		f->cmdline = strdup(frec_cmdline(f->reader));
+		if (!f->path || !f->records_by_type || !f->cmdline) {
+			trace_set_free(ts);
+			frec_error_set(err, paths[i], -1, ENOMEM, "out of memory");
+			return -1;
+		}
+		memcpy(&f->hdr, frec_file_header(f->reader), sizeof(f->hdr));
+		f->hdr.host[sizeof(f->hdr.host) - 1] = '\0';
+		f->hdr.kernel_release[sizeof(f->hdr.kernel_release) - 1] = '\0';
+		f->size_bytes = frec_file_size(f->reader);
+	}
+	*out = ts;
+	return 0;
+}
+
+void trace_set_free(struct trace_set *ts)
+{
+	if (!ts)
+		return;
+	for (size_t i = 0; i < ts->n_models; i++)
+		ts->models[i].ops->destroy(ts->models[i].state);
+	free(ts->models);
+	symbolizer_free(ts->sym);
+	for (size_t i = 0; i < ts->n_files; i++)
+		trace_file_free(&ts->files[i]);
+	free(ts->files);
+	free(ts);
+}
+
+void *trace_set_add_model(struct trace_set *ts, const struct model_ops *ops,
+			  const struct model_opts *opts)
+{
+	struct ts_model *m = realloc(ts->models, (ts->n_models + 1) * sizeof(*m));
+	if (!m)
+		return NULL;
+	ts->models = m;
+	void *state = ops->create(opts);
+	if (!state)
+		return NULL;
+	m[ts->n_models].ops = ops;
+	m[ts->n_models].state = state;
+	ts->n_models++;
+	return state;
+}
+
+size_t trace_set_count(const struct trace_set *ts)
+{
+	return ts->n_files;
+}
+
+struct trace_file *trace_set_file(struct trace_set *ts, size_t i)
+{
+	return i < ts->n_files ? &ts->files[i] : NULL;
+}
+
+struct symbolizer *trace_set_symbolizer(struct trace_set *ts, struct frec_error *err)
+{
+	if (!ts->sym)
+		ts->sym = symbolizer_new(ts, err);
+	return ts->sym;
+}
+
+/* ---- lookups ------------------------------------------------------------ */
+
+const struct ts_stack *trace_file_stack(const struct trace_file *f, uint32_t stack_id)
+{
+	uint64_t i;
+	if (!hmap_get(&f->stack_by_id, stack_id, 0, &i) || i >= f->n_stacks)
+		return NULL;
+	return &f->stacks[i];
+}
+
+const struct ts_dso *trace_file_dso(const struct trace_file *f, uint32_t dso_id)
+{
+	uint64_t i;
+	if (!hmap_get(&f->dso_by_id, dso_id, 0, &i) || i >= f->n_dsos)
+		return NULL;
+	return &f->dsos[i];
+}
+
+const struct ts_process *trace_file_process(const struct trace_file *f, uint32_t pid)
+{
+	uint64_t i;
+	if (!hmap_get(&f->proc_by_pid, pid, 0, &i) || i >= f->n_procs)
+		return NULL;
+	return &f->procs[i];
+}
+
+int trace_file_complete(const struct trace_file *f)
+{
+	return !f->io_failed && f->reader && frec_has_end(f->reader);
+}
+
+int trace_file_damaged(const struct trace_file *f)
+{
+	return f->io_failed || !f->reader || frec_damage_count(f->reader) ||
+	       frec_chunks_missing(f->reader) || f->n_problems;
+}
+
+const char *trace_file_trouble(const struct trace_file *f, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+#define TROUBLE(...) do { \
+	int _n = snprintf(buf + used, len - used, "%s", used ? "; " : ""); \
+	if (_n > 0 && (size_t)_n < len - used) used += (size_t)_n; \
+	_n = snprintf(buf + used, len - used, __VA_ARGS__); \
+	if (_n > 0) used = (size_t)_n < len - used ? used + (size_t)_n : len - 1; \
+} while (0)
+	if (f->io_failed)
+		TROUBLE("read error at offset %lld: %s", (long long)f->io_err.offset,
+			f->io_err.what);
+	if (!f->io_failed && f->reader && !frec_has_end(f->reader))
+		TROUBLE("incomplete: no end record (recorder killed?)");
+	size_t damaged = f->reader ? frec_damage_count(f->reader) : 0;
+	if (damaged)
+		TROUBLE("%zu damaged region%s", damaged, damaged == 1 ? "" : "s");
+	uint64_t missing = f->reader ? frec_chunks_missing(f->reader) : 0;
+	if (missing)
+		TROUBLE("%llu chunk%s listed in the index missing", (unsigned long long)missing,
+			missing == 1 ? "" : "s");
+	if (f->n_problems)
+		TROUBLE("%llu malformed record%s", (unsigned long long)f->n_problems,
+			f->n_problems == 1 ? "" : "s");
+#undef TROUBLE
+	return buf;
+}
+
+/* ---- record decoders ---------------------------------------------------- */
+
+/* Where the record being decoded is, for problems. */
+struct ts_where {
+	struct trace_file *f;
+	uint64_t chunk_offset;
+	uint64_t rec_offset;
+	uint64_t seq;
+};
+
+#define PROBLEM(w, ...) ts_problem((w)->f, (w)->chunk_offset, (w)->rec_offset, __VA_ARGS__)
+
+static int ts_oom(struct frec_error *err, const struct ts_where *w)
+{
+	frec_error_set(err, w->f->path, (int64_t)w->chunk_offset, ENOMEM,
+		       "out of memory while decoding");
+	return -1;
+}
+
+static int decode_process(const struct ts_where *w, const uint8_t *p, uint32_t size,
+			  struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	struct fr_rec_process r;
+	memcpy(&r, p, sizeof(r));
+	if (r.cmdline_len > size - sizeof(r)) {
+		PROBLEM(w, "process %u: cmdline_len %u exceeds the record (%u bytes)",
+			r.pid, r.cmdline_len, size);
+		return 0;
+	}
+	char *cmdline = ts_strndup_printable((const char *)p + sizeof(r), r.cmdline_len, ' ');
+	if (!cmdline)
+		return ts_oom(err, w);
+	int created;
+	uint64_t *slot = hmap_slot(&f->proc_by_pid, r.pid, 0, &created);
+	if (!slot) {
+		free(cmdline);
+		return ts_oom(err, w);
+	}
+	if (created) {
+		struct ts_process *procs = realloc(f->procs, (f->n_procs + 1) * sizeof(*procs));
+		if (!procs) {
+			free(cmdline);
+			return ts_oom(err, w);
+		}
+		f->procs = procs;
+		*slot = f->n_procs++;
+		memset(&procs[*slot], 0, sizeof(procs[*slot]));
+	}
+	struct ts_process *proc = &f->procs[*slot];
+	free(proc->cmdline);
+	proc->pid = r.pid;
+	proc->ppid = r.ppid;
+	proc->start_time_ns = r.start_time_ns;
+	ts_copy_comm(proc->comm, r.comm);
+	proc->cmdline = cmdline;
+	return 0;
+}
+
+static int decode_thread(const struct ts_where *w, const uint8_t *p, struct frec_error *err)
+{
+	struct fr_rec_thread r;
+	memcpy(&r, p, sizeof(r));
+	if (!hmap_slot(&w->f->thread_seen, r.pid, r.tid, NULL))
+		return ts_oom(err, w);
+	return 0;
+}
+
+static int decode_mapping(const struct ts_where *w, const uint8_t *p, uint32_t size,
+			  struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	struct fr_rec_mapping r;
+	memcpy(&r, p, sizeof(r));
+	if (r.path_len > size - sizeof(r)) {
+		PROBLEM(w, "mapping of pid %u: path_len %u exceeds the record (%u bytes)",
+			r.pid, r.path_len, size);
+		return 0;
+	}
+	if (r.end <= r.start) {
+		PROBLEM(w, "mapping of pid %u: empty or inverted range [0x%llx, 0x%llx)",
+			r.pid, (unsigned long long)r.start, (unsigned long long)r.end);
+		return 0;
+	}
+	struct ts_mapping *maps = realloc(f->maps, (f->n_maps + 1) * sizeof(*maps));
+	if (!maps)
+		return ts_oom(err, w);
+	f->maps = maps;
+	char *path = ts_strndup_printable((const char *)p + sizeof(r), r.path_len, '?');
+	if (!path)
+		return ts_oom(err, w);
+	maps[f->n_maps++] = (struct ts_mapping){
+		.pid = r.pid, .dso_id = r.dso_id, .start = r.start, .end = r.end,
+		.pgoff = r.pgoff, .seq = w->seq, .path = path,
+	};
+	return 0;
+}
+
+static int decode_stack(const struct ts_where *w, const uint8_t *p, uint32_t size,
+			struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	struct fr_rec_stack r;
+	memcpy(&r, p, sizeof(r));
+	uint64_t n_frames = (uint64_t)r.n_kernel + r.n_user;
+	if (n_frames * 8 > size - sizeof(r)) {
+		PROBLEM(w, "stack %u: %u kernel + %u user frames do not fit in the record (%u bytes)",
+			r.stack_id, r.n_kernel, r.n_user, size);
+		return 0;
+	}
+	if (r.stack_id == FR_STACK_NONE) {
+		PROBLEM(w, "stack record with id 0 (reserved for \"no stack\")");
+		return 0;
+	}
+	int created;
+	uint64_t *slot = hmap_slot(&f->stack_by_id, r.stack_id, 0, &created);
+	if (!slot)
+		return ts_oom(err, w);
+	if (!created) {
+		PROBLEM(w, "stack %u defined twice; keeping the first definition", r.stack_id);
+		return 0;
+	}
+	struct ts_stack *stacks = realloc(f->stacks, (f->n_stacks + 1) * sizeof(*stacks));
+	if (!stacks)
+		return ts_oom(err, w);
+	f->stacks = stacks;
+	uint64_t *ips = realloc(f->ips, (f->n_ips + n_frames + 1) * sizeof(*ips));
+	if (!ips)
+		return ts_oom(err, w);
+	f->ips = ips;
+	memcpy(ips + f->n_ips, p + sizeof(r), n_frames * 8);
+	*slot = f->n_stacks;
+	stacks[f->n_stacks++] = (struct ts_stack){
+		.stack_id = r.stack_id, .pid = r.pid, .n_kernel = r.n_kernel,
+		.n_user = r.n_user, .ips_at = f->n_ips,
+	};
+	f->n_ips += n_frames;
+	return 0;
+}
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct ts_symbol *x = a, *y = b;
+	if (x->offset != y->offset)
+		return x->offset < y->offset ? -1 : 1;
+	return x->size < y->size ? -1 : x->size > y->size;
+}
+
+/* Appends the symbols of `add` (a later record of the same dso) to `into`;
+ * frees `add`'s storage either way. */
+static int merge_dso(const struct ts_where *w, struct ts_dso *into, struct ts_dso *add,
+		     struct frec_error *err)
+{
+	uint64_t strtab_len = (uint64_t)into->strtab_len + add->strtab_len;
+	uint64_t nsyms = (uint64_t)into->nsyms + add->nsyms;
+	char *strtab = NULL;
+	struct ts_symbol *syms = NULL;
+
+	if (strtab_len < UINT32_MAX && nsyms < UINT32_MAX) {
+		strtab = realloc(into->strtab, (size_t)strtab_len + 1);
+		if (strtab)
+			into->strtab = strtab;
+		syms = realloc(into->syms, ((size_t)nsyms ? (size_t)nsyms : 1) * sizeof(*syms));
+		if (syms)
+			into->syms = syms;
+	}
+	if (!strtab || !syms) {
+		free(add->path);
+		free(add->strtab);
+		free(add->syms);
+		return strtab_len < UINT32_MAX && nsyms < UINT32_MAX ? ts_oom(err, w) : 0;
+	}
+	memcpy(into->strtab + into->strtab_len, add->strtab, add->strtab_len);
+	into->strtab[strtab_len] = '\0';
+	for (uint32_t i = 0; i < add->nsyms; i++) {
+		struct ts_symbol s = add->syms[i];
+		s.name_off += into->strtab_len;
+		into->syms[into->nsyms++] = s;
+	}
+	into->strtab_len = (uint32_t)strtab_len;
+	qsort(into->syms, into->nsyms, sizeof(*into->syms), sym_cmp);
+	free(add->path);
+	free(add->strtab);
+	free(add->syms);
+	return 0;
+}
+
+static int decode_dso(const struct ts_where *w, const uint8_t *p, uint32_t size,
+		      struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	struct fr_rec_dso r;
+	memcpy(&r, p, sizeof(r));
+	uint64_t off = sizeof(r);
+	if (r.path_len > size - off) {
+		PROBLEM(w, "dso %u: path_len %u exceeds the record (%u bytes)", r.dso_id,
+			r.path_len, size);
+		return 0;
+	}
+	const char *path = (const char *)p + off;
+	off += FR_ALIGN8((uint64_t)r.path_len);
+	uint64_t syms_bytes = (uint64_t)r.nsyms * sizeof(struct fr_dso_sym);
+	if (off > size || syms_bytes > size - off) {
+		PROBLEM(w, "dso %u: %u symbols do not fit in the record (%u bytes)", r.dso_id,
+			r.nsyms, size);
+		return 0;
+	}
+	const uint8_t *syms_at = p + off;
+	off += syms_bytes;
+	if (r.strtab_len > size - off) {
+		PROBLEM(w, "dso %u: strtab_len %u exceeds the record (%u bytes)", r.dso_id,
+			r.strtab_len, size);
+		return 0;
+	}
+	if (r.kind > 1) {
+		PROBLEM(w, "dso %u: unknown kind %u; its symbols are not used", r.dso_id, r.kind);
+		return 0;
+	}
+	struct ts_dso d = { .dso_id = r.dso_id, .kind = r.kind };
+	d.build_id_len = r.build_id_len <= sizeof(d.build_id) ? r.build_id_len : sizeof(d.build_id);
+	memcpy(d.build_id, r.build_id, d.build_id_len);
+	d.path = ts_strndup_printable(path, r.path_len, '?');
+	d.strtab = malloc((size_t)r.strtab_len + 1);
+	d.syms = malloc(((size_t)r.nsyms ? r.nsyms : 1) * sizeof(*d.syms));
+	if (!d.path || !d.strtab || !d.syms) {
+		free(d.path);
+		free(d.strtab);
+		free(d.syms);
+		return ts_oom(err, w);
+	}
+	memcpy(d.strtab, p + off, r.strtab_len);
+	d.strtab[r.strtab_len] = '\0'; /* every name ends, even the last one */
+	d.strtab_len = r.strtab_len;
+	uint32_t bad_names = 0;
+	int sorted = 1;
+	for (uint32_t i = 0; i < r.nsyms; i++) {
+		struct fr_dso_sym s;
+		memcpy(&s, syms_at + (size_t)i * sizeof(s), sizeof(s));
+		if (s.name_off >= r.strtab_len) {
+			bad_names++;
+			continue;
+		}
+		if (d.nsyms && s.offset < d.syms[d.nsyms - 1].offset)
+			sorted = 0;
+		d.syms[d.nsyms++] = (struct ts_symbol){ s.offset, s.size, s.name_off };
+	}
+	if (bad_names)
+		PROBLEM(w, "dso %u (%s): %u of %u symbols have name offsets beyond its %u-byte strtab; dropped",
+			r.dso_id, d.path, bad_names, r.nsyms, r.strtab_len);
+	if (!sorted)
+		qsort(d.syms, d.nsyms, sizeof(*d.syms), sym_cmp);
+
+	/* The recorder writes a file's symbols as they are first needed, so
+	 * several records may describe one dso_id: their symbols add up. */
+	size_t prev;
+	if (hmap_get(&f->dso_by_id, r.dso_id, 0, &prev) && prev < f->n_dsos &&
+	    f->dsos[prev].kind == d.kind)
+		return merge_dso(w, &f->dsos[prev], &d, err);
+
+	struct ts_dso *dsos = realloc(f->dsos, (f->n_dsos + 1) * sizeof(*dsos));
+	if (!dsos) {
+		free(d.path);
+		free(d.strtab);
+		free(d.syms);
+		return ts_oom(err, w);
+	}
+	f->dsos = dsos;
+	dsos[f->n_dsos] = d;
+	if (hmap_put(&f->dso_by_id, r.dso_id, 0, f->n_dsos))
+		return ts_oom(err, w); /* the dso is stored: freed with the file */
+	f->n_dsos++;
+	return 0;
+}
+
+static int decode_stats(const struct ts_where *w, const uint8_t *p, uint32_t size,
+			struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	struct fr_rec_stats r;
+	memcpy(&r, p, sizeof(r));
+	if ((uint64_t)r.n_probes * sizeof(struct fr_probe_stats) > size - sizeof(r)) {
+		PROBLEM(w, "stats: %u probes do not fit in the record (%u bytes)", r.n_probes, size);
+		return 0;
+	}
+	struct ts_probe *probes = calloc(r.n_probes ? r.n_probes : 1, sizeof(*probes));
+	if (!probes)
+		return ts_oom(err, w);
+	for (uint32_t i = 0; i < r.n_probes; i++) {
+		struct fr_probe_stats s;
+		memcpy(&s, p + sizeof(r) + (size_t)i * sizeof(s), sizeof(s));
+		ts_copy_comm(probes[i].name, s.name);
+		probes[i].events = s.events;
+		probes[i].drops = s.drops;
+	}
+	free(f->stats_probes);
+	f->stats_probes = probes;
+	f->n_stats_probes = r.n_probes;
+	f->has_stats = 1;
+	f->stats_ts_ns = r.ts_ns;
+	f->stats_cpu_user_ns = r.cpu_user_ns;
+	f->stats_cpu_sys_ns = r.cpu_sys_ns;
+	return 0;
+}
+
+static int decode_schema(const struct ts_where *w, const uint8_t *p, struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	struct fr_rec_schema r;
+	memcpy(&r, p, sizeof(r));
+	if (rec_type_name(r.rec_type))
+		return 0; /* the built-in name wins */
+	if (!f->schema_names && !(f->schema_names = calloc(TS_N_TYPES, sizeof(char *))))
+		return ts_oom(err, w);
+	char name[25];
+	memcpy(name, r.name, sizeof(r.name));
+	name[24] = '\0';
+	char *copy = ts_strndup_printable(name, strlen(name), '?');
+	if (!copy)
+		return ts_oom(err, w);
+	free(f->schema_names[r.rec_type]);
+	f->schema_names[r.rec_type] = copy;
+	return 0;
+}
+
+static int feed_models(struct trace_set *ts, uint32_t file_index, const struct ts_where *w,
+		       const struct fr_rec_hdr *rec, struct frec_error *err)
+{
+	for (size_t i = 0; i < ts->n_models; i++)
+		if (ts->models[i].ops->feed(ts->models[i].state, file_index, rec))
+			return ts_oom(err, w);
+	return 0;
+}
+
+static int decode_record(struct trace_set *ts, uint32_t file_index, const struct ts_where *w,
+			 const uint8_t *p, uint32_t size, struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	struct fr_rec_hdr h;
+	memcpy(&h, p, sizeof(h));
+	f->records++;
+	f->records_by_type[h.type]++;
+	const struct frec_schema_entry *known = frec_schema_find(h.type);
+	if (!known)
+		return 0; /* unknown types are counted, never decoded */
+	if (size < known->fixed_size) {
+		PROBLEM(w, "%s record of %u bytes is shorter than its fixed part (%u bytes)",
+			known->name, size, known->fixed_size);
+		return 0;
+	}
+	if (h.type < 0x100) { /* a kernel event: every one goes to the models */
+		struct fr_ev_common c;
+		memcpy(&c, p, sizeof(c));
+		f->events++;
+		if (c.ts_ns) {
+			if (!f->first_event_ns || c.ts_ns < f->first_event_ns)
+				f->first_event_ns = c.ts_ns;
+			if (c.ts_ns > f->last_event_ns)
+				f->last_event_ns = c.ts_ns;
+		}
+		/* Models see the record as stored; they read at most its size. */
+		return feed_models(ts, file_index, w, (const struct fr_rec_hdr *)(const void *)p, err);
+	}
+	switch (h.type) {
+	case FR_REC_PROCESS:
+		return decode_process(w, p, size, err);
+	case FR_REC_THREAD:
+		return decode_thread(w, p, err);
+	case FR_REC_MAPPING:
+		return decode_mapping(w, p, size, err);
+	case FR_REC_STACK:
+		return decode_stack(w, p, size, err);
+	case FR_REC_DSO:
+		return decode_dso(w, p, size, err);
+	case FR_REC_CLOCK: {
+		struct fr_rec_clock r;
+		memcpy(&r, p, sizeof(r));
+		f->clocks++;
+		f->last_clock_mono_ns = r.mono_ns;
+		f->last_clock_real_ns = r.real_ns;
+		return 0;
+	}
+	case FR_REC_STATS:
+		return decode_stats(w, p, size, err);
+	case FR_REC_SCHEMA:
+		return decode_schema(w, p, err);
+	}
+	return 0;
+}
+
+static enum ts_chunk_kind chunk_kind(uint16_t type)
+{
+	switch (type) {
+	case FR_CHUNK_SCHEMA: return TS_CHUNK_SCHEMA;
+	case FR_CHUNK_EVENTS: return TS_CHUNK_EVENTS;
+	case FR_CHUNK_META: return TS_CHUNK_META;
+	case FR_CHUNK_INDEX: return TS_CHUNK_INDEX;
+	case FR_CHUNK_END: return TS_CHUNK_END;
+	}
+	return TS_CHUNK_UNKNOWN;
+}
+
+static int read_file(struct trace_set *ts, uint32_t file_index, struct frec_error *err)
+{
+	struct trace_file *f = &ts->files[file_index];
+	struct ts_where w = { .f = f };
+	struct frec_chunk c;
+	int rc;
+	while ((rc = frec_next_chunk(f->reader, &c, &f->io_err)) == 1) {
+		enum ts_chunk_kind kind = chunk_kind(c.hdr.chunk_type);
+		f->chunks++;
+		f->chunks_by_kind[kind]++;
+		f->chunks_by_codec[c.hdr.codec < 3 ? c.hdr.codec : 3]++;
+		f->raw_bytes += c.hdr.raw_len;
+		f->stored_bytes += c.hdr.stored_len;
+		/* INDEX and END are the reader's business; unknown chunk types are
+		 * skipped whole (a newer writer's chunk may not hold records). */
+		if (kind != TS_CHUNK_SCHEMA && kind != TS_CHUNK_EVENTS && kind != TS_CHUNK_META)
+			continue;
+		w.chunk_offset = c.offset;
+		size_t cursor = 0;
+		const struct fr_rec_hdr *rec;
+		while (frec_chunk_next_record(f->reader, &c, &cursor, &rec) == 1) {
+			const uint8_t *p = (const uint8_t *)rec;
+			struct fr_rec_hdr h;
+			if (!c.data || p < c.data || (size_t)(p - c.data) > c.len ||
+			    c.len - (size_t)(p - c.data) < sizeof(h)) {
+				PROBLEM(&w, "record outside its chunk; rest of chunk skipped");
+				break;
+			}
+			w.rec_offset = (uint64_t)(p - c.data);
+			memcpy(&h, p, sizeof(h));
+			if (h.size < sizeof(h) || h.size > c.len - w.rec_offset) {
+				PROBLEM(&w, "record size %u runs past its chunk; rest of chunk skipped",
+					h.size);
+				break;
+			}
+			w.seq++;
+			if (decode_record(ts, file_index, &w, p, h.size, err))
+				return -1;
+		}
+	}
+	if (rc < 0) {
+		f->io_failed = 1;
+		if (!f->io_err.where[0])
+			snprintf(f->io_err.where, sizeof(f->io_err.where), "%s", f->path);
+	}
+	/* Threads may be named before their process: count them afterwards. */
+	for (size_t i = 0; i < f->thread_seen.cap; i++) {
+		const struct hmap_slot *s = &f->thread_seen.slots[i];
+		uint64_t pi;
+		if (s->used && hmap_get(&f->proc_by_pid, s->key_a, 0, &pi) && pi < f->n_procs)
+			f->procs[pi].threads++;
+	}
+	return 0;
+}
+
+int trace_set_run(struct trace_set *ts, struct frec_error *err)
+{
+	for (size_t i = 0; i < ts->n_files; i++)
+		if (read_file(ts, (uint32_t)i, err))
+			return -1;
+	for (size_t i = 0; i < ts->n_models; i++)
+		if (ts->models[i].ops->finish(ts->models[i].state, ts, err))
+			return -1;
+	return 0;
+}

@@ -1,0 +1,186 @@
+/* The decode stage: one or many trace files (one per node), read in ONE
+ * streaming pass.  Metadata (processes, threads, mappings, DSOs with their
+ * symbol tables, stacks, clock anchors, stats, per-type counts, damage) is
+ * kept in memory; events are handed to the registered models and never
+ * stored, so memory grows with distinct stacks and metadata, not with the
+ * length of the recording.  Each file keeps its own id namespaces (stack ids,
+ * dso ids are only meaningful within their file).
+ *
+ * Not for symbolization (symbolize.c) nor for analyses (model_*.c).
+ * Everything read from a file is hostile: every count, length and id is
+ * checked against what remains; a bad record becomes a ts_problem, never a
+ * crash. */
+#ifndef FLIGHTREC_TRACE_SET_H
+#define FLIGHTREC_TRACE_SET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "frec_error.h"
+#include "frec_reader.h"
+#include "hmap.h"
+#include "model.h"
+
+struct ts_process {
+	uint32_t pid;
+	uint32_t ppid;
+	uint64_t start_time_ns;
+	char comm[17];
+	char *cmdline;      /* argv joined by spaces, printable; never NULL */
+	uint32_t threads;   /* distinct tids named by THREAD records */
+};
+
+struct ts_mapping {
+	uint32_t pid;
+	uint32_t dso_id;    /* 0: no symbols for this file */
+	uint64_t start;     /* [start, end) virtual addresses */
+	uint64_t end;
+	uint64_t pgoff;     /* file offset of start */
+	uint64_t seq;       /* file order: later records win on overlap */
+	char *path;         /* never NULL, may be "" */
+};
+
+struct ts_symbol {
+	uint64_t offset;    /* file offset (ELF) or address (kernel) */
+	uint32_t size;      /* 0: extends to the next symbol */
+	uint32_t name_off;  /* into the dso's strtab, checked */
+};
+
+struct ts_dso {
+	uint32_t dso_id;
+	uint8_t kind;       /* 0 ELF file, 1 kernel */
+	uint8_t build_id_len;
+	uint8_t build_id[20];
+	char *path;
+	struct ts_symbol *syms; /* sorted by offset */
+	uint32_t nsyms;
+	char *strtab;       /* NUL-terminated past strtab_len */
+	uint32_t strtab_len;
+};
+
+struct ts_stack {
+	uint32_t stack_id;
+	uint32_t pid;
+	uint16_t n_kernel;
+	uint16_t n_user;
+	size_t ips_at;      /* index into trace_file.ips: kernel leaf first, then user leaf first */
+};
+
+/* A record the pass could not use: reported by info/check, never fatal. */
+struct ts_problem {
+	uint64_t chunk_offset; /* file offset of the chunk header */
+	uint64_t rec_offset;   /* offset of the record in the decompressed payload */
+	char what[160];
+};
+#define TS_MAX_PROBLEMS_KEPT 64
+
+struct ts_probe {
+	char name[17];
+	uint64_t events;
+	uint64_t drops;
+};
+
+/* Chunk types counted separately in info. */
+enum ts_chunk_kind {
+	TS_CHUNK_SCHEMA, TS_CHUNK_EVENTS, TS_CHUNK_META, TS_CHUNK_INDEX,
+	TS_CHUNK_END, TS_CHUNK_UNKNOWN, TS_CHUNK_KINDS
+};
+
+struct trace_file {
+	char *path;
+	struct frec_reader *reader;   /* kept open: damage list lives there */
+	struct fr_file_hdr hdr;
+	char *cmdline;                /* never NULL */
+	uint64_t size_bytes;
+
+	/* chunks */
+	uint64_t chunks;
+	uint64_t chunks_by_kind[TS_CHUNK_KINDS];
+	uint64_t chunks_by_codec[4];  /* none, zstd, zlib, other */
+	uint64_t raw_bytes;
+	uint64_t stored_bytes;
+	int io_failed;                /* the pass stopped early on an I/O error */
+	struct frec_error io_err;
+
+	/* records */
+	uint64_t records;
+	uint64_t *records_by_type;    /* 65536 counters */
+	uint64_t events;              /* kernel events fed to models */
+	uint64_t first_event_ns;      /* CLOCK_MONOTONIC; 0 when no events */
+	uint64_t last_event_ns;
+
+	/* metadata */
+	struct ts_process *procs;     /* one per pid, latest record wins */
+	size_t n_procs;
+	struct hmap proc_by_pid;      /* pid -> index */
+	struct hmap thread_seen;      /* (pid, tid) */
+	struct ts_mapping *maps;
+	size_t n_maps;
+	struct ts_dso *dsos;
+	size_t n_dsos;
+	struct hmap dso_by_id;        /* dso_id -> index (latest record wins) */
+	struct ts_stack *stacks;
+	size_t n_stacks;
+	struct hmap stack_by_id;      /* stack_id -> index (first record wins) */
+	uint64_t *ips;
+	size_t n_ips;
+	uint64_t clocks;              /* CLOCK records */
+	uint64_t last_clock_mono_ns, last_clock_real_ns;
+	char **schema_names;          /* 65536 slots, lazily filled, may be NULL */
+
+	/* the latest STATS record (used when there is no END) */
+	int has_stats;
+	uint64_t stats_ts_ns, stats_cpu_user_ns, stats_cpu_sys_ns;
+	struct ts_probe *stats_probes;
+	uint32_t n_stats_probes;
+
+	struct ts_problem problems[TS_MAX_PROBLEMS_KEPT];
+	uint64_t n_problems;          /* may exceed the kept ones */
+};
+
+struct trace_set;
+
+/* Opens every file (headers validated).  Fails on the first file that cannot
+ * be opened, with err naming it. */
+int trace_set_open(const char *const *paths, size_t n, struct trace_set **out,
+		   struct frec_error *err);
+void trace_set_free(struct trace_set *ts);
+
+/* Registers a model to be fed during the pass; the returned state is owned by
+ * the set (freed by trace_set_free) and is what the model's result accessor
+ * takes.  NULL when memory runs out. */
+void *trace_set_add_model(struct trace_set *ts, const struct model_ops *ops,
+			  const struct model_opts *opts);
+
+/* The pass over every file, then finish() of every model.  Damage is not an
+ * error, nor is an I/O error in one file (that file is marked io_failed, keeps
+ * what was read before it, and the other files are still read); -1 only when
+ * memory runs out or a model fails. */
+int trace_set_run(struct trace_set *ts, struct frec_error *err);
+
+size_t trace_set_count(const struct trace_set *ts);
+struct trace_file *trace_set_file(struct trace_set *ts, size_t i);
+
+/* Lookups within one file; NULL when absent. */
+const struct ts_stack *trace_file_stack(const struct trace_file *f, uint32_t stack_id);
+const struct ts_dso *trace_file_dso(const struct trace_file *f, uint32_t dso_id);
+const struct ts_process *trace_file_process(const struct trace_file *f, uint32_t pid);
+
+/* True when the file is damaged (reader damage, missing chunks, malformed
+ * records, I/O error) or incomplete (no END). */
+int trace_file_damaged(const struct trace_file *f);
+int trace_file_complete(const struct trace_file *f);
+
+/* A one-line summary of what is wrong, for warnings: "incomplete: no end
+ * record (recorder killed?); 1 damaged region". "" when intact. */
+const char *trace_file_trouble(const struct trace_file *f, char *buf, size_t len);
+
+/* Name of a record type ("cpu_sample", "mapping" ...), from the built-in
+ * table, else from the file's SCHEMA chunk, else NULL. */
+const char *trace_file_type_name(const struct trace_file *f, uint16_t type);
+const char *rec_type_name(uint16_t type);
+
+/* The symbolizer of this set, built on first use after trace_set_run. */
+struct symbolizer;
+struct symbolizer *trace_set_symbolizer(struct trace_set *ts, struct frec_error *err);
+
+#endif

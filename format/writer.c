@@ -1,0 +1,834 @@
+/* Trace writer: builders fill chunks on the appending threads, and one
+ * writer thread compresses, checksums and appends them to the file, then
+ * writes INDEX and END on close (format/SPEC.md sections 2, 4 and 8).
+ *
+ * The appending thread is the ring-buffer drain, so it must never wait for
+ * compression or disk: handing over a sealed chunk takes the mutex for a
+ * pointer push, and a chunk that would overflow max_queue_bytes is dropped
+ * and counted instead of waited for.  This file is not for reading. */
+#include "frec_writer.h"
+#include "frec_crc32c.h"
+#include "frec_schema.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#define DEFAULT_CHUNK_BYTES (4u << 20)
+#define MIN_CHUNK_BYTES 4096u
+#define DEFAULT_MAX_QUEUE ((size_t)256 << 20)
+#define POOL_MAX 4 /* idle chunk buffers kept for reuse */
+
+/* A chunk's raw payload on its way from a builder to the file. */
+struct sealed {
+	struct sealed *next;
+	uint8_t *buf;
+	size_t len, cap;
+	uint16_t chunk_type;
+	uint32_t record_count;
+	uint64_t first_ts_ns, last_ts_ns;
+};
+
+struct frec_writer {
+	int fd;
+	char *path;
+	int codec, level;
+	size_t chunk_bytes, max_queue_bytes;
+
+	pthread_t thread;
+	int thread_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	/* Under mu: */
+	struct sealed *head, *tail;
+	size_t queued_bytes; /* raw bytes queued or being written */
+	int stopping, hold;
+	struct sealed *pool;
+	unsigned pool_n;
+	struct frec_writer_stats st;
+	int io_failed;
+	struct frec_error io_err;
+
+	/* Owned by the writer thread while it runs, by open/close otherwise. */
+	ZSTD_CCtx *zc;
+	uint8_t *out;
+	size_t out_cap;
+	uint64_t next_seq, file_off;
+	struct fr_index_entry *index;
+	size_t index_n, index_cap;
+	int index_broken; /* an entry could not be stored: write no INDEX */
+};
+
+struct frec_builder {
+	struct frec_writer *w;
+	uint16_t chunk_type;
+	struct sealed *cur; /* NULL until the next reserve */
+	uint32_t pending;   /* reserved, not yet committed */
+};
+
+/* Copies at most cap - 1 bytes so the field stays NUL-terminated. */
+static void copy_field(char *dst, size_t cap, const char *src)
+{
+	size_t n = strnlen(src, cap - 1);
+	memcpy(dst, src, n);
+	dst[n] = 0;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void frec_writer_opts_default(struct frec_writer_opts *o)
+{
+	o->codec = FR_CODEC_ZSTD;
+	o->level = 1;
+	o->chunk_bytes = DEFAULT_CHUNK_BYTES;
+	o->max_queue_bytes = DEFAULT_MAX_QUEUE;
+}
+
+/* ---- low-level output ---------------------------------------------------- */
+
+/* One writev per chunk (retried from where it stopped), so the file is a
+ * valid prefix at any instant; a crash leaves at most one partial chunk. */
+static int write_iov(int fd, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		ssize_t r = writev(fd, iov, n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		size_t done = (size_t)r;
+		while (n > 0 && done >= iov->iov_len) {
+			done -= iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + done;
+			iov->iov_len -= done;
+		}
+	}
+	return 0;
+}
+
+static int ensure_out(struct frec_writer *w, size_t need)
+{
+	if (w->out_cap >= need)
+		return 0;
+	uint8_t *p = realloc(w->out, need);
+	if (!p)
+		return -1;
+	w->out = p;
+	w->out_cap = need;
+	return 0;
+}
+
+/* Compress into w->out when that makes the payload smaller; otherwise the
+ * raw bytes are stored (codec none).  Sets *stored / *stored_len. */
+static uint8_t compress_payload(struct frec_writer *w, int codec,
+				const uint8_t *raw, size_t raw_len,
+				const uint8_t **stored, size_t *stored_len)
+{
+	*stored = raw;
+	*stored_len = raw_len;
+	if (raw_len == 0)
+		return FR_CODEC_NONE;
+	if (codec == FR_CODEC_ZSTD && w->zc) {
+		size_t bound = ZSTD_compressBound(raw_len);
+		if (ensure_out(w, bound) == 0) {
+			size_t n = ZSTD_compressCCtx(w->zc, w->out, bound, raw,
+						     raw_len, w->level);
+			if (!ZSTD_isError(n) && n < raw_len) {
+				*stored = w->out;
+				*stored_len = n;
+				return FR_CODEC_ZSTD;
+			}
+		}
+	} else if (codec == FR_CODEC_ZLIB) {
+		uLong bound = compressBound((uLong)raw_len);
+		if (ensure_out(w, bound) == 0) {
+			uLongf n = bound;
+			if (compress2(w->out, &n, raw, (uLong)raw_len,
+				      w->level) == Z_OK && n < raw_len) {
+				*stored = w->out;
+				*stored_len = n;
+				return FR_CODEC_ZLIB;
+			}
+		}
+	}
+	return FR_CODEC_NONE;
+}
+
+static void fail_io(struct frec_writer *w, const char *what, int code)
+{
+	pthread_mutex_lock(&w->mu);
+	if (!w->io_failed) {
+		w->io_failed = 1;
+		frec_error_set(&w->io_err, w->path, (int64_t)w->file_off, code,
+			       "%s: %s", what, strerror(code));
+	}
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Compress, checksum and append one chunk; assigns its seq.  Returns 0 or -1
+ * (w->io_err filled). */
+static int write_chunk(struct frec_writer *w, uint16_t type, int codec,
+		       const uint8_t *raw, size_t raw_len, uint32_t count,
+		       uint64_t first_ts, uint64_t last_ts)
+{
+	const uint8_t *stored;
+	size_t stored_len;
+	struct fr_chunk_hdr h;
+	memset(&h, 0, sizeof(h));
+	h.codec = compress_payload(w, codec, raw, raw_len, &stored, &stored_len);
+	h.magic = FR_CHUNK_MAGIC;
+	h.chunk_type = type;
+	h.header_size = sizeof(h);
+	h.record_count = count;
+	h.raw_len = (uint32_t)raw_len;
+	h.stored_len = (uint32_t)stored_len;
+	h.seq = w->next_seq;
+	h.first_ts_ns = first_ts;
+	h.last_ts_ns = last_ts;
+	h.payload_crc32c = frec_crc32c(0, stored, stored_len);
+	h.header_crc32c = frec_crc32c(0, &h, offsetof(struct fr_chunk_hdr,
+						       header_crc32c));
+
+	static const uint8_t zeros[8];
+	size_t pad = FR_ALIGN8(stored_len) - stored_len;
+	struct iovec iov[3] = {
+		{ &h, sizeof(h) },
+		{ (void *)stored, stored_len },
+		{ (void *)zeros, pad },
+	};
+	if (write_iov(w->fd, iov, 3) < 0) {
+		fail_io(w, "cannot write chunk", errno);
+		return -1;
+	}
+
+	if (type != FR_CHUNK_INDEX && type != FR_CHUNK_END && !w->index_broken) {
+		if (w->index_n == w->index_cap) {
+			size_t cap = w->index_cap ? w->index_cap * 2 : 256;
+			void *p = realloc(w->index, cap * sizeof(*w->index));
+			if (p) {
+				w->index = p;
+				w->index_cap = cap;
+			}
+		}
+		if (w->index_n < w->index_cap) {
+			struct fr_index_entry *e = &w->index[w->index_n++];
+			memset(e, 0, sizeof(*e));
+			e->offset = w->file_off;
+			e->seq = h.seq;
+			e->chunk_type = type;
+			e->codec = h.codec;
+			e->record_count = count;
+			e->first_ts_ns = first_ts;
+			e->last_ts_ns = last_ts;
+		} else {
+			w->index_broken = 1;
+		}
+	}
+	w->next_seq++;
+	w->file_off += sizeof(h) + stored_len + pad;
+
+	pthread_mutex_lock(&w->mu);
+	w->st.chunks_written++;
+	if (type != FR_CHUNK_INDEX && type != FR_CHUNK_END) /* not records */
+		w->st.records_written += count;
+	w->st.bytes_raw += raw_len;
+	w->st.bytes_written = w->file_off;
+	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+/* ---- the writer thread --------------------------------------------------- */
+
+static void free_sealed(struct sealed *c)
+{
+	if (c) {
+		free(c->buf);
+		free(c);
+	}
+}
+
+/* Called with mu held: keep a chunk-sized buffer for the next seal. */
+static void recycle_locked(struct frec_writer *w, struct sealed *c)
+{
+	if (c->cap == w->chunk_bytes && w->pool_n < POOL_MAX) {
+		c->next = w->pool;
+		w->pool = c;
+		w->pool_n++;
+	} else {
+		free_sealed(c);
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	struct frec_writer *w = arg;
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while ((!w->head || w->hold) && !w->stopping)
+			pthread_cond_wait(&w->cv, &w->mu);
+		struct sealed *c = w->head;
+		if (!c)
+			break; /* stopping and drained */
+		w->head = c->next;
+		if (!w->head)
+			w->tail = NULL;
+		int failed = w->io_failed;
+		pthread_mutex_unlock(&w->mu);
+
+		if (!failed)
+			failed = write_chunk(w, c->chunk_type, w->codec, c->buf,
+					     c->len, c->record_count,
+					     c->first_ts_ns, c->last_ts_ns) < 0;
+
+		pthread_mutex_lock(&w->mu);
+		if (failed) {
+			/* after a write error nothing more reaches the file */
+			w->st.chunks_dropped++;
+			w->st.records_dropped += c->record_count;
+		}
+		w->queued_bytes -= c->len;
+		recycle_locked(w, c);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* Hand a sealed chunk to the writer thread, or drop it when the queue is
+ * full.  Returns 1 when taken; on drop the caller keeps c.  *next receives a
+ * pooled buffer for the builder's next chunk (or NULL). */
+static int push_sealed(struct frec_writer *w, struct sealed *c,
+		       struct sealed **next)
+{
+	int taken;
+	*next = NULL;
+	pthread_mutex_lock(&w->mu);
+	if (w->queued_bytes && w->queued_bytes + c->len > w->max_queue_bytes) {
+		w->st.chunks_dropped++;
+		w->st.records_dropped += c->record_count;
+		taken = 0;
+	} else {
+		c->next = NULL;
+		if (w->tail)
+			w->tail->next = c;
+		else
+			w->head = c;
+		w->tail = c;
+		w->queued_bytes += c->len;
+		if (w->queued_bytes > w->st.queue_bytes_peak)
+			w->st.queue_bytes_peak = w->queued_bytes;
+		if (w->pool) {
+			*next = w->pool;
+			w->pool = w->pool->next;
+			w->pool_n--;
+		}
+		taken = 1;
+	}
+	pthread_mutex_unlock(&w->mu);
+	if (taken)
+		pthread_cond_signal(&w->cv);
+	return taken;
+}
+
+/* ---- open ---------------------------------------------------------------- */
+
+static int write_file_header(struct frec_writer *w,
+			     const struct frec_file_info *info,
+			     struct frec_error *err)
+{
+	struct fr_file_hdr h;
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, FR_FILE_MAGIC, sizeof(h.magic));
+	h.version_major = FR_VERSION_MAJOR;
+	h.version_minor = FR_VERSION_MINOR;
+
+	struct utsname un;
+	int have_un = uname(&un) == 0;
+	const char *host = info && info->host ? info->host
+			   : have_un ? un.nodename : "";
+	copy_field(h.host, sizeof(h.host), host);
+	if (have_un)
+		copy_field(h.kernel_release, sizeof(h.kernel_release), un.release);
+	h.recorder_pid = (uint32_t)getpid();
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	h.n_cpus = ncpu > 0 ? (uint32_t)ncpu : 0;
+	if (info && info->start_mono_ns) {
+		h.start_mono_ns = info->start_mono_ns;
+		h.start_real_ns = info->start_real_ns;
+	} else {
+		h.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
+		h.start_real_ns = clock_ns(CLOCK_REALTIME);
+	}
+
+	/* argv as NUL-terminated strings; arguments that would pass
+	 * FR_MAX_CMDLINE are left out (a reader refuses longer headers). */
+	size_t cl = 0;
+	int argc = info && info->argv ? info->argc : 0;
+	for (int i = 0; i < argc && info->argv[i]; i++) {
+		size_t n = strlen(info->argv[i]) + 1;
+		if (cl + n > FR_MAX_CMDLINE)
+			break;
+		cl += n;
+	}
+	size_t padded = FR_ALIGN8(cl);
+	uint8_t *cmd = calloc(1, padded ? padded : 1);
+	if (!cmd) {
+		frec_error_set(err, w->path, -1, ENOMEM, "out of memory");
+		return -1;
+	}
+	size_t at = 0;
+	for (int i = 0; i < argc && info->argv[i]; i++) {
+		size_t n = strlen(info->argv[i]) + 1;
+		if (at + n > cl)
+			break;
+		memcpy(cmd + at, info->argv[i], n);
+		at += n;
+	}
+	h.cmdline_len = (uint32_t)cl;
+	h.header_size = (uint32_t)(sizeof(h) + padded);
+	h.header_crc32c = frec_crc32c(frec_crc32c(0, &h, sizeof(h)), cmd, cl);
+
+	struct iovec iov[2] = { { &h, sizeof(h) }, { cmd, padded } };
+	int rc = write_iov(w->fd, iov, 2);
+	int e = errno;
+	free(cmd);
+	if (rc < 0) {
+		frec_error_set(err, w->path, 0, e, "cannot write file header: %s",
+			       strerror(e));
+		return -1;
+	}
+	w->file_off = h.header_size;
+	return 0;
+}
+
+static int write_schema_chunk(struct frec_writer *w, struct frec_error *err)
+{
+	size_t n;
+	const struct frec_schema_entry *t = frec_schema_table(&n);
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++)
+		len += FR_ALIGN8(sizeof(struct fr_rec_schema) + strlen(t[i].desc));
+	uint8_t *buf = calloc(1, len);
+	if (!buf) {
+		frec_error_set(err, w->path, -1, ENOMEM, "out of memory");
+		return -1;
+	}
+	uint8_t *p = buf;
+	for (size_t i = 0; i < n; i++) {
+		struct fr_rec_schema s;
+		memset(&s, 0, sizeof(s));
+		size_t dl = strlen(t[i].desc);
+		s.h.size = (uint32_t)FR_ALIGN8(sizeof(s) + dl);
+		s.h.type = FR_REC_SCHEMA;
+		s.rec_type = t[i].rec_type;
+		s.version = t[i].version;
+		s.fixed_size = t[i].fixed_size;
+		copy_field(s.name, sizeof(s.name), t[i].name);
+		s.desc_len = (uint32_t)dl;
+		memcpy(p, &s, sizeof(s));
+		memcpy(p + sizeof(s), t[i].desc, dl);
+		p += s.h.size;
+	}
+	int rc = write_chunk(w, FR_CHUNK_SCHEMA, w->codec, buf, len, (uint32_t)n,
+			     0, 0);
+	free(buf);
+	if (rc < 0) {
+		if (err)
+			*err = w->io_err;
+		return -1;
+	}
+	return 0;
+}
+
+static void writer_free(struct frec_writer *w)
+{
+	struct sealed *c, *next;
+	for (c = w->head; c; c = next) {
+		next = c->next;
+		free_sealed(c);
+	}
+	for (c = w->pool; c; c = next) {
+		next = c->next;
+		free_sealed(c);
+	}
+	if (w->fd >= 0)
+		close(w->fd);
+	ZSTD_freeCCtx(w->zc);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	free(w->out);
+	free(w->index);
+	free(w->path);
+	free(w);
+}
+
+int frec_writer_open(const char *path, const struct frec_file_info *info,
+		     const struct frec_writer_opts *opts,
+		     struct frec_writer **out, struct frec_error *err)
+{
+	struct frec_writer_opts o;
+	frec_writer_opts_default(&o);
+	if (opts) {
+		o.codec = opts->codec;
+		if (opts->level)
+			o.level = opts->level;
+		if (opts->chunk_bytes)
+			o.chunk_bytes = opts->chunk_bytes;
+		if (opts->max_queue_bytes)
+			o.max_queue_bytes = opts->max_queue_bytes;
+	}
+	*out = NULL;
+	if (o.codec != FR_CODEC_NONE && o.codec != FR_CODEC_ZSTD &&
+	    o.codec != FR_CODEC_ZLIB) {
+		frec_error_set(err, path, -1, EINVAL, "unknown codec %d", o.codec);
+		return -1;
+	}
+	if (o.codec == FR_CODEC_ZLIB && (o.level < 1 || o.level > 9))
+		o.level = o.level < 1 ? 1 : 9;
+	if (o.chunk_bytes < MIN_CHUNK_BYTES)
+		o.chunk_bytes = MIN_CHUNK_BYTES;
+	if (o.chunk_bytes > FR_MAX_CHUNK_RAW)
+		o.chunk_bytes = FR_MAX_CHUNK_RAW;
+	o.chunk_bytes &= ~(size_t)7;
+
+	struct frec_writer *w = calloc(1, sizeof(*w));
+	if (!w || !(w->path = strdup(path))) {
+		free(w);
+		frec_error_set(err, path, -1, ENOMEM, "out of memory");
+		return -1;
+	}
+	w->fd = -1;
+	w->codec = o.codec;
+	w->level = o.level;
+	w->chunk_bytes = o.chunk_bytes;
+	w->max_queue_bytes = o.max_queue_bytes;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (w->fd < 0) {
+		frec_error_set(err, path, -1, errno, "cannot create trace: %s",
+			       strerror(errno));
+		writer_free(w);
+		return -1;
+	}
+	if (w->codec == FR_CODEC_ZSTD && !(w->zc = ZSTD_createCCtx())) {
+		frec_error_set(err, path, -1, ENOMEM, "cannot create zstd context");
+		writer_free(w);
+		return -1;
+	}
+	if (write_file_header(w, info, err) < 0 || write_schema_chunk(w, err) < 0) {
+		writer_free(w);
+		return -1;
+	}
+
+	/* The recorder's signal handling belongs to its main thread. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&w->thread, NULL, writer_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		frec_error_set(err, path, -1, rc, "cannot start writer thread: %s",
+			       strerror(rc));
+		writer_free(w);
+		return -1;
+	}
+	w->thread_started = 1;
+	*out = w;
+	return 0;
+}
+
+/* ---- builders ------------------------------------------------------------ */
+
+struct frec_builder *frec_builder_new(struct frec_writer *w, uint16_t chunk_type)
+{
+	if (!w || chunk_type == FR_CHUNK_INDEX || chunk_type == FR_CHUNK_END)
+		return NULL;
+	struct frec_builder *b = calloc(1, sizeof(*b));
+	if (b) {
+		b->w = w;
+		b->chunk_type = chunk_type;
+	}
+	return b;
+}
+
+static struct sealed *new_sealed(size_t cap)
+{
+	struct sealed *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->buf = malloc(cap);
+	if (!c->buf) {
+		free(c);
+		return NULL;
+	}
+	c->cap = cap;
+	return c;
+}
+
+static void reset_sealed(struct sealed *c, uint16_t type)
+{
+	c->len = 0;
+	c->record_count = 0;
+	c->first_ts_ns = c->last_ts_ns = 0;
+	c->chunk_type = type;
+}
+
+static void builder_seal(struct frec_builder *b)
+{
+	struct sealed *c = b->cur;
+	b->pending = 0;
+	if (!c || c->len == 0)
+		return;
+	struct sealed *next;
+	if (push_sealed(b->w, c, &next)) {
+		b->cur = next;
+		if (next)
+			reset_sealed(next, b->chunk_type);
+	} else if (c->cap != b->w->chunk_bytes) {
+		free_sealed(c); /* a dropped oversized chunk */
+		b->cur = NULL;
+	} else {
+		reset_sealed(c, b->chunk_type); /* dropped: reuse its buffer */
+	}
+}
+
+void *frec_builder_reserve(struct frec_builder *b, uint32_t size)
+{
+	if (size < sizeof(struct fr_rec_hdr) || size % 8 || size > FR_MAX_CHUNK_RAW)
+		return NULL;
+	b->pending = 0;
+	struct sealed *c = b->cur;
+	if (c && c->len + size > c->cap) {
+		if (c->len) {
+			builder_seal(b);
+		} else {
+			free_sealed(c); /* empty and too small for this record */
+			b->cur = NULL;
+		}
+		c = b->cur;
+		if (c && c->len + size > c->cap) {
+			free_sealed(c);
+			b->cur = c = NULL;
+		}
+	}
+	if (!c) {
+		size_t cap = size > b->w->chunk_bytes ? size : b->w->chunk_bytes;
+		c = new_sealed(cap);
+		if (!c)
+			return NULL;
+		reset_sealed(c, b->chunk_type);
+		b->cur = c;
+	}
+	b->pending = size;
+	return c->buf + c->len;
+}
+
+void frec_builder_commit(struct frec_builder *b, uint64_t ts_ns)
+{
+	struct sealed *c = b->cur;
+	if (!c || !b->pending)
+		return;
+	c->len += b->pending;
+	b->pending = 0;
+	c->record_count++;
+	if (ts_ns) {
+		if (!c->first_ts_ns || ts_ns < c->first_ts_ns)
+			c->first_ts_ns = ts_ns;
+		if (ts_ns > c->last_ts_ns)
+			c->last_ts_ns = ts_ns;
+	}
+	if (c->cap - c->len < sizeof(struct fr_rec_hdr))
+		builder_seal(b); /* full: send it now rather than at next reserve */
+}
+
+int frec_builder_append(struct frec_builder *b, const void *rec, uint32_t size,
+			uint64_t ts_ns)
+{
+	void *p = frec_builder_reserve(b, size);
+	if (!p)
+		return -1;
+	memcpy(p, rec, size);
+	frec_builder_commit(b, ts_ns);
+	return 0;
+}
+
+void frec_builder_flush(struct frec_builder *b)
+{
+	if (b)
+		builder_seal(b);
+}
+
+void frec_builder_free(struct frec_builder *b)
+{
+	if (!b)
+		return;
+	builder_seal(b);
+	free_sealed(b->cur);
+	free(b);
+}
+
+/* ---- stats, close, abandon ----------------------------------------------- */
+
+void frec_writer_stats(struct frec_writer *w, struct frec_writer_stats *out)
+{
+	pthread_mutex_lock(&w->mu);
+	*out = w->st;
+	pthread_mutex_unlock(&w->mu);
+}
+
+void frec_writer_hold(struct frec_writer *w, int hold)
+{
+	pthread_mutex_lock(&w->mu);
+	w->hold = hold;
+	pthread_mutex_unlock(&w->mu);
+	pthread_cond_broadcast(&w->cv);
+}
+
+/* Let the thread write what is queued, then end it. */
+static void stop_thread(struct frec_writer *w)
+{
+	if (!w->thread_started)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stopping = 1;
+	w->hold = 0;
+	pthread_mutex_unlock(&w->mu);
+	pthread_cond_broadcast(&w->cv);
+	pthread_join(w->thread, NULL);
+	w->thread_started = 0;
+}
+
+static int write_index(struct frec_writer *w)
+{
+	uint64_t first = 0, last = 0;
+	for (size_t i = 0; i < w->index_n; i++) {
+		const struct fr_index_entry *e = &w->index[i];
+		if (e->first_ts_ns && (!first || e->first_ts_ns < first))
+			first = e->first_ts_ns;
+		if (e->last_ts_ns > last)
+			last = e->last_ts_ns;
+	}
+	return write_chunk(w, FR_CHUNK_INDEX, FR_CODEC_NONE,
+			   (const uint8_t *)w->index,
+			   w->index_n * sizeof(*w->index), (uint32_t)w->index_n,
+			   first, last);
+}
+
+static int write_end(struct frec_writer *w, const struct fr_end *end_in,
+		     uint64_t index_offset, const struct fr_probe_stats *probes,
+		     uint32_t n_probes)
+{
+	struct fr_end e;
+	if (end_in)
+		e = *end_in;
+	else
+		memset(&e, 0, sizeof(e));
+	if (!probes)
+		n_probes = 0;
+	int have_writer = 0;
+	for (uint32_t i = 0; i < n_probes; i++)
+		if (strncmp(probes[i].name, "writer", sizeof(probes[i].name)) == 0)
+			have_writer = 1;
+	uint32_t n = n_probes + (have_writer ? 0 : 1);
+
+	size_t len = sizeof(e) + (size_t)n * sizeof(struct fr_probe_stats);
+	uint8_t *buf = calloc(1, len);
+	if (!buf) {
+		fail_io(w, "cannot build END chunk", ENOMEM);
+		return -1;
+	}
+	struct fr_probe_stats *ps = (struct fr_probe_stats *)(buf + sizeof(e));
+	if (n_probes)
+		memcpy(ps, probes, (size_t)n_probes * sizeof(*ps));
+	if (!have_writer) {
+		struct fr_probe_stats *wp = &ps[n_probes];
+		memcpy(wp->name, "writer", 7);
+		wp->events = w->st.records_written;
+		wp->drops = w->st.records_dropped;
+	}
+
+	e.index_offset = index_offset;
+	e.total_chunks = w->index_n;
+	e.total_records = 0;
+	for (size_t i = 0; i < w->index_n; i++)
+		e.total_records += w->index[i].record_count;
+	e.total_drops = 0;
+	for (uint32_t i = 0; i < n; i++)
+		e.total_drops += ps[i].drops;
+	if (!e.end_mono_ns)
+		e.end_mono_ns = clock_ns(CLOCK_MONOTONIC);
+	if (!e.end_real_ns)
+		e.end_real_ns = clock_ns(CLOCK_REALTIME);
+	e.n_probes = n;
+	e._pad = 0;
+	memcpy(buf, &e, sizeof(e));
+
+	int rc = write_chunk(w, FR_CHUNK_END, FR_CODEC_NONE, buf, len, 0,
+			     e.end_mono_ns, e.end_mono_ns);
+	free(buf);
+	return rc;
+}
+
+int frec_writer_close(struct frec_writer *w, const struct fr_end *end,
+		      const struct fr_probe_stats *probes, uint32_t n_probes,
+		      struct frec_error *err)
+{
+	if (!w) {
+		frec_error_set(err, "", -1, EINVAL, "no writer to close");
+		return -1;
+	}
+	stop_thread(w);
+	int rc = 0;
+	if (!w->io_failed) {
+		uint64_t index_offset = 0;
+		if (!w->index_broken) {
+			index_offset = w->file_off;
+			if (write_index(w) < 0)
+				rc = -1;
+		}
+		if (rc == 0)
+			rc = write_end(w, end, index_offset, probes, n_probes);
+		if (rc == 0 && fsync(w->fd) < 0) {
+			fail_io(w, "fsync failed", errno);
+			rc = -1;
+		}
+	}
+	if (w->fd >= 0 && close(w->fd) < 0 && !w->io_failed)
+		fail_io(w, "close failed", errno);
+	w->fd = -1;
+	if (w->io_failed) {
+		if (err)
+			*err = w->io_err;
+		rc = -1;
+	}
+	writer_free(w);
+	return rc;
+}
+
+void frec_writer_abandon(struct frec_writer *w)
+{
+	if (!w)
+		return;
+	stop_thread(w);
+	writer_free(w);
+}

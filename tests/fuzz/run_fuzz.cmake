@@ -1,0 +1,17 @@
+# ctest fuzz.reader: fuzz a scratch copy of the seed corpus (new inputs land
+# there, never in the source tree) for $ENV{FLIGHTREC_FUZZ_SECONDS} seconds.
+if(DEFINED ENV{FLIGHTREC_FUZZ_SECONDS} AND NOT "$ENV{FLIGHTREC_FUZZ_SECONDS}" STREQUAL "")
+  set(seconds $ENV{FLIGHTREC_FUZZ_SECONDS})
+else()
+  set(seconds 30)
+endif()
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK}/corpus ${WORK}/artifacts)
+file(COPY ${SEEDS}/ DESTINATION ${WORK}/corpus)
+execute_process(
+  COMMAND ${FUZZER} -max_total_time=${seconds} -rss_limit_mb=2560
+          -artifact_prefix=${WORK}/artifacts/ ${WORK}/corpus
+  RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "fuzz_reader failed (exit ${rc}); crashing input in ${WORK}/artifacts")
+endif()

@@ -1,0 +1,166 @@
+/* Writer behaviour that a round trip does not show: a full queue drops and
+ * counts chunks instead of blocking the appending thread, sequence numbers
+ * stay contiguous across drops, and errors are reported, not printed. */
+#include "test_format_util.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#define CHUNK 4096u
+#define REC 512u
+
+/* Returns the number of failed appends (no CHECK here: check.h's counters
+ * are not thread-safe and appender threads call this). */
+static int append_chunks(struct frec_builder *b, uint32_t chunks, uint32_t *next)
+{
+	int failed = 0;
+	uint8_t rec[REC];
+	memset(rec, 0xab, sizeof(rec));
+	for (uint32_t i = 0; i < chunks * (CHUNK / REC); i++) {
+		struct fr_rec_hdr h = { REC, UNKNOWN_REC_TYPE, 0 };
+		memcpy(rec, &h, sizeof(h));
+		uint32_t id = (*next)++;
+		memcpy(rec + 8, &id, 4);
+		failed += frec_builder_append(b, rec, REC, 1000 + id) != 0;
+	}
+	return failed;
+}
+
+/* The writer thread is held, so the queue can only grow: exactly the chunks
+ * that fit are kept, the rest dropped, and the appender never waits. */
+static void test_overflow_held(void)
+{
+	const char *path = tu_path("overflow.frec");
+	struct frec_writer_opts o;
+	frec_writer_opts_default(&o);
+	o.codec = FR_CODEC_ZLIB;
+	o.chunk_bytes = CHUNK;
+	o.max_queue_bytes = 3 * CHUNK + 100;
+	struct frec_writer *w;
+	struct frec_error err;
+	CHECK(frec_writer_open(path, NULL, &o, &w, &err) == 0);
+	if (!w)
+		return;
+	frec_writer_hold(w, 1);
+	struct frec_builder *b = frec_builder_new(w, FR_CHUNK_EVENTS);
+	uint32_t next = 0;
+	CHECK(append_chunks(b, 10, &next) == 0); /* a blocking push would deadlock */
+
+	struct frec_writer_stats st;
+	frec_writer_stats(w, &st);
+	CHECK_EQ_U64(st.chunks_written, 1); /* the SCHEMA chunk */
+	CHECK_EQ_U64(st.chunks_dropped, 7);
+	CHECK_EQ_U64(st.records_dropped, 7 * (CHUNK / REC));
+	CHECK_EQ_U64(st.queue_bytes_peak, 3 * CHUNK);
+
+	frec_writer_hold(w, 0);
+	CHECK(append_chunks(b, 1, &next) == 0); /* kept or dropped: a real race */
+	frec_builder_free(b);
+	CHECK(frec_writer_close(w, NULL, NULL, 0, &err) == 0);
+
+	const struct tu_summary *s = tu_scan(path);
+	CHECK_EQ_U64(s->damage, 0);
+	CHECK_EQ_U64(s->gaps, 0); /* dropped chunks never got a seq */
+	for (size_t i = 0; i < s->n; i++)
+		CHECK_EQ_U64(s->c[i].seq, i);
+	CHECK(s->has_end);
+	CHECK_EQ_U64(s->n_probes, 1);
+	CHECK_STR(s->probes[0].name, "writer");
+	/* written + dropped == everything appended, schema records aside */
+	CHECK_EQ_U64(s->records + s->probes[0].drops, next);
+	CHECK_EQ_U64(s->end.total_drops, s->probes[0].drops);
+	CHECK(s->probes[0].drops >= 7 * (CHUNK / REC));
+	CHECK(s->records >= 3 * (CHUNK / REC));
+}
+
+struct appender {
+	struct frec_writer *w;
+	uint32_t appended;
+	int failed;
+};
+
+static void *append_thread(void *arg)
+{
+	struct appender *a = arg;
+	struct frec_builder *b = frec_builder_new(a->w, FR_CHUNK_EVENTS);
+	a->failed = append_chunks(b, 400, &a->appended);
+	frec_builder_free(b);
+	return NULL;
+}
+
+/* A queue of one chunk and slow compression, two appending threads racing
+ * the writer: whatever is dropped, the counts add up and the file is whole. */
+static void test_overflow_racing(void)
+{
+	const char *path = tu_path("race.frec");
+	struct frec_writer_opts o;
+	frec_writer_opts_default(&o);
+	o.codec = FR_CODEC_ZSTD;
+	o.level = 19;
+	o.chunk_bytes = CHUNK;
+	o.max_queue_bytes = 1;
+	struct frec_writer *w;
+	struct frec_error err;
+	CHECK(frec_writer_open(path, NULL, &o, &w, &err) == 0);
+	if (!w)
+		return;
+	struct appender a[2] = { { w, 0, 0 }, { w, 0, 0 } };
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, append_thread, &a[i]);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		CHECK_EQ_U64(a[i].failed, 0);
+	}
+	struct frec_writer_stats st;
+	frec_writer_stats(w, &st);
+	CHECK(st.chunks_dropped > 0);
+	CHECK(st.queue_bytes_peak <= CHUNK);
+	CHECK(frec_writer_close(w, NULL, NULL, 0, &err) == 0);
+
+	const struct tu_summary *s = tu_scan(path);
+	CHECK_EQ_U64(s->damage, 0);
+	CHECK_EQ_U64(s->gaps, 0);
+	CHECK_EQ_U64(s->records + s->probes[0].drops, a[0].appended + a[1].appended);
+	CHECK_EQ_U64(s->probes[0].drops, st.records_dropped);
+}
+
+static void test_errors(void)
+{
+	struct frec_writer *w = (void *)1;
+	struct frec_error err;
+	memset(&err, 0, sizeof(err));
+	const char *bad = "/nonexistent-dir/x.frec";
+	CHECK(frec_writer_open(bad, NULL, NULL, &w, &err) < 0);
+	CHECK(w == NULL);
+	CHECK_STR(err.where, bad);
+	CHECK_EQ_U64(err.code, ENOENT);
+
+	struct frec_writer_opts o;
+	frec_writer_opts_default(&o);
+	o.codec = 9;
+	CHECK(frec_writer_open(tu_path("x.frec"), NULL, &o, &w, &err) < 0);
+	CHECK(strstr(err.what, "codec") != NULL);
+
+	/* a zero-filled opts means codec none with default sizes */
+	struct frec_writer_opts zero = { 0 };
+	CHECK(frec_writer_open(tu_path("zero.frec"), NULL, &zero, &w, &err) == 0);
+	struct frec_builder *b = frec_builder_new(w, FR_CHUNK_META);
+	uint32_t next = 0;
+	CHECK(append_chunks(b, 2, &next) == 0);
+	frec_builder_free(b);
+	CHECK(frec_writer_close(w, NULL, NULL, 0, &err) == 0);
+	const struct tu_summary *s = tu_scan(tu_path("zero.frec"));
+	CHECK_EQ_U64(s->records, next);
+	for (size_t i = 0; i < s->n; i++)
+		CHECK_EQ_U64(s->c[i].codec, FR_CODEC_NONE);
+	CHECK_EQ_U64(s->n, 4); /* schema, one 4 MiB-capable chunk, index, end */
+}
+
+int main(void)
+{
+	test_overflow_held();
+	test_overflow_racing();
+	test_errors();
+	return check_finish();
+}
