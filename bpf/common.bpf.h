@@ -87,4 +87,26 @@ static __always_inline void fr_capture_stack(void *ctx, struct fr_raw_stack *st,
 	st->n_user = n > 0 ? (__u64)n >> 3 : 0;
 }
 
+/* User stack at the entry of a probed function, before its prologue ran:
+ * the frame-pointer walk starts from the caller's frame and so would skip
+ * the caller itself; its return address is at the top of the stack. */
+static __always_inline void fr_capture_stack_at_entry(struct pt_regs *ctx,
+						      struct fr_raw_stack *st)
+{
+	long n;
+	__u64 ret = 0;
+
+	st->_pad = 0;
+	st->n_kernel = 0;
+	n = bpf_get_stack(ctx, &st->user_ips[1], sizeof(st->user_ips) - 8, BPF_F_USER_STACK);
+	if (n <= 0) {
+		st->n_user = 0;
+		return;
+	}
+	bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));
+	st->user_ips[0] = st->user_ips[1]; /* the function itself */
+	st->user_ips[1] = ret;             /* its caller */
+	st->n_user = ((__u64)n >> 3) + 1;
+}
+
 #endif

@@ -240,7 +240,7 @@ enum fr_nccl_func {
 	FR_NCCL_COMM_INIT_RANK = 10,        /* comm = the new communicator (read at return) */
 	FR_NCCL_COMM_INIT_RANK_CONFIG = 11,
 	FR_NCCL_COMM_INIT_ALL = 12,
-	FR_NCCL_COMM_SPLIT = 13,            /* comm = the new one, peer = color, root = key */
+	FR_NCCL_COMM_SPLIT = 13,            /* comm = the new one, count = the parent, peer = color, rank = key */
 	FR_NCCL_COMM_DESTROY = 14,
 };
 

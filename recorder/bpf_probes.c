@@ -12,6 +12,10 @@
 #include <unistd.h>
 
 #include "cpu.skel.h"
+#include "cuda.skel.h"
+#include "nccl.skel.h"
+#include "step.skel.h"
+#include "probe_families.h"
 #include "proc.skel.h"
 #include "syscalls.skel.h"
 
@@ -19,12 +23,24 @@
 
 static int bit_index(unsigned bit)
 {
-	return bit == PROBE_CPU ? 0 : 1;
+	return __builtin_ctz(bit);
 }
 
 static const char *probe_name(unsigned bit)
 {
-	return bit == PROBE_CPU ? "cpu" : "syscalls";
+	return probe_bit_name(bit);
+}
+
+static void add_family(struct bpf_probes *p, struct uprobe_family *f, const char *name,
+		       unsigned bit, uint16_t probe, const struct uprobe_spec *specs, size_t n)
+{
+	uprobe_family_init(f);
+	f->name = name;
+	f->bit = bit;
+	f->probe = probe;
+	f->specs = specs;
+	f->n_specs = n;
+	p->families[p->n_families++] = f;
 }
 
 static int reuse_shared_maps(struct bpf_probes *p, struct bpf_map *events,
@@ -115,6 +131,76 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 			p->loaded |= PROBE_SYSCALLS;
 		}
 	}
+	if (o->probes & PROBE_CUDA) {
+		p->cuda = fr_cuda_bpf__open();
+		err = p->cuda ? 0 : -errno;
+		if (!err) {
+			p->cuda->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
+			p->cuda->rodata->fr_target_cgroup_id = cgroup_id;
+			p->cuda->rodata->fr_launch_stack_every = o->launch_stack_every;
+			err = reuse_shared_maps(p, p->cuda->maps.fr_events, p->cuda->maps.fr_pids,
+						p->cuda->maps.fr_drops);
+		}
+		if (!err)
+			err = fr_cuda_bpf__load(p->cuda);
+		if (err) {
+			fr_cuda_bpf__destroy(p->cuda);
+			p->cuda = NULL;
+			if (family_failed(p, o, PROBE_CUDA, err, "load", msg, len))
+				return -1;
+		} else {
+			struct uprobe_family *f = &p->cuda_family;
+			add_family(p, f, "cuda", PROBE_CUDA, FR_PROBE_CUDA, cuda_specs, n_cuda_specs);
+			f->entry_progs[0] = p->cuda->progs.fr_cuda_enter;
+			f->entry_progs[1] = p->cuda->progs.fr_cuda_enter_launch;
+			f->exit_prog = p->cuda->progs.fr_cuda_exit;
+			p->loaded |= PROBE_CUDA;
+		}
+	}
+	if (o->probes & PROBE_NCCL) {
+		p->nccl = fr_nccl_bpf__open();
+		err = p->nccl ? 0 : -errno;
+		if (!err) {
+			p->nccl->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
+			p->nccl->rodata->fr_target_cgroup_id = cgroup_id;
+			err = reuse_shared_maps(p, p->nccl->maps.fr_events, p->nccl->maps.fr_pids,
+						p->nccl->maps.fr_drops);
+		}
+		if (!err)
+			err = fr_nccl_bpf__load(p->nccl);
+		if (err) {
+			fr_nccl_bpf__destroy(p->nccl);
+			p->nccl = NULL;
+			if (family_failed(p, o, PROBE_NCCL, err, "load", msg, len))
+				return -1;
+		} else {
+			struct uprobe_family *f = &p->nccl_family;
+			add_family(p, f, "nccl", PROBE_NCCL, FR_PROBE_NCCL, nccl_specs, n_nccl_specs);
+			f->entry_progs[0] = p->nccl->progs.fr_nccl_enter;
+			f->entry_progs[1] = p->nccl->progs.fr_nccl_enter_init;
+			f->exit_prog = p->nccl->progs.fr_nccl_exit;
+			p->loaded |= PROBE_NCCL;
+		}
+	}
+	if (o->step_marker) {
+		p->step = fr_step_bpf__open();
+		err = p->step ? 0 : -errno;
+		if (!err) {
+			p->step->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
+			p->step->rodata->fr_target_cgroup_id = cgroup_id;
+			err = reuse_shared_maps(p, p->step->maps.fr_events, p->step->maps.fr_pids,
+						p->step->maps.fr_drops);
+		}
+		if (!err)
+			err = fr_step_bpf__load(p->step);
+		if (err) {
+			snprintf(msg, len, "cannot load the step marker probe: %s", strerror(-err));
+			return -1;
+		}
+		p->step_spec = (struct uprobe_spec){o->step_marker, 0, 0, 0, 0, true};
+		add_family(p, &p->step_family, "step", 0, FR_PROBE_STEP, &p->step_spec, 1);
+		p->step_family.entry_progs[0] = p->step->progs.fr_step_enter;
+	}
 	return 0;
 }
 
@@ -176,6 +262,8 @@ int bpf_probes_attach(struct bpf_probes *p, const struct record_opts *o,
 			p->attached |= PROBE_CPU;
 		}
 	}
+	/* library families attach when their libraries are found */
+	p->attached |= p->loaded & (PROBE_CUDA | PROBE_NCCL | PROBE_RDMA);
 	if (p->sys) {
 		err = fr_syscalls_bpf__attach(p->sys);
 		if (err) {
@@ -195,6 +283,15 @@ void bpf_probes_destroy(struct bpf_probes *p)
 	free(p->cpu_links);
 	p->cpu_links = NULL;
 	p->n_cpu_links = 0;
+	for (int i = 0; i < p->n_families; i++)
+		uprobe_family_destroy(p->families[i]);
+	p->n_families = 0;
+	fr_cuda_bpf__destroy(p->cuda);
+	p->cuda = NULL;
+	fr_nccl_bpf__destroy(p->nccl);
+	p->nccl = NULL;
+	fr_step_bpf__destroy(p->step);
+	p->step = NULL;
 	fr_syscalls_bpf__destroy(p->sys);
 	fr_cpu_bpf__destroy(p->cpu);
 	fr_proc_bpf__destroy(p->proc);

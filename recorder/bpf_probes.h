@@ -11,22 +11,38 @@
 
 #include "events.h"
 #include "options.h"
+#include "uprobe_family.h"
 
 struct fr_proc_bpf;
 struct fr_cpu_bpf;
 struct fr_syscalls_bpf;
+struct fr_cuda_bpf;
+struct fr_nccl_bpf;
+struct fr_step_bpf;
 struct bpf_link;
 
 struct bpf_probes {
 	struct fr_proc_bpf *proc;
 	struct fr_cpu_bpf *cpu;
 	struct fr_syscalls_bpf *sys;
+	struct fr_cuda_bpf *cuda;
+	struct fr_nccl_bpf *nccl;
+	struct fr_step_bpf *step;
 	struct bpf_link **cpu_links;
 	int n_cpu_links;
+	/* library families: attached to files as they are found */
+	struct uprobe_family *families[4];
+	int n_families;
+	struct uprobe_family cuda_family;
+	struct uprobe_family nccl_family;
+	struct uprobe_family step_family;
+	struct uprobe_spec step_spec;
 	unsigned loaded;   /* enum probe_bits that loaded */
-	unsigned attached; /* enum probe_bits that attached */
-	char why_not[2][256]; /* per probe bit index: why it is missing */
+	unsigned attached; /* enum probe_bits that attached (or wait for a library) */
+	char why_not[PROBE_N_BITS][256]; /* per probe bit index: why it is missing */
 };
+
+
 
 /* Opens and loads every requested family.  Families that fail are skipped
  * with a reason when the user did not name them; when named, or for the

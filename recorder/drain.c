@@ -24,6 +24,18 @@ static uint32_t fixed_size(uint16_t type)
 	case FR_EV_PROC_EXEC:
 	case FR_EV_PROC_EXIT:
 		return sizeof(struct fr_ev_proc);
+	case FR_EV_CUDA:
+		return sizeof(struct fr_ev_cuda);
+	case FR_EV_NCCL:
+		return sizeof(struct fr_ev_nccl);
+	case FR_EV_RDMA_CTRL:
+		return sizeof(struct fr_ev_rdma_ctrl);
+	case FR_EV_RDMA_POST:
+		return sizeof(struct fr_ev_rdma_post);
+	case FR_EV_RDMA_CQE:
+		return sizeof(struct fr_ev_rdma_cqe);
+	case FR_EV_STEP:
+		return sizeof(struct fr_ev_step);
 	default:
 		return 0;
 	}
@@ -36,6 +48,16 @@ static int probe_of(uint16_t type)
 		return FR_PROBE_CPU;
 	case FR_EV_SYSCALL:
 		return FR_PROBE_SYSCALLS;
+	case FR_EV_CUDA:
+		return FR_PROBE_CUDA;
+	case FR_EV_NCCL:
+		return FR_PROBE_NCCL;
+	case FR_EV_RDMA_CTRL:
+	case FR_EV_RDMA_POST:
+	case FR_EV_RDMA_CQE:
+		return FR_PROBE_RDMA;
+	case FR_EV_STEP:
+		return FR_PROBE_STEP;
 	default:
 		return FR_PROBE_PROC;
 	}
@@ -99,10 +121,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	struct fr_ev_common *oc = out;
 	oc->h.size = fixed;
 	oc->h.flags = 0;
-	if (c->h.type == FR_EV_CPU_SAMPLE)
-		((struct fr_ev_cpu_sample *)out)->stack_id = stack_id;
-	else if (c->h.type == FR_EV_SYSCALL)
-		((struct fr_ev_syscall *)out)->stack_id = stack_id;
+	if (c->h.flags & FR_RECF_RAW_STACK)
+		memcpy((char *)out + FR_EV_STACK_ID_OFFSET, &stack_id, sizeof(stack_id));
 	frec_builder_commit(d->builder, c->ts_ns);
 	atomic_fetch_add_explicit(&d->events[probe_of(c->h.type)], 1, memory_order_relaxed);
 	if (c->h.type >= FR_EV_PROC_FORK && c->h.type <= FR_EV_PROC_EXIT && d->on_proc)

@@ -254,3 +254,125 @@ int kallsyms_load(const char *path, struct elf_symtab *out)
 	finish_syms(&b, out);
 	return out->n ? 0 : -1;
 }
+
+/* Adds a candidate for names[i]: a default-version or unversioned dynamic
+ * symbol beats a hidden (compat) version, which beats a .symtab one. */
+static void consider(uint64_t *out, int *rank, size_t i, uint64_t off, int r)
+{
+	if (r > rank[i]) {
+		out[i] = off;
+		rank[i] = r;
+	}
+}
+
+int elf_find_functions(int fd, const char *const *names, size_t n, uint64_t *out,
+		       uint8_t (*first_bytes)[8])
+{
+	struct load_seg segs[32];
+	size_t nsegs = 0, nph = 0;
+	Elf_Scn *scn = NULL;
+	Elf *e;
+	int *rank = calloc(n ? n : 1, sizeof(int));
+	int found = 0;
+
+	if (!rank)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		out[i] = 0;
+	if (!elf_ready() || !(e = elf_begin(fd, ELF_C_READ_MMAP, NULL))) {
+		free(rank);
+		return -1;
+	}
+	if (elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &nph) != 0) {
+		elf_end(e);
+		free(rank);
+		return -1;
+	}
+	for (size_t i = 0; i < nph && nsegs < 32; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD)
+			segs[nsegs++] = (struct load_seg){ph.p_vaddr, ph.p_filesz, ph.p_offset};
+	}
+	Elf_Data *versym = NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_GNU_versym)
+			versym = elf_getdata(scn, NULL);
+	}
+	scn = NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		bool dynamic = sh.sh_type == SHT_DYNSYM;
+		size_t count = sh.sh_size / sh.sh_entsize;
+		for (size_t k = 0; k < count; k++) {
+			GElf_Sym s;
+			if (!gelf_getsym(d, (int)k, &s))
+				continue;
+			int type = GELF_ST_TYPE(s.st_info);
+			if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF ||
+			    !s.st_value)
+				continue;
+			const char *name = elf_strptr(e, sh.sh_link, s.st_name);
+			if (!name)
+				continue;
+			for (size_t i = 0; i < n; i++) {
+				if (strcmp(name, names[i]))
+					continue;
+				int r = 1; /* .symtab */
+				if (dynamic) {
+					GElf_Versym vs = 0;
+					r = 3;
+					if (versym && gelf_getversym(versym, (int)k, &vs) && (vs & 0x8000))
+						r = 2; /* hidden: a compat version */
+				}
+				for (size_t g = 0; g < nsegs; g++) {
+					if (s.st_value >= segs[g].vaddr &&
+					    s.st_value < segs[g].vaddr + segs[g].filesz) {
+						consider(out, rank, i,
+							 s.st_value - segs[g].vaddr + segs[g].offset, r);
+						break;
+					}
+				}
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!out[i])
+			continue;
+		found++;
+		if (first_bytes) {
+			size_t len = 0;
+			char *raw = elf_rawfile(e, &len);
+			memset(first_bytes[i], 0, 8);
+			if (raw && out[i] + 8 <= len)
+				memcpy(first_bytes[i], raw + out[i], 8);
+		}
+	}
+	elf_end(e);
+	free(rank);
+	return found;
+}
+
+int uprobe_insn_emulated(const uint8_t c[8])
+{
+	/* push %rbp / %rbx ... (0x50-0x57), push %r8-%r15 (0x41 0x50-0x57) */
+	if (c[0] >= 0x50 && c[0] <= 0x57)
+		return 1;
+	if (c[0] == 0x41 && c[1] >= 0x50 && c[1] <= 0x57)
+		return 1;
+	/* call/jmp rel32, jmp rel8, jcc rel8, jcc rel32 */
+	if (c[0] == 0xe8 || c[0] == 0xe9 || c[0] == 0xeb || (c[0] >= 0x70 && c[0] <= 0x7f))
+		return 1;
+	if (c[0] == 0x0f && c[1] >= 0x80 && c[1] <= 0x8f)
+		return 1;
+	/* the 5-byte nop that patchable entries start with */
+	if (c[0] == 0x0f && c[1] == 0x1f && c[2] == 0x44 && c[3] == 0x00 && c[4] == 0x00)
+		return 1;
+	return 0;
+}

@@ -29,6 +29,20 @@ int elf_load_symtab(int fd, struct elf_symtab *out);
 const struct elf_sym *elf_symtab_find(const struct elf_symtab *t, uint64_t offset);
 void elf_symtab_free(struct elf_symtab *t);
 
+/* Looks up function symbols by name for probing: out[i] is the FILE offset
+ * of names[i] (0 when absent).  Exported symbols (.dynsym) are preferred,
+ * and among versioned ones the default version (name@@VER), as the dynamic
+ * linker binds; .symtab is searched too (a library linked statically into
+ * another keeps its names there when not stripped).  first_bytes[i] gets
+ * the first 8 bytes of code at that offset when first_bytes is not NULL.
+ * Returns the number found, -1 when fd is not a readable ELF file. */
+int elf_find_functions(int fd, const char *const *names, size_t n, uint64_t *out,
+		       uint8_t (*first_bytes)[8]);
+
+/* Whether the kernel emulates this first instruction of a probed function
+ * (fast) or single-steps it out of line (about 15x slower per hit). */
+int uprobe_insn_emulated(const uint8_t code[8]);
+
 /* Kernel text symbols from /proc/kallsyms (addresses as offsets). */
 int kallsyms_load(const char *path, struct elf_symtab *out);
 

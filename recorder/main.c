@@ -21,6 +21,7 @@
 #include "dso_table.h"
 #include "frec_writer.h"
 #include "launch.h"
+#include "lib_attach.h"
 #include "options.h"
 #include "preflight.h"
 #include "proc.skel.h"
@@ -82,6 +83,7 @@ struct recording {
 	struct drain drain;
 	struct proc_track track;
 	struct launch child;
+	struct lib_attach libs;
 	bool drain_running, track_running, track_open;
 };
 
@@ -114,11 +116,23 @@ static void collect_stats(void *ctx, struct fr_probe_stats *out, uint32_t *n,
 	if (r->probes.attached & PROBE_SYSCALLS)
 		STAT("syscalls", atomic_load(&r->drain.events[FR_PROBE_SYSCALLS]),
 		     drops[FR_PROBE_SYSCALLS]);
+	if (r->probes.attached & PROBE_CUDA)
+		STAT("cuda", atomic_load(&r->drain.events[FR_PROBE_CUDA]), drops[FR_PROBE_CUDA]);
+	if (r->probes.attached & PROBE_NCCL)
+		STAT("nccl", atomic_load(&r->drain.events[FR_PROBE_NCCL]), drops[FR_PROBE_NCCL]);
+	if (r->probes.step)
+		STAT("step", atomic_load(&r->drain.events[FR_PROBE_STEP]), drops[FR_PROBE_STEP]);
 	STAT("mmap", atomic_load(&r->track.mappings), atomic_load(&r->track.mmap_lost));
 	STAT("writer", ws.records_written, ws.records_dropped);
 #undef STAT
 	*n = k;
 	rusage_ns(user, sys);
+}
+
+static void on_new_file(void *ctx, struct frec_builder *b, uint32_t pid, const char *path,
+			uint64_t mapped_ns)
+{
+	lib_attach_try(ctx, b, pid, path, mapped_ns, 0);
 }
 
 static void human_bytes(uint64_t b, char *buf, size_t len)
@@ -173,18 +187,30 @@ static void print_start_summary(struct recording *r)
 		fprintf(stderr, " cpu (%u Hz)", o->freq_hz);
 	if (r->probes.attached & PROBE_SYSCALLS)
 		fprintf(stderr, " syscalls%s", o->syscall_min_ns ? " (filtered by duration)" : "");
+	for (unsigned bit = PROBE_CUDA; bit <= PROBE_RDMA; bit <<= 1) {
+		if (!(r->probes.attached & bit))
+			continue;
+		unsigned n = atomic_load(&r->libs.files_attached[__builtin_ctz(bit)]);
+		if (n)
+			fprintf(stderr, " %s (%u librar%s)", probe_bit_name(bit), n, n == 1 ? "y" : "ies");
+		else
+			fprintf(stderr, " %s (when its library is mapped)", probe_bit_name(bit));
+	}
+	if (o->step_marker)
+		fprintf(stderr, " step marker %s", o->step_marker);
 	fprintf(stderr, "%s\n", o->duration_s > 0 ? "" : "; Ctrl-C to stop");
-	for (unsigned bit = PROBE_CPU; bit <= PROBE_SYSCALLS; bit <<= 1) {
-		int idx = bit == PROBE_CPU ? 0 : 1;
+	for (unsigned i = 0; i < PROBE_N_BITS; i++) {
+		unsigned bit = 1u << i;
 		if ((o->probes & bit) && !(r->probes.attached & bit))
-			fprintf(stderr, "flightrec: not recording %s: %s\n",
-				bit == PROBE_CPU ? "cpu" : "syscalls",
-				r->probes.why_not[idx][0] ? r->probes.why_not[idx] : "not attached");
+			fprintf(stderr, "flightrec: not recording %s: %s\n", probe_bit_name(bit),
+				r->probes.why_not[i][0] ? r->probes.why_not[i] : "not attached");
 	}
 }
 
 static void detach_probes(struct recording *r)
 {
+	for (int i = 0; i < r->probes.n_families; i++)
+		uprobe_family_detach(r->probes.families[i]);
 	for (int i = 0; i < r->probes.n_cpu_links; i++)
 		bpf_link__destroy(r->probes.cpu_links[i]);
 	r->probes.n_cpu_links = 0;
@@ -228,6 +254,9 @@ static int finish(struct recording *r, uint64_t start_ns)
 	}
 	r->writer = NULL;
 
+	if (r->opts.step_marker && !r->probes.step_family.functions_attached)
+		fprintf(stderr, "flightrec: step marker %s: no file the target mapped has a function "
+			"of that name; no steps were recorded\n", r->opts.step_marker);
 	if (!r->opts.quiet) {
 		struct stat st;
 		char size[32];
@@ -332,6 +361,9 @@ static int cmd_record(int argc, char **argv)
 	r->track.stats_ctx = r;
 	r->track.realtime_offset_ns = (int64_t)(o->realtime_offset_s * 1e9);
 	r->track.cgroup_v2_path = cgroup_id ? (cgroup_rel ? cgroup_rel : "/") : NULL;
+	lib_attach_init(&r->libs, &r->probes, o->quiet);
+	r->track.new_file_fn = on_new_file;
+	r->track.new_file_ctx = &r->libs;
 
 	if (o->command) {
 		int err = launch_prepare(&r->child, o->command);
@@ -345,6 +377,8 @@ static int cmd_record(int argc, char **argv)
 		bpf_probes_add_pid(&r->probes, o->pids[i]);
 	if (bpf_probes_attach(&r->probes, o, msg, sizeof(msg)))
 		goto fail_msg;
+	/* the tracking thread has not started: its builder is ours for now */
+	lib_attach_prepare(&r->libs, r->track.builder, o);
 
 	proc_track_write_clock(&r->track);
 	for (int i = 0; i < o->n_pids; i++)

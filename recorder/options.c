@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "frec_format.h"
 
@@ -42,6 +43,21 @@ void record_usage(FILE *out)
 "                                    process on the node pays about 140 ns per\n"
 "                                    system call (the kernel's tracepoint slow\n"
 "                                    path), traced or not.\n"
+"                          cuda      CUDA runtime and driver calls (allocations,\n"
+"                                    frees, copies, launches, synchronizes) with\n"
+"                                    their stacks, in every libcudart/libcuda\n"
+"                                    the traced processes map, including ones\n"
+"                                    loaded later with dlopen (attached within\n"
+"                                    DLOPEN_GAP of the mapping; calls made before\n"
+"                                    that are not seen)\n"
+"                          nccl      NCCL collectives, point-to-point, groups and\n"
+"                                    communicator calls, in every libnccl mapped\n"
+"      --step-marker SYM call of function SYM (in any file the target maps)\n"
+"                        marks the start of a training step\n"
+"      --lib NAME=PATH   also attach family NAME (cuda) to the library PATH\n"
+"                        before the target runs\n"
+"      --launch-stack-every N  one kernel launch in N records its stack\n"
+"                        (default 64; launches are frequent)\n"
 "      --syscall-min-us N  drop (in the kernel) system calls shorter than N us\n"
 "      --no-syscall-stacks do not record a user stack with each system call\n"
 "      --stack fp        stack mode: frame-pointer walk in the kernel (fp)\n"
@@ -73,7 +89,11 @@ enum {
 	OPT_LEVEL,
 	OPT_CHUNK_KIB,
 	OPT_REALTIME_OFFSET,
+	OPT_LIB,
+	OPT_LAUNCH_STACK_EVERY,
+	OPT_STEP_MARKER,
 };
+
 
 static int parse_uint(const char *s, const char *what, unsigned long max,
 		      unsigned long *out)
@@ -90,6 +110,30 @@ static int parse_uint(const char *s, const char *what, unsigned long max,
 	return 0;
 }
 
+/* Families this build can record; the others are named but refused. */
+#define PROBES_AVAILABLE (PROBE_CPU | PROBE_SYSCALLS | PROBE_CUDA | PROBE_NCCL)
+#define PROBES_AVAILABLE_TEXT "cpu,syscalls,cuda,nccl"
+
+const char *probe_bit_name(unsigned bit)
+{
+	switch (bit) {
+	case PROBE_CPU: return "cpu";
+	case PROBE_SYSCALLS: return "syscalls";
+	case PROBE_CUDA: return "cuda";
+	case PROBE_NCCL: return "nccl";
+	case PROBE_RDMA: return "rdma";
+	default: return "?";
+	}
+}
+
+static unsigned probe_bit_of(const char *name)
+{
+	for (unsigned i = 0; i < PROBE_N_BITS; i++)
+		if (!strcmp(name, probe_bit_name(1u << i)))
+			return 1u << i;
+	return 0;
+}
+
 static int parse_probes(const char *list, unsigned *out)
 {
 	char buf[256];
@@ -98,24 +142,55 @@ static int parse_probes(const char *list, unsigned *out)
 	snprintf(buf, sizeof(buf), "%s", list);
 	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(tok, "cpu"))
-			bits |= PROBE_CPU;
-		else if (!strcmp(tok, "syscalls"))
-			bits |= PROBE_SYSCALLS;
-		else if (!strcmp(tok, "cuda") || !strcmp(tok, "nccl") || !strcmp(tok, "rdma")) {
-			fprintf(stderr, "flightrec: probe family '%s' is not available in this "
-				"build (available: cpu,syscalls)\n", tok);
-			return -1;
-		} else {
-			fprintf(stderr, "flightrec: unknown probe family '%s' (available: cpu,syscalls)\n", tok);
+		unsigned bit = probe_bit_of(tok);
+		if (!bit) {
+			fprintf(stderr, "flightrec: unknown probe family '%s' (available: "
+				PROBES_AVAILABLE_TEXT ")\n", tok);
 			return -1;
 		}
+		if (!(bit & PROBES_AVAILABLE)) {
+			fprintf(stderr, "flightrec: probe family '%s' is not available in this "
+				"build (available: " PROBES_AVAILABLE_TEXT ")\n", tok);
+			return -1;
+		}
+		bits |= bit;
 	}
 	if (!bits) {
 		fprintf(stderr, "flightrec: --probes needs at least one probe family\n");
 		return -1;
 	}
 	*out = bits;
+	return 0;
+}
+
+static int parse_lib(const char *arg, struct record_opts *o)
+{
+	const char *eq = strchr(arg, '=');
+	char name[32];
+	unsigned bit;
+
+	if (!eq || eq == arg || !eq[1] || (size_t)(eq - arg) >= sizeof(name)) {
+		fprintf(stderr, "flightrec: --lib expects NAME=PATH (e.g. --lib cuda=/opt/libcudart.so.12)\n");
+		return -1;
+	}
+	memcpy(name, arg, (size_t)(eq - arg));
+	name[eq - arg] = 0;
+	bit = probe_bit_of(name);
+	if (!(bit & (PROBE_CUDA | PROBE_NCCL | PROBE_RDMA)) || !(bit & PROBES_AVAILABLE)) {
+		fprintf(stderr, "flightrec: --lib %s: NAME must be a library probe family "
+			"available in this build (cuda, nccl)\n", name);
+		return -1;
+	}
+	if (o->n_libs == MAX_LIBS) {
+		fprintf(stderr, "flightrec: at most %d --lib options\n", MAX_LIBS);
+		return -1;
+	}
+	if (access(eq + 1, R_OK)) {
+		fprintf(stderr, "flightrec: --lib %s: cannot read %s: %s\n", name, eq + 1,
+			strerror(errno));
+		return -1;
+	}
+	o->libs[o->n_libs++] = (struct lib_opt){bit, eq + 1};
 	return 0;
 }
 
@@ -158,6 +233,9 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		{"level", required_argument, 0, OPT_LEVEL},
 		{"chunk-kib", required_argument, 0, OPT_CHUNK_KIB},
 		{"test-realtime-offset", required_argument, 0, OPT_REALTIME_OFFSET},
+		{"lib", required_argument, 0, OPT_LIB},
+		{"launch-stack-every", required_argument, 0, OPT_LAUNCH_STACK_EVERY},
+		{"step-marker", required_argument, 0, OPT_STEP_MARKER},
 		{"verbose", no_argument, 0, 'v'},
 		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
@@ -168,7 +246,8 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->freq_hz = 99;
-	o->probes = PROBE_CPU | PROBE_SYSCALLS;
+	o->probes = PROBES_AVAILABLE;
+	o->launch_stack_every = 64;
 	o->syscall_stacks = true;
 	o->ring_mib = 64;
 	o->codec = FR_CODEC_ZSTD;
@@ -271,6 +350,18 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 			}
 			break;
 		}
+		case OPT_LIB:
+			if (parse_lib(optarg, o))
+				return -1;
+			break;
+		case OPT_LAUNCH_STACK_EVERY:
+			if (parse_uint(optarg, "--launch-stack-every", 1000000, &v))
+				return -1;
+			o->launch_stack_every = (unsigned)v;
+			break;
+		case OPT_STEP_MARKER:
+			o->step_marker = optarg;
+			break;
 		case 'v':
 			o->verbose = true;
 			break;

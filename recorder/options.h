@@ -11,6 +11,18 @@
 enum probe_bits {
 	PROBE_CPU = 1 << 0,
 	PROBE_SYSCALLS = 1 << 1,
+	PROBE_CUDA = 1 << 2,
+	PROBE_NCCL = 1 << 3,
+	PROBE_RDMA = 1 << 4,
+	PROBE_N_BITS = 5,
+};
+
+#define MAX_LIBS 16
+
+/* --lib NAME=PATH */
+struct lib_opt {
+	unsigned probe; /* one enum probe_bits */
+	const char *path;
 };
 
 struct record_opts {
@@ -25,6 +37,10 @@ struct record_opts {
 	int codec;                 /* enum fr_codec */
 	int level;
 	unsigned chunk_kib;
+	unsigned launch_stack_every; /* cuda: one launch in N takes a stack */
+	struct lib_opt libs[MAX_LIBS];
+	int n_libs;
+	const char *step_marker;   /* --step-marker SYMBOL */
 	bool verbose;
 	bool quiet;
 	/* targets: exactly one of these */
@@ -40,6 +56,8 @@ struct record_opts {
 /* Parses argv of `flightrec record ...` (argv[0] is "record").  Returns 0,
  * or 1 after printing help (exit 0), or -1 after printing one error line. */
 int record_opts_parse(int argc, char **argv, struct record_opts *o);
+/* "cpu", "syscalls", "cuda" ... for one probe bit. */
+const char *probe_bit_name(unsigned bit);
 void record_usage(FILE *out);
 
 #endif

@@ -122,24 +122,27 @@ static void write_mapping(struct proc_track *t, uint32_t pid, uint64_t ts_ns,
 	dso_table_add_mapping(t->dsos, &(struct mapping){
 		.pid = pid, .dso_id = dso_id, .start = start, .end = start + len,
 		.pgoff = pgoff, .ts_ns = ts_ns});
-	if (!m)
-		return;
-	memset(m, 0, size);
-	m->h.size = size;
-	m->h.type = FR_REC_MAPPING;
-	m->ts_ns = ts_ns;
-	m->pid = pid;
-	m->dso_id = dso_id;
-	m->start = start;
-	m->end = start + len;
-	m->pgoff = pgoff;
-	m->build_id_len = bid_len > 20 ? 20 : bid_len;
-	if (bid_len)
-		memcpy(m->build_id, bid, m->build_id_len);
-	m->path_len = (uint16_t)path_len;
-	memcpy(m + 1, path, path_len);
-	frec_builder_commit(t->builder, ts_ns);
-	atomic_fetch_add(&t->mappings, 1);
+	if (m) {
+		memset(m, 0, size);
+		m->h.size = size;
+		m->h.type = FR_REC_MAPPING;
+		m->ts_ns = ts_ns;
+		m->pid = pid;
+		m->dso_id = dso_id;
+		m->start = start;
+		m->end = start + len;
+		m->pgoff = pgoff;
+		m->build_id_len = bid_len > 20 ? 20 : bid_len;
+		if (bid_len)
+			memcpy(m->build_id, bid, m->build_id_len);
+		m->path_len = (uint16_t)path_len;
+		memcpy(m + 1, path, path_len);
+		frec_builder_commit(t->builder, ts_ns);
+		atomic_fetch_add(&t->mappings, 1);
+	}
+	/* after the mapping record, so the attach records follow it */
+	if (is_new && dso_id && t->new_file_fn)
+		t->new_file_fn(t->new_file_ctx, t->builder, pid, path, ts_ns);
 }
 
 static ssize_t read_file(const char *path, char *buf, size_t len)

@@ -18,6 +18,10 @@
 #include "frec_writer.h"
 #include "sym_collector.h"
 
+/* A file a traced process mapped for the first time (library discovery). */
+typedef void (*track_new_file_fn)(void *ctx, struct frec_builder *b, uint32_t pid,
+				  const char *path, uint64_t mapped_ns);
+
 typedef void (*track_stats_fn)(void *ctx, struct fr_probe_stats *out, uint32_t *n,
 			       uint64_t *cpu_user_ns, uint64_t *cpu_sys_ns);
 
@@ -38,6 +42,8 @@ struct proc_track {
 	struct frec_builder *builder;
 	track_stats_fn stats_fn;
 	void *stats_ctx;
+	track_new_file_fn new_file_fn;
+	void *new_file_ctx;
 	int64_t realtime_offset_ns; /* test hook: shifts realtime anchors */
 	const char *cgroup_v2_path; /* cgroup mode: path relative to the v2 root */
 

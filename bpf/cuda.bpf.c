@@ -1,0 +1,229 @@
+/* The cuda probe family: CUDA runtime (libcudart) and driver (libcuda)
+ * calls.  Entry saves the arguments; return builds one event with the
+ * result, the duration, the pointer the call returned (read from *devPtr)
+ * and the caller's stack (taken at return: the frame-pointer chain is then
+ * the caller's, complete).  Kernel launches are frequent, so only one in
+ * fr_launch_stack_every takes a stack.  Not for GPU-side timing: flightrec
+ * sees the host side of the API. */
+#include "uprobe_common.bpf.h"
+
+const volatile __u32 fr_launch_stack_every = 64;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct call_key);
+	__type(value, struct call_state);
+} fr_cuda_calls SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);  /* tid */
+	__type(value, __s32); /* current device */
+} fr_cuda_device SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} fr_launch_tick SEC(".maps");
+
+struct cuda_raw {
+	struct fr_ev_cuda ev;
+	struct fr_raw_stack stack;
+};
+
+static __always_inline int enter(struct pt_regs *ctx, bool launch)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_key k;
+	struct call_state st;
+
+	if (!fr_is_traced(id >> 32))
+		return 0;
+	k = call_key_of(ctx, id);
+	save_args(ctx, &st);
+	if (launch) {
+		__u16 func = k.cookie_lo & 0xffff;
+		if (func == FR_CUDA_LAUNCH_KERNEL)
+			st.extra[0] = stack_arg(ctx, 1);      /* stream after sharedMem */
+		else if (func == FR_CU_LAUNCH_KERNEL)
+			st.extra[0] = stack_arg(ctx, 2);      /* blockDimZ, sharedMem, hStream */
+		else if (func == FR_CU_LAUNCH_KERNEL_EX)
+			st.extra[0] = read_user_u64(st.arg[0] + 32); /* CUlaunchConfig.hStream */
+	}
+	bpf_map_update_elem(&fr_cuda_calls, &k, &st, BPF_ANY);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(fr_cuda_enter)
+{
+	return enter(ctx, false);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(fr_cuda_enter_launch)
+{
+	return enter(ctx, true);
+}
+
+static __always_inline bool is_launch(__u16 func)
+{
+	return func == FR_CUDA_LAUNCH_KERNEL || func == FR_CU_LAUNCH_KERNEL ||
+	       func == FR_CU_LAUNCH_KERNEL_EX;
+}
+
+static __always_inline bool take_stack(__u16 func)
+{
+	if (!is_launch(func))
+		return true;
+	__u32 zero = 0, *tick = bpf_map_lookup_elem(&fr_launch_tick, &zero);
+	if (!tick)
+		return false;
+	*tick += 1;
+	return fr_launch_stack_every && (*tick % fr_launch_stack_every) == 0;
+}
+
+/* Fills the event's argument fields from the saved arguments. */
+static __always_inline void fill_args(struct fr_ev_cuda *e, const struct call_state *st,
+				      __u16 func, __u32 copy_kind)
+{
+	const __u64 *a = st->arg;
+
+	switch (func) {
+	case FR_CUDA_MALLOC: case FR_CUDA_MALLOC_HOST: case FR_CU_MEM_ALLOC:
+	case FR_CU_MEM_CREATE:
+		e->bytes = a[1];
+		e->ptr = e->result == 0 ? read_user_u64(a[0]) : 0;
+		break;
+	case FR_CUDA_MALLOC_ASYNC: case FR_CU_MEM_ALLOC_ASYNC:
+		e->bytes = a[1];
+		e->stream = a[2];
+		e->ptr = e->result == 0 ? read_user_u64(a[0]) : 0;
+		break;
+	case FR_CUDA_MALLOC_MANAGED: case FR_CUDA_HOST_ALLOC: case FR_CU_MEM_HOST_ALLOC:
+		e->bytes = a[1];
+		e->kind = (__u32)a[2];
+		e->ptr = e->result == 0 ? read_user_u64(a[0]) : 0;
+		break;
+	case FR_CUDA_FREE: case FR_CUDA_FREE_HOST: case FR_CUDA_HOST_UNREGISTER:
+	case FR_CU_MEM_FREE: case FR_CU_MEM_RELEASE:
+	case FR_CUDA_STREAM_SYNC: case FR_CUDA_EVENT_SYNC:
+		e->ptr = a[0];
+		break;
+	case FR_CUDA_FREE_ASYNC: case FR_CU_MEM_FREE_ASYNC:
+		e->ptr = a[0];
+		e->stream = a[1];
+		break;
+	case FR_CUDA_HOST_REGISTER:
+		e->ptr = a[0];
+		e->bytes = a[1];
+		e->kind = (__u32)a[2];
+		break;
+	case FR_CU_MEM_UNMAP:
+		e->ptr = a[0];
+		e->bytes = a[1];
+		break;
+	case FR_CU_MEM_MAP:
+		e->ptr = a[0];
+		e->bytes = a[1];
+		e->src = a[3]; /* the physical allocation handle */
+		break;
+	case FR_CUDA_MEMCPY:
+		e->ptr = a[0];
+		e->src = a[1];
+		e->bytes = a[2];
+		e->kind = (__u32)a[3];
+		break;
+	case FR_CUDA_MEMCPY_ASYNC:
+		e->ptr = a[0];
+		e->src = a[1];
+		e->bytes = a[2];
+		e->kind = (__u32)a[3];
+		e->stream = a[4];
+		break;
+	case FR_CU_MEMCPY:
+		e->ptr = a[0];
+		e->src = a[1];
+		e->bytes = a[2];
+		e->kind = copy_kind;
+		break;
+	case FR_CU_MEMCPY_ASYNC:
+		e->ptr = a[0];
+		e->src = a[1];
+		e->bytes = a[2];
+		e->kind = copy_kind;
+		e->stream = a[3];
+		break;
+	case FR_CUDA_LAUNCH_KERNEL: case FR_CU_LAUNCH_KERNEL:
+		e->ptr = a[0];
+		e->stream = st->extra[0];
+		break;
+	case FR_CU_LAUNCH_KERNEL_EX:
+		e->ptr = a[1];
+		e->stream = st->extra[0];
+		break;
+	default:
+		break;
+	}
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(fr_cuda_exit)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct call_key k = call_key_of(ctx, id);
+	struct call_state *st = bpf_map_lookup_elem(&fr_cuda_calls, &k);
+	struct cuda_raw *e;
+	__u16 func = cookie & 0xffff;
+	__s32 result = (__s32)PT_REGS_RC(ctx);
+	__s32 *dev;
+	__u32 tid = (__u32)id;
+	bool stack;
+
+	if (!st)
+		return 0;
+	if (func == FR_CUDA_SET_DEVICE && result == 0) {
+		__s32 d = (__s32)st->arg[0];
+		bpf_map_update_elem(&fr_cuda_device, &tid, &d, BPF_ANY);
+	}
+	stack = take_stack(func);
+	if (stack)
+		e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+	else
+		e = bpf_ringbuf_reserve(&fr_events, sizeof(e->ev), 0);
+	if (!e) {
+		fr_count_drop(FR_PROBE_CUDA);
+		bpf_map_delete_elem(&fr_cuda_calls, &k);
+		return 0;
+	}
+	fr_fill_common(&e->ev.c, FR_EV_CUDA, stack ? sizeof(*e) : sizeof(e->ev),
+		       stack ? FR_RECF_RAW_STACK : 0, id);
+	e->ev.c.ts_ns = st->ts_ns;
+	e->ev.func = func;
+	e->ev.flags = ((cookie >> 16) & 0xffff) | (is_launch(func) && !stack ? FR_CUDAF_UNSAMPLED : 0);
+	e->ev.stack_id = 0;
+	e->ev.duration_ns = bpf_ktime_get_ns() - st->ts_ns;
+	e->ev.result = result;
+	e->ev.ptr = 0;
+	e->ev.src = 0;
+	e->ev.bytes = 0;
+	e->ev.stream = 0;
+	e->ev.kind = 0;
+	fill_args(&e->ev, st, func, (__u32)(cookie >> 32));
+	if (func == FR_CUDA_SET_DEVICE)
+		e->ev.device = (__s32)st->arg[0];
+	else {
+		dev = bpf_map_lookup_elem(&fr_cuda_device, &tid);
+		e->ev.device = dev ? *dev : -1;
+	}
+	bpf_map_delete_elem(&fr_cuda_calls, &k);
+	if (stack)
+		fr_capture_stack(ctx, &e->stack, false);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 0;
+}

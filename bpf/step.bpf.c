@@ -1,0 +1,30 @@
+/* The step marker: a uprobe on the function the user names with
+ * --step-marker; every call is one training step beginning.  Not a probe
+ * family of its own in --probes: it exists only when asked for. */
+#include "common.bpf.h"
+
+struct step_raw {
+	struct fr_ev_step ev;
+	struct fr_raw_stack stack;
+};
+
+SEC("uprobe")
+int BPF_KPROBE(fr_step_enter)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct step_raw *e;
+
+	if (!fr_is_traced(id >> 32))
+		return 0;
+	e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+	if (!e) {
+		fr_count_drop(FR_PROBE_STEP);
+		return 0;
+	}
+	fr_fill_common(&e->ev.c, FR_EV_STEP, sizeof(*e), FR_RECF_RAW_STACK, id);
+	e->ev._pad = 0;
+	e->ev.stack_id = 0;
+	fr_capture_stack_at_entry(ctx, &e->stack);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 0;
+}

@@ -1,0 +1,133 @@
+/* Library discovery and attach reporting (see lib_attach.h). */
+#include "lib_attach.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "needed_libs.h"
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void lib_attach_init(struct lib_attach *la, struct bpf_probes *probes, bool quiet)
+{
+	memset(la, 0, sizeof(*la));
+	la->probes = probes;
+	la->quiet = quiet;
+}
+
+static void write_attach(struct frec_builder *b, uint32_t pid, uint16_t probe,
+			 uint16_t status, const char *symbol, uint64_t gap_ns,
+			 const char *text)
+{
+	size_t text_len = strnlen(text, 1024);
+	uint32_t size = FR_ALIGN8(sizeof(struct fr_rec_attach) + text_len);
+	uint64_t now = mono_ns();
+	struct fr_rec_attach *r = frec_builder_reserve(b, size);
+
+	if (!r)
+		return;
+	memset(r, 0, size);
+	r->h.size = size;
+	r->h.type = FR_REC_ATTACH;
+	r->ts_ns = now;
+	r->pid = pid;
+	r->probe = probe;
+	r->status = status;
+	snprintf(r->symbol, sizeof(r->symbol), "%s", symbol ? symbol : "");
+	r->gap_ns = gap_ns;
+	r->text_len = (uint32_t)text_len;
+	memcpy(r + 1, text, text_len);
+	frec_builder_commit(b, now);
+}
+
+void lib_attach_try(struct lib_attach *la, struct frec_builder *b, uint32_t pid,
+		    const char *path, uint64_t mapped_ns, unsigned only_bit)
+{
+	char kpath[4352], text[600], when[96] = "";
+
+	if (!path || path[0] != '/')
+		return;
+	if (pid)
+		snprintf(kpath, sizeof(kpath), "/proc/%u/root%s", pid, path);
+	else
+		snprintf(kpath, sizeof(kpath), "%s", path);
+	for (int i = 0; i < la->probes->n_families; i++) {
+		struct uprobe_family *f = la->probes->families[i];
+		struct attach_result res;
+		bool already;
+
+		if (only_bit && f->bit != only_bit)
+			continue;
+		if (uprobe_family_attach_file(f, kpath, &res, &already) < 0) {
+			if (only_bit) { /* --lib named this file: say why it failed */
+				snprintf(text, sizeof(text), "%s: %s", path, res.error[0] ? res.error : "not an ELF file");
+				write_attach(b, pid, f->probe, FR_ATTACH_FAILED, "", 0, text);
+				fprintf(stderr, "flightrec: %s: cannot attach to %s\n", f->name, text);
+			}
+			continue;
+		}
+		if (already || (!res.found && !only_bit))
+			continue;
+		uint64_t gap = mapped_ns ? mono_ns() - mapped_ns : 0;
+		if (gap > la->gap_max_ns)
+			la->gap_max_ns = gap;
+		if (mapped_ns)
+			snprintf(when, sizeof(when), " (pid %u, %.1f ms after it was mapped)", pid,
+				 gap / 1e6);
+		else
+			snprintf(when, sizeof(when), " (before the command started)");
+		if (!res.found) {
+			snprintf(text, sizeof(text), "%s: none of the %s functions are in this file "
+				 "(stripped? a different library?)", path, f->name);
+			write_attach(b, pid, f->probe, FR_ATTACH_FAILED, "", gap, text);
+			fprintf(stderr, "flightrec: %s: cannot attach to %s\n", f->name, text);
+			continue;
+		}
+		if (res.attached && f->bit)
+			atomic_fetch_add(&la->files_attached[__builtin_ctz(f->bit)], 1);
+		snprintf(text, sizeof(text), "%s: %d of %d functions attached%s%s", path,
+			 res.attached, res.found, res.error[0] ? "; " : "", res.error);
+		write_attach(b, pid, f->probe, res.attached ? FR_ATTACH_OK : FR_ATTACH_FAILED,
+			     "", gap, text);
+		if (!la->quiet || !res.attached)
+			fprintf(stderr, "flightrec: %s: attached %d functions in %s%s\n", f->name,
+				res.attached, path, when);
+		if (res.error[0])
+			fprintf(stderr, "flightrec: %s: in %s: %s\n", f->name, path, res.error);
+		if (res.single_stepped) {
+			snprintf(text, sizeof(text), "%s: %d functions start with an instruction the "
+				 "kernel single-steps (about 15x the probe cost per call): %s", path,
+				 res.single_stepped, res.slow);
+			write_attach(b, pid, f->probe, FR_ATTACH_SINGLE_STEPPED, "", gap, text);
+			fprintf(stderr, "flightrec: %s: note: %s\n", f->name, text);
+		}
+	}
+}
+
+struct prepare_ctx {
+	struct lib_attach *la;
+	struct frec_builder *b;
+};
+
+static void prepare_one(const char *path, void *ctx)
+{
+	struct prepare_ctx *p = ctx;
+	lib_attach_try(p->la, p->b, 0, path, 0, 0);
+}
+
+void lib_attach_prepare(struct lib_attach *la, struct frec_builder *b,
+			const struct record_opts *o)
+{
+	struct prepare_ctx ctx = {la, b};
+
+	for (int i = 0; i < o->n_libs; i++)
+		lib_attach_try(la, b, 0, o->libs[i].path, 0, o->libs[i].probe);
+	if (o->command && la->probes->n_families)
+		needed_libs_walk(o->command[0], prepare_one, &ctx);
+}

@@ -1,0 +1,64 @@
+/* Attaching one probe family's user-space functions (cuda, nccl, rdma, the
+ * step marker) to the files that hold them.  A family is a table of
+ * (symbol, function id) plus its BPF entry/return programs; attaching to a
+ * file finds the symbols in it (default symbol versions, .symtab too) and
+ * attaches each function once per address (aliases such as NCCL's pnccl*
+ * share an address: attached once, named by the first name in the table),
+ * with a BPF cookie naming the function.  Probes are attached by file, for
+ * every process (the BPF side filters by the traced pid set), once per file. */
+#ifndef FLIGHTREC_UPROBE_FAMILY_H
+#define FLIGHTREC_UPROBE_FAMILY_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct bpf_program;
+struct bpf_link;
+
+struct uprobe_spec {
+	const char *symbol;
+	uint16_t func;   /* the family's function id (cookie bits 0-15) */
+	uint16_t flags;  /* event flags (cookie bits 16-31) */
+	uint32_t extra;  /* cookie bits 32-63 (e.g. a copy direction) */
+	uint8_t entry;   /* which entry program (index into entry_progs) */
+	bool no_return;  /* entry only */
+};
+
+struct attach_result {
+	int found;           /* functions of the table present in the file */
+	int attached;        /* functions attached */
+	int single_stepped;  /* attached, first instruction not emulated */
+	char error[200];     /* first failure, "" when none */
+	char slow[200];      /* names of single-stepped functions */
+};
+
+struct uprobe_family {
+	const char *name;    /* "cuda" */
+	uint16_t probe;      /* enum fr_probe_id */
+	unsigned bit;        /* enum probe_bits, 0 for the step marker */
+	const struct uprobe_spec *specs;
+	size_t n_specs;
+	struct bpf_program *entry_progs[4];
+	struct bpf_program *exit_prog;
+
+	pthread_mutex_t lock;
+	struct attached_file { uint64_t dev, ino; } *files;
+	size_t n_files, cap_files;
+	struct bpf_link **links;
+	size_t n_links, cap_links;
+	uint32_t functions_attached; /* over all files */
+};
+
+void uprobe_family_init(struct uprobe_family *f);
+/* Attach to the file at path (a path the kernel can open: for a process's
+ * mapping, /proc/PID/root/PATH).  0 when the file was handled now or before
+ * (res->found == 0: nothing of this family in it), -1 when it is not ELF. */
+int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
+			      struct attach_result *res, bool *already);
+/* Detaches everything (links destroyed). */
+void uprobe_family_detach(struct uprobe_family *f);
+void uprobe_family_destroy(struct uprobe_family *f);
+
+#endif
