@@ -289,6 +289,9 @@ enum fr_rdma_func {
 	FR_RDMA_CREATE_CQ = 7,     /* ptr = cq, length = cqe */
 	FR_RDMA_REG_DMABUF_MR = 8, /* like REG_MR */
 	FR_RDMA_CREATE_QP_EX = 9,  /* like CREATE_QP */
+	FR_RDMA_OPS = 10,          /* a context's provider functions, read at open_device or
+				      create_qp return: ptr = context, addr = post_send,
+				      length = post_recv, obj = poll_cq */
 };
 
 /* One verbs control-path call (entry time, duration, result). */

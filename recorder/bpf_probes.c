@@ -15,6 +15,7 @@
 #include "cuda.skel.h"
 #include "nccl.skel.h"
 #include "step.skel.h"
+#include "rdma.skel.h"
 #include "probe_families.h"
 #include "proc.skel.h"
 #include "syscalls.skel.h"
@@ -182,6 +183,39 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 			p->loaded |= PROBE_NCCL;
 		}
 	}
+	if (o->probes & PROBE_RDMA) {
+		p->rdma = fr_rdma_bpf__open();
+		err = p->rdma ? 0 : -errno;
+		if (!err) {
+			p->rdma->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
+			p->rdma->rodata->fr_target_cgroup_id = cgroup_id;
+			err = reuse_shared_maps(p, p->rdma->maps.fr_events, p->rdma->maps.fr_pids,
+						p->rdma->maps.fr_drops);
+		}
+		if (!err)
+			err = fr_rdma_bpf__load(p->rdma);
+		if (err) {
+			fr_rdma_bpf__destroy(p->rdma);
+			p->rdma = NULL;
+			if (family_failed(p, o, PROBE_RDMA, err, "load", msg, len))
+				return -1;
+		} else {
+			struct uprobe_family *f = &p->rdma_family;
+			add_family(p, f, "rdma", PROBE_RDMA, FR_PROBE_RDMA, rdma_specs, n_rdma_specs);
+			f->entry_progs[0] = p->rdma->progs.fr_rdma_enter;
+			f->entry_progs[1] = p->rdma->progs.fr_rdma_enter_modify;
+			f->entry_progs[2] = p->rdma->progs.fr_rdma_enter_release;
+			f->exit_prog = p->rdma->progs.fr_rdma_exit;
+			f = &p->rdma_dp_family;
+			uprobe_family_init(f);
+			f->name = "rdma";
+			f->bit = PROBE_RDMA;
+			f->probe = FR_PROBE_RDMA;
+			f->entry_progs[0] = p->rdma->progs.fr_rdma_dp_enter;
+			f->exit_prog = p->rdma->progs.fr_rdma_dp_exit;
+			p->loaded |= PROBE_RDMA;
+		}
+	}
 	if (o->step_marker) {
 		p->step = fr_step_bpf__open();
 		err = p->step ? 0 : -errno;
@@ -292,6 +326,11 @@ void bpf_probes_destroy(struct bpf_probes *p)
 	p->nccl = NULL;
 	fr_step_bpf__destroy(p->step);
 	p->step = NULL;
+	if (p->rdma) {
+		uprobe_family_destroy(&p->rdma_dp_family);
+		fr_rdma_bpf__destroy(p->rdma);
+		p->rdma = NULL;
+	}
 	fr_syscalls_bpf__destroy(p->sys);
 	fr_cpu_bpf__destroy(p->cpu);
 	fr_proc_bpf__destroy(p->proc);
@@ -343,4 +382,19 @@ void bpf_probes_drops(const struct bpf_probes *p, uint64_t out[FR_PROBE_MAX])
 			out[k] += vals[c];
 	}
 	free(vals);
+}
+
+uint64_t bpf_probes_rdma_empty_polls(const struct bpf_probes *p)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals, total = 0;
+	uint32_t zero = 0;
+
+	if (!p->rdma || ncpu <= 0 || !(vals = calloc((size_t)ncpu, sizeof(*vals))))
+		return 0;
+	if (!bpf_map_lookup_elem(bpf_map__fd(p->rdma->maps.fr_rdma_empty_polls), &zero, vals))
+		for (int c = 0; c < ncpu; c++)
+			total += vals[c];
+	free(vals);
+	return total;
 }

@@ -19,6 +19,7 @@ struct fr_syscalls_bpf;
 struct fr_cuda_bpf;
 struct fr_nccl_bpf;
 struct fr_step_bpf;
+struct fr_rdma_bpf;
 struct bpf_link;
 
 struct bpf_probes {
@@ -28,6 +29,7 @@ struct bpf_probes {
 	struct fr_cuda_bpf *cuda;
 	struct fr_nccl_bpf *nccl;
 	struct fr_step_bpf *step;
+	struct fr_rdma_bpf *rdma;
 	struct bpf_link **cpu_links;
 	int n_cpu_links;
 	/* library families: attached to files as they are found */
@@ -36,6 +38,8 @@ struct bpf_probes {
 	struct uprobe_family cuda_family;
 	struct uprobe_family nccl_family;
 	struct uprobe_family step_family;
+	struct uprobe_family rdma_family;
+	struct uprobe_family rdma_dp_family; /* data path: attached by offset */
 	struct uprobe_spec step_spec;
 	unsigned loaded;   /* enum probe_bits that loaded */
 	unsigned attached; /* enum probe_bits that attached (or wait for a library) */
@@ -61,5 +65,7 @@ uint32_t bpf_probes_pid_state(const struct bpf_probes *p, uint32_t pid);
 void bpf_probes_forget_pid(struct bpf_probes *p, uint32_t pid);
 /* Sum over CPUs of the per-probe ring reserve failures. */
 void bpf_probes_drops(const struct bpf_probes *p, uint64_t out[FR_PROBE_MAX]);
+/* poll_cq calls that returned no completion (counted in the kernel). */
+uint64_t bpf_probes_rdma_empty_polls(const struct bpf_probes *p);
 
 #endif

@@ -125,8 +125,10 @@ static int on_event(void *ctx, void *data, size_t size)
 		memcpy((char *)out + FR_EV_STACK_ID_OFFSET, &stack_id, sizeof(stack_id));
 	frec_builder_commit(d->builder, c->ts_ns);
 	atomic_fetch_add_explicit(&d->events[probe_of(c->h.type)], 1, memory_order_relaxed);
-	if (c->h.type >= FR_EV_PROC_FORK && c->h.type <= FR_EV_PROC_EXIT && d->on_proc)
-		d->on_proc(d->on_proc_ctx, (const struct fr_ev_proc *)data);
+	if (d->on_proc && ((c->h.type >= FR_EV_PROC_FORK && c->h.type <= FR_EV_PROC_EXIT) ||
+			   (c->h.type == FR_EV_RDMA_CTRL &&
+			    ((const struct fr_ev_rdma_ctrl *)data)->func == FR_RDMA_OPS)))
+		d->on_proc(d->on_proc_ctx, c);
 	return 0;
 }
 

@@ -16,7 +16,8 @@
 
 struct ring_buffer;
 
-typedef void (*drain_proc_cb)(void *ctx, const struct fr_ev_proc *ev);
+/* Process events and RDMA ops-table reports go to the tracking thread too. */
+typedef void (*drain_proc_cb)(void *ctx, const struct fr_ev_common *ev);
 
 struct drain {
 	struct ring_buffer *rb;

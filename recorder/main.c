@@ -84,6 +84,7 @@ struct recording {
 	struct proc_track track;
 	struct launch child;
 	struct lib_attach libs;
+	struct rdma_counters rdma_counters;
 	bool drain_running, track_running, track_open;
 };
 
@@ -120,6 +121,11 @@ static void collect_stats(void *ctx, struct fr_probe_stats *out, uint32_t *n,
 		STAT("cuda", atomic_load(&r->drain.events[FR_PROBE_CUDA]), drops[FR_PROBE_CUDA]);
 	if (r->probes.attached & PROBE_NCCL)
 		STAT("nccl", atomic_load(&r->drain.events[FR_PROBE_NCCL]), drops[FR_PROBE_NCCL]);
+	if (r->probes.attached & PROBE_RDMA) {
+		STAT("rdma", atomic_load(&r->drain.events[FR_PROBE_RDMA]), drops[FR_PROBE_RDMA]);
+		/* not drops: poll_cq calls that found nothing, only counted */
+		STAT("rdma_idle_polls", bpf_probes_rdma_empty_polls(&r->probes), 0);
+	}
 	if (r->probes.step)
 		STAT("step", atomic_load(&r->drain.events[FR_PROBE_STEP]), drops[FR_PROBE_STEP]);
 	STAT("mmap", atomic_load(&r->track.mappings), atomic_load(&r->track.mmap_lost));
@@ -267,7 +273,8 @@ static int finish(struct recording *r, uint64_t start_ns)
 		human_bytes((uint64_t)st.st_size, size, sizeof(size));
 		fprintf(stderr, "flightrec: wrote %s: ", r->opts.output);
 		for (uint32_t i = 0; i < n; i++) {
-			if (!strcmp(probes[i].name, "writer") || !strcmp(probes[i].name, "mmap"))
+			if (!strcmp(probes[i].name, "writer") || !strcmp(probes[i].name, "mmap") ||
+			    !strcmp(probes[i].name, "rdma_idle_polls"))
 				continue;
 			total += probes[i].events;
 		}
@@ -364,6 +371,12 @@ static int cmd_record(int argc, char **argv)
 	lib_attach_init(&r->libs, &r->probes, o->quiet);
 	r->track.new_file_fn = on_new_file;
 	r->track.new_file_ctx = &r->libs;
+	r->track.quiet = o->quiet;
+	if (r->probes.loaded & PROBE_RDMA) {
+		r->track.rdma_dp = &r->probes.rdma_dp_family;
+		if (rdma_counters_open(&r->rdma_counters, o->rdma_counters_dir) == 0)
+			r->track.rdma_counters = &r->rdma_counters;
+	}
 
 	if (o->command) {
 		int err = launch_prepare(&r->child, o->command);

@@ -52,6 +52,14 @@ void record_usage(FILE *out)
 "                                    that are not seen)\n"
 "                          nccl      NCCL collectives, point-to-point, groups and\n"
 "                                    communicator calls, in every libnccl mapped\n"
+"                          rdma      verbs control path (open device, create/modify/\n"
+"                                    destroy QP, register MR, create CQ) and data\n"
+"                                    path: every work request posted and every\n"
+"                                    completion, found through the provider\n"
+"                                    functions in a live context's ops table;\n"
+"                                    empty polls are only counted\n"
+"      --rdma-counters DIR  sample port counters under DIR every second\n"
+"                        (default /sys/class/infiniband)\n"
 "      --step-marker SYM call of function SYM (in any file the target maps)\n"
 "                        marks the start of a training step\n"
 "      --lib NAME=PATH   also attach family NAME (cuda) to the library PATH\n"
@@ -92,6 +100,7 @@ enum {
 	OPT_LIB,
 	OPT_LAUNCH_STACK_EVERY,
 	OPT_STEP_MARKER,
+	OPT_RDMA_COUNTERS,
 };
 
 
@@ -111,8 +120,8 @@ static int parse_uint(const char *s, const char *what, unsigned long max,
 }
 
 /* Families this build can record; the others are named but refused. */
-#define PROBES_AVAILABLE (PROBE_CPU | PROBE_SYSCALLS | PROBE_CUDA | PROBE_NCCL)
-#define PROBES_AVAILABLE_TEXT "cpu,syscalls,cuda,nccl"
+#define PROBES_AVAILABLE (PROBE_CPU | PROBE_SYSCALLS | PROBE_CUDA | PROBE_NCCL | PROBE_RDMA)
+#define PROBES_AVAILABLE_TEXT "cpu,syscalls,cuda,nccl,rdma"
 
 const char *probe_bit_name(unsigned bit)
 {
@@ -178,7 +187,7 @@ static int parse_lib(const char *arg, struct record_opts *o)
 	bit = probe_bit_of(name);
 	if (!(bit & (PROBE_CUDA | PROBE_NCCL | PROBE_RDMA)) || !(bit & PROBES_AVAILABLE)) {
 		fprintf(stderr, "flightrec: --lib %s: NAME must be a library probe family "
-			"available in this build (cuda, nccl)\n", name);
+			"available in this build (cuda, nccl, rdma)\n", name);
 		return -1;
 	}
 	if (o->n_libs == MAX_LIBS) {
@@ -236,6 +245,7 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		{"lib", required_argument, 0, OPT_LIB},
 		{"launch-stack-every", required_argument, 0, OPT_LAUNCH_STACK_EVERY},
 		{"step-marker", required_argument, 0, OPT_STEP_MARKER},
+		{"rdma-counters", required_argument, 0, OPT_RDMA_COUNTERS},
 		{"verbose", no_argument, 0, 'v'},
 		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
@@ -248,6 +258,7 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 	o->freq_hz = 99;
 	o->probes = PROBES_AVAILABLE;
 	o->launch_stack_every = 64;
+	o->rdma_counters_dir = "/sys/class/infiniband";
 	o->syscall_stacks = true;
 	o->ring_mib = 64;
 	o->codec = FR_CODEC_ZSTD;
@@ -361,6 +372,9 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_STEP_MARKER:
 			o->step_marker = optarg;
+			break;
+		case OPT_RDMA_COUNTERS:
+			o->rdma_counters_dir = optarg;
 			break;
 		case 'v':
 			o->verbose = true;

@@ -41,6 +41,7 @@ struct record_opts {
 	struct lib_opt libs[MAX_LIBS];
 	int n_libs;
 	const char *step_marker;   /* --step-marker SYMBOL */
+	const char *rdma_counters_dir; /* --rdma-counters DIR */
 	bool verbose;
 	bool quiet;
 	/* targets: exactly one of these */

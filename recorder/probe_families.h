@@ -10,5 +10,7 @@ extern const struct uprobe_spec cuda_specs[];
 extern const size_t n_cuda_specs;
 extern const struct uprobe_spec nccl_specs[];
 extern const size_t n_nccl_specs;
+extern const struct uprobe_spec rdma_specs[];
+extern const size_t n_rdma_specs;
 
 #endif

@@ -1,5 +1,6 @@
 /* Process, thread and mapping tracking (see proc_track.h). */
 #include "proc_track.h"
+#include "rdma_datapath.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -469,9 +470,19 @@ static void write_stats(struct proc_track *t)
 
 /* ---- pending process events --------------------------------------------- */
 
-void proc_track_notify(void *ctx, const struct fr_ev_proc *ev)
+void proc_track_notify(void *ctx, const struct fr_ev_common *c)
 {
 	struct proc_track *t = ctx;
+	struct pending_pid p = {.type = c->h.type, .pid = c->pid, .ts_ns = c->ts_ns};
+
+	if (c->h.type == FR_EV_RDMA_CTRL) {
+		const struct fr_ev_rdma_ctrl *r = (const void *)c;
+		p.addrs[0] = r->addr;
+		p.addrs[1] = r->length;
+		p.addrs[2] = r->obj;
+	} else {
+		p.ppid = ((const struct fr_ev_proc *)c)->ppid;
+	}
 	pthread_mutex_lock(&t->lock);
 	if (t->n_pending == t->cap_pending) {
 		size_t cap = t->cap_pending ? t->cap_pending * 2 : 64;
@@ -483,8 +494,7 @@ void proc_track_notify(void *ctx, const struct fr_ev_proc *ev)
 		t->pending = p;
 		t->cap_pending = cap;
 	}
-	t->pending[t->n_pending++] = (struct pending_pid){
-		.type = ev->c.h.type, .pid = ev->c.pid, .ppid = ev->ppid, .ts_ns = ev->c.ts_ns};
+	t->pending[t->n_pending++] = p;
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -503,7 +513,11 @@ static void handle_pending(struct proc_track *t)
 
 	for (size_t i = 0; i < n; i++) {
 		struct pending_pid *p = &batch[i];
-		if (p->type == FR_EV_PROC_EXIT) {
+		if (p->type == FR_EV_RDMA_CTRL) {
+			if (t->rdma_dp)
+				rdma_datapath_attach(t->rdma_dp, t->dsos, t->builder, p->pid, p->addrs,
+						     t->quiet);
+		} else if (p->type == FR_EV_PROC_EXIT) {
 			if (t->cgroup_v2_path)
 				continue;
 			if (t->n_forget == t->cap_forget) {
@@ -547,6 +561,8 @@ static void *track_main(void *arg)
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 		if (now - t->last_tick_ns >= 1000000000ull) {
 			sym_collector_flush(t->syms, t->builder, false);
+			if (t->rdma_counters)
+				rdma_counters_sample(t->rdma_counters, t->builder);
 			proc_track_write_clock(t);
 			write_stats(t);
 			frec_builder_flush(t->builder);

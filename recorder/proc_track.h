@@ -17,6 +17,8 @@
 #include "events.h"
 #include "frec_writer.h"
 #include "sym_collector.h"
+#include "rdma_counters.h"
+#include "uprobe_family.h"
 
 /* A file a traced process mapped for the first time (library discovery). */
 typedef void (*track_new_file_fn)(void *ctx, struct frec_builder *b, uint32_t pid,
@@ -30,6 +32,7 @@ struct pending_pid {
 	uint32_t pid;
 	uint32_t ppid;
 	uint64_t ts_ns;  /* of the event */
+	uint64_t addrs[3]; /* FR_EV_RDMA_CTRL (ops table): post_send, post_recv, poll_cq */
 	uint64_t due_ns; /* for forgetting exited pids */
 };
 
@@ -44,6 +47,9 @@ struct proc_track {
 	void *stats_ctx;
 	track_new_file_fn new_file_fn;
 	void *new_file_ctx;
+	struct uprobe_family *rdma_dp;     /* NULL without the rdma probes */
+	struct rdma_counters *rdma_counters; /* NULL when not sampling */
+	bool quiet;
 	int64_t realtime_offset_ns; /* test hook: shifts realtime anchors */
 	const char *cgroup_v2_path; /* cgroup mode: path relative to the v2 root */
 
@@ -71,7 +77,7 @@ int proc_track_start(struct proc_track *t);
  * from /proc/PID/maps.  Used for --pid/--cgroup targets at start. */
 void proc_track_add_existing(struct proc_track *t, uint32_t pid);
 /* Called by the drain thread for every process event. */
-void proc_track_notify(void *ctx, const struct fr_ev_proc *ev);
+void proc_track_notify(void *ctx, const struct fr_ev_common *ev);
 /* Joins, then writes the last symbols, clock anchor and stats record. */
 void proc_track_stop(struct proc_track *t);
 void proc_track_close(struct proc_track *t);

@@ -36,10 +36,10 @@ static int keep_link(struct uprobe_family *f, struct bpf_link *l)
 	return 0;
 }
 
-static bool seen_file(struct uprobe_family *f, uint64_t dev, uint64_t ino)
+static bool seen_file(struct uprobe_family *f, uint64_t dev, uint64_t ino, uint64_t offset)
 {
 	for (size_t i = 0; i < f->n_files; i++)
-		if (f->files[i].dev == dev && f->files[i].ino == ino)
+		if (f->files[i].dev == dev && f->files[i].ino == ino && f->files[i].offset == offset)
 			return true;
 	if (f->n_files == f->cap_files) {
 		size_t cap = f->cap_files ? f->cap_files * 2 : 16;
@@ -49,7 +49,7 @@ static bool seen_file(struct uprobe_family *f, uint64_t dev, uint64_t ino)
 		f->files = n;
 		f->cap_files = cap;
 	}
-	f->files[f->n_files++] = (struct attached_file){dev, ino};
+	f->files[f->n_files++] = (struct attached_file){dev, ino, offset};
 	return false;
 }
 
@@ -86,7 +86,7 @@ int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
 		return -1;
 	}
 	pthread_mutex_lock(&f->lock);
-	if (seen_file(f, st.st_dev, st.st_ino)) {
+	if (seen_file(f, st.st_dev, st.st_ino, 0)) {
 		pthread_mutex_unlock(&f->lock);
 		close(fd);
 		*already = true;
@@ -157,6 +157,51 @@ int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
 	free(offsets);
 	free(code);
 	return 0;
+}
+
+int uprobe_family_attach_offset(struct uprobe_family *f, const char *path, uint64_t offset,
+				uint64_t cookie, int entry, struct attach_result *res)
+{
+	struct stat st;
+	uint8_t code[8] = {0};
+	int fd, ret = 0;
+
+	memset(res, 0, sizeof(*res));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		snprintf(res->error, sizeof(res->error), "cannot open %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (pread(fd, code, sizeof(code), (off_t)offset) != (ssize_t)sizeof(code))
+		memset(code, 0, sizeof(code));
+	close(fd);
+	pthread_mutex_lock(&f->lock);
+	if (seen_file(f, st.st_dev, st.st_ino, offset + 1)) {
+		pthread_mutex_unlock(&f->lock);
+		return 1;
+	}
+	res->found = 1;
+	struct bpf_link *in = attach_one(f->entry_progs[entry], path, offset, cookie, false);
+	struct bpf_link *out = in && f->exit_prog ?
+		attach_one(f->exit_prog, path, offset, cookie, true) : NULL;
+	if (!in || (f->exit_prog && !out)) {
+		snprintf(res->error, sizeof(res->error), "cannot attach at offset 0x%llx: %s",
+			 (unsigned long long)offset, strerror(errno));
+		ret = -1;
+	} else {
+		res->attached = 1;
+		f->functions_attached++;
+		if (!uprobe_insn_emulated(code))
+			res->single_stepped = 1;
+	}
+	if (in)
+		keep_link(f, in);
+	if (out)
+		keep_link(f, out);
+	pthread_mutex_unlock(&f->lock);
+	return ret;
 }
 
 void uprobe_family_detach(struct uprobe_family *f)

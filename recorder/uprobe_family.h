@@ -44,7 +44,7 @@ struct uprobe_family {
 	struct bpf_program *exit_prog;
 
 	pthread_mutex_t lock;
-	struct attached_file { uint64_t dev, ino; } *files;
+	struct attached_file { uint64_t dev, ino, offset; } *files; /* offset 0: whole file */
 	size_t n_files, cap_files;
 	struct bpf_link **links;
 	size_t n_links, cap_links;
@@ -57,6 +57,13 @@ void uprobe_family_init(struct uprobe_family *f);
  * (res->found == 0: nothing of this family in it), -1 when it is not ELF. */
 int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
 			      struct attach_result *res, bool *already);
+/* Attaches entry_progs[entry] (and exit_prog) at one file offset with the
+ * given cookie, once per (file, offset).  For functions without a symbol,
+ * found through a live process (the verbs provider's data path).  0 when
+ * attached now, 1 when it already was, -1 on failure (res->error). */
+int uprobe_family_attach_offset(struct uprobe_family *f, const char *path, uint64_t offset,
+				uint64_t cookie, int entry, struct attach_result *res);
+
 /* Detaches everything (links destroyed). */
 void uprobe_family_detach(struct uprobe_family *f);
 void uprobe_family_destroy(struct uprobe_family *f);

@@ -1,0 +1,329 @@
+/* The rdma probe family.  Control path: the exported libibverbs calls
+ * (open_device, create/modify/destroy qp, reg/dereg mr, create cq).  Data
+ * path: ibv_post_send/post_recv/poll_cq are static inline in verbs.h and
+ * jump through context->ops into the provider (libmlx5...), which exports
+ * nothing: at open_device/create_qp return this program reports the ops
+ * table (FR_RDMA_OPS), and the recorder attaches the data-path programs at
+ * those addresses.  One event per work request posted and per completion
+ * returned; empty polls (a proxy thread busy-polls millions of times a
+ * second) only bump a counter. */
+#include "uprobe_common.bpf.h"
+#include "verbs_abi.h"
+
+#define MAX_WR 16   /* work requests walked per post call */
+#define MAX_SGE 8   /* SGEs summed per work request */
+#define MAX_WC 32   /* completions reported per poll */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct call_key);
+	__type(value, struct call_state);
+} fr_rdma_calls SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} fr_rdma_empty_polls SEC(".maps");
+
+struct ctrl_raw {
+	struct fr_ev_rdma_ctrl ev;
+	struct fr_raw_stack stack;
+};
+
+static __always_inline __u32 read_u32(__u64 addr)
+{
+	__u32 v = 0;
+	if (addr)
+		bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+static __always_inline int save(struct pt_regs *ctx, bool modify)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_key k;
+	struct call_state st;
+
+	if (!fr_is_traced(id >> 32))
+		return 0;
+	k = call_key_of(ctx, id);
+	save_args(ctx, &st);
+	if (modify) {
+		/* the remote end, read from the attr argument before the call */
+		__u64 ah = st.arg[1] + VERBS_QP_ATTR_AH_ATTR;
+		bpf_probe_read_user(&st.extra[0], 16, (void *)ah);
+	}
+	bpf_map_update_elem(&fr_rdma_calls, &k, &st, BPF_ANY);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(fr_rdma_enter)
+{
+	return save(ctx, false);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(fr_rdma_enter_modify)
+{
+	return save(ctx, true);
+}
+
+static __always_inline void emit_ops(__u64 id, __u64 context)
+{
+	struct fr_ev_rdma_ctrl *e;
+	__u64 ops = context + VERBS_CONTEXT_OPS;
+
+	if (!context)
+		return;
+	e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+	if (!e) {
+		fr_count_drop(FR_PROBE_RDMA);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	fr_fill_common(&e->c, FR_EV_RDMA_CTRL, sizeof(*e), 0, id);
+	e->func = FR_RDMA_OPS;
+	e->ptr = context;
+	e->addr = read_user_u64(ops + VERBS_OPS_POST_SEND);
+	e->length = read_user_u64(ops + VERBS_OPS_POST_RECV);
+	e->obj = read_user_u64(ops + VERBS_OPS_POLL_CQ);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(fr_rdma_exit)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct call_key k = call_key_of(ctx, id);
+	struct call_state *st = bpf_map_lookup_elem(&fr_rdma_calls, &k);
+	struct ctrl_raw *e;
+	__u16 func = cookie & 0xffff;
+	__u64 rc = PT_REGS_RC(ctx);
+	__u64 ops_context = 0;
+
+	if (!st)
+		return 0;
+	e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+	if (!e) {
+		fr_count_drop(FR_PROBE_RDMA);
+		bpf_map_delete_elem(&fr_rdma_calls, &k);
+		return 0;
+	}
+	__builtin_memset(&e->ev, 0, sizeof(e->ev));
+	fr_fill_common(&e->ev.c, FR_EV_RDMA_CTRL, sizeof(*e), FR_RECF_RAW_STACK, id);
+	e->ev.c.ts_ns = st->ts_ns;
+	e->ev.func = func;
+	e->ev.duration_ns = bpf_ktime_get_ns() - st->ts_ns;
+	const __u64 *a = st->arg;
+	switch (func) {
+	case FR_RDMA_OPEN_DEVICE:
+		e->ev.ptr = rc;
+		e->ev.result = rc ? 0 : -1;
+		ops_context = rc;
+		break;
+	case FR_RDMA_CREATE_QP: case FR_RDMA_CREATE_QP_EX:
+		e->ev.ptr = rc;
+		e->ev.obj = a[0];
+		e->ev.result = rc ? 0 : -1;
+		e->ev.qp_num = read_u32(rc ? rc + VERBS_QP_QP_NUM : 0);
+		ops_context = read_user_u64(rc ? rc + VERBS_QP_CONTEXT : 0);
+		break;
+	case FR_RDMA_MODIFY_QP: {
+		__u64 attr = a[1];
+		e->ev.result = (__s32)rc;
+		e->ev.ptr = a[0];
+		e->ev.qp_num = read_u32(a[0] + VERBS_QP_QP_NUM);
+		e->ev.attr_mask = (__u32)a[2];
+		e->ev.qp_state = read_u32(attr + VERBS_QP_ATTR_QP_STATE);
+		if (e->ev.qp_state == VERBS_QPS_RTR) {
+			__u16 dlid = 0;
+			__u8 port = 0;
+			e->ev.dest_qp_num = read_u32(attr + VERBS_QP_ATTR_DEST_QP_NUM);
+			e->ev.path_mtu = read_u32(attr + VERBS_QP_ATTR_PATH_MTU);
+			bpf_probe_read_user(&dlid, 2, (void *)(attr + VERBS_QP_ATTR_AH_ATTR + VERBS_AH_ATTR_DLID));
+			bpf_probe_read_user(&port, 1, (void *)(attr + VERBS_QP_ATTR_AH_ATTR + VERBS_AH_ATTR_PORT_NUM));
+			e->ev.dlid = dlid;
+			e->ev.port_num = port;
+			__builtin_memcpy(e->ev.gid, st->extra, 16);
+		}
+		break;
+	}
+	case FR_RDMA_DESTROY_QP:
+		e->ev.result = (__s32)rc;
+		e->ev.ptr = a[0];
+		e->ev.qp_num = (__u32)st->extra[0];
+		break;
+	case FR_RDMA_REG_MR: case FR_RDMA_REG_DMABUF_MR:
+		e->ev.ptr = rc;
+		e->ev.obj = a[0];
+		e->ev.result = rc ? 0 : -1;
+		e->ev.addr = a[1];
+		e->ev.length = a[2];
+		/* ibv_reg_mr(pd, addr, len, access); _iova2 and dmabuf move access */
+		e->ev.access = (__u32)((cookie >> 32) == 2 ? a[5] : (cookie >> 32) == 1 ? a[4] : a[3]);
+		if (rc) {
+			e->ev.lkey = read_u32(rc + VERBS_MR_LKEY);
+			e->ev.rkey = read_u32(rc + VERBS_MR_RKEY);
+		}
+		break;
+	case FR_RDMA_DEREG_MR:
+		e->ev.result = (__s32)rc;
+		e->ev.ptr = a[0];
+		e->ev.lkey = (__u32)st->extra[0];
+		break;
+	case FR_RDMA_CREATE_CQ:
+		e->ev.ptr = rc;
+		e->ev.obj = a[0];
+		e->ev.length = a[1];
+		e->ev.result = rc ? 0 : -1;
+		break;
+	default:
+		break;
+	}
+	bpf_map_delete_elem(&fr_rdma_calls, &k);
+	fr_capture_stack(ctx, &e->stack, false);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	if (ops_context)
+		emit_ops(id, ops_context);
+	return 0;
+}
+
+/* destroy_qp and dereg_mr: the object is gone at return; read it now */
+SEC("uprobe")
+int BPF_KPROBE(fr_rdma_enter_release)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_key k;
+	struct call_state st;
+	__u16 func;
+
+	if (!fr_is_traced(id >> 32))
+		return 0;
+	k = call_key_of(ctx, id);
+	func = k.cookie_lo & 0xffff;
+	save_args(ctx, &st);
+	if (func == FR_RDMA_DESTROY_QP)
+		st.extra[0] = read_u32(st.arg[0] + VERBS_QP_QP_NUM);
+	else
+		st.extra[0] = read_u32(st.arg[0] + VERBS_MR_LKEY);
+	bpf_map_update_elem(&fr_rdma_calls, &k, &st, BPF_ANY);
+	return 0;
+}
+
+/* ---- data path ----------------------------------------------------------- */
+
+SEC("uprobe")
+int BPF_KPROBE(fr_rdma_dp_enter)
+{
+	return save(ctx, false);
+}
+
+static __always_inline void post_walk(__u64 id, const struct call_state *st, bool recv,
+				      __s32 result)
+{
+	__u64 wr = st->arg[1];
+	__u64 bad = result ? read_user_u64(st->arg[2]) : 0;
+	__u32 qp_num = read_u32(st->arg[0] + VERBS_QP_QP_NUM);
+	bool failed = false;
+
+	for (int i = 0; i < MAX_WR && wr; i++) {
+		struct fr_ev_rdma_post *e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+		__u64 sg = read_user_u64(wr + (recv ? VERBS_RECV_WR_SG_LIST : VERBS_SEND_WR_SG_LIST));
+		__s32 num_sge = (__s32)read_u32(wr + (recv ? VERBS_RECV_WR_NUM_SGE : VERBS_SEND_WR_NUM_SGE));
+		__u64 bytes = 0;
+
+		if (!e) {
+			fr_count_drop(FR_PROBE_RDMA);
+			return;
+		}
+		for (int s = 0; s < MAX_SGE; s++) {
+			if (s >= num_sge)
+				break;
+			bytes += read_u32(sg + s * VERBS_SGE_SIZE + VERBS_SGE_LENGTH);
+		}
+		if (bad && wr == bad)
+			failed = true;
+		fr_fill_common(&e->c, FR_EV_RDMA_POST, sizeof(*e), 0, id);
+		e->c.ts_ns = st->ts_ns;
+		e->wr_id = read_user_u64(wr);
+		e->bytes = bytes;
+		e->qp_num = qp_num;
+		e->num_sge = num_sge > 0 ? (__u16)num_sge : 0;
+		e->wr_index = (__u16)i;
+		e->result = result;
+		e->_pad = 0;
+		e->_pad2 = 0;
+		if (recv) {
+			e->opcode = 0;
+			e->flags = FR_RDMA_POST_RECV;
+		} else {
+			e->opcode = read_u32(wr + VERBS_SEND_WR_OPCODE);
+			e->flags = (read_u32(wr + VERBS_SEND_WR_SEND_FLAGS) & VERBS_SEND_SIGNALED) ?
+					   FR_RDMA_POST_SIGNALED : 0;
+		}
+		if (failed)
+			e->flags |= FR_RDMA_POST_FAILED;
+		wr = read_user_u64(wr + (recv ? VERBS_RECV_WR_NEXT : VERBS_SEND_WR_NEXT));
+		if (i == MAX_WR - 1 && wr)
+			e->flags |= FR_RDMA_POST_TRUNCATED;
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	}
+}
+
+static __always_inline void poll_report(__u64 id, const struct call_state *st, int n)
+{
+	__u64 wc = st->arg[2];
+
+	for (int i = 0; i < MAX_WC; i++) {
+		if (i >= n)
+			break;
+		struct fr_ev_rdma_cqe *e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+		__u64 w = wc + (__u64)i * VERBS_WC_SIZE;
+		if (!e) {
+			fr_count_drop(FR_PROBE_RDMA);
+			return;
+		}
+		fr_fill_common(&e->c, FR_EV_RDMA_CQE, sizeof(*e), 0, id);
+		e->wr_id = read_user_u64(w);
+		e->status = read_u32(w + VERBS_WC_STATUS);
+		e->opcode = read_u32(w + VERBS_WC_OPCODE);
+		e->byte_len = read_u32(w + VERBS_WC_BYTE_LEN);
+		e->qp_num = read_u32(w + VERBS_WC_QP_NUM);
+		e->src_qp = read_u32(w + VERBS_WC_SRC_QP);
+		e->vendor_err = read_u32(w + VERBS_WC_VENDOR_ERR);
+		e->cq = st->arg[0];
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	}
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(fr_rdma_dp_exit)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_key k = call_key_of(ctx, id);
+	struct call_state *st = bpf_map_lookup_elem(&fr_rdma_calls, &k);
+	__u16 func = k.cookie_lo & 0xffff;
+	int rc = (int)PT_REGS_RC(ctx);
+
+	if (!st)
+		return 0;
+	if (func == RDMA_DP_POLL_CQ) {
+		if (rc <= 0) {
+			__u32 zero = 0;
+			__u64 *n = bpf_map_lookup_elem(&fr_rdma_empty_polls, &zero);
+			if (n)
+				*n += 1;
+		} else {
+			poll_report(id, st, rc);
+		}
+	} else {
+		post_walk(id, st, func == RDMA_DP_POST_RECV, rc);
+	}
+	bpf_map_delete_elem(&fr_rdma_calls, &k);
+	return 0;
+}

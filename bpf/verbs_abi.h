@@ -1,0 +1,52 @@
+/* Offsets of the rdma-core verbs structures the rdma probes read
+ * (<infiniband/verbs.h>, a stable ABI).  BPF code has no verbs header, so
+ * they are spelled out here; recorder/verbs_abi_check.c asserts each one
+ * against the real header at build time. */
+#ifndef FLIGHTREC_VERBS_ABI_H
+#define FLIGHTREC_VERBS_ABI_H
+
+#define VERBS_CONTEXT_OPS 8          /* struct ibv_context.ops */
+#define VERBS_OPS_POLL_CQ 88         /* struct ibv_context_ops.poll_cq */
+#define VERBS_OPS_POST_SEND 200      /* .post_send */
+#define VERBS_OPS_POST_RECV 208      /* .post_recv */
+#define VERBS_QP_CONTEXT 0           /* struct ibv_qp.context */
+#define VERBS_QP_QP_NUM 52           /* struct ibv_qp.qp_num */
+#define VERBS_SEND_WR_WR_ID 0        /* struct ibv_send_wr */
+#define VERBS_SEND_WR_NEXT 8
+#define VERBS_SEND_WR_SG_LIST 16
+#define VERBS_SEND_WR_NUM_SGE 24
+#define VERBS_SEND_WR_OPCODE 28
+#define VERBS_SEND_WR_SEND_FLAGS 32
+#define VERBS_RECV_WR_WR_ID 0        /* struct ibv_recv_wr */
+#define VERBS_RECV_WR_NEXT 8
+#define VERBS_RECV_WR_SG_LIST 16
+#define VERBS_RECV_WR_NUM_SGE 24
+#define VERBS_SGE_LENGTH 8           /* struct ibv_sge.length */
+#define VERBS_SGE_SIZE 16
+#define VERBS_WC_SIZE 48             /* struct ibv_wc */
+#define VERBS_WC_STATUS 8
+#define VERBS_WC_OPCODE 12
+#define VERBS_WC_VENDOR_ERR 16
+#define VERBS_WC_BYTE_LEN 20
+#define VERBS_WC_QP_NUM 28
+#define VERBS_WC_SRC_QP 32
+#define VERBS_QP_ATTR_QP_STATE 0     /* struct ibv_qp_attr */
+#define VERBS_QP_ATTR_PATH_MTU 8
+#define VERBS_QP_ATTR_DEST_QP_NUM 28
+#define VERBS_QP_ATTR_AH_ATTR 56     /* struct ibv_ah_attr: grh.dgid at 0 */
+#define VERBS_AH_ATTR_DLID 24
+#define VERBS_AH_ATTR_PORT_NUM 30
+#define VERBS_MR_ADDR 16             /* struct ibv_mr */
+#define VERBS_MR_LENGTH 24
+#define VERBS_MR_LKEY 36
+#define VERBS_MR_RKEY 40
+#define VERBS_SEND_SIGNALED 2        /* IBV_SEND_SIGNALED */
+#define VERBS_QPS_RTR 2              /* IBV_QPS_RTR */
+#define VERBS_QP_STATE_MASK 1        /* IBV_QP_STATE */
+
+/* Cookie function ids of the data-path probes, attached at the provider
+ * functions found in a context's ops table (not event types). */
+#define RDMA_DP_POST_SEND 100
+#define RDMA_DP_POST_RECV 101
+#define RDMA_DP_POLL_CQ 102
+#endif

@@ -1,0 +1,21 @@
+/* Attaching the verbs data path (post_send, post_recv, poll_cq) of a
+ * process at the provider functions its context's ops table points to.
+ * The addresses come from the BPF side (FR_RDMA_OPS events); each is mapped
+ * to its file and offset through the process's mappings and probed once
+ * per file+offset, for every process using that provider. */
+#ifndef FLIGHTREC_RDMA_DATAPATH_H
+#define FLIGHTREC_RDMA_DATAPATH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dso_table.h"
+#include "frec_writer.h"
+#include "uprobe_family.h"
+
+/* addrs: post_send, post_recv, poll_cq as read from the ops table. */
+void rdma_datapath_attach(struct uprobe_family *dp, struct dso_table *dsos,
+			  struct frec_builder *b, uint32_t pid, const uint64_t addrs[3],
+			  bool quiet);
+
+#endif
