@@ -32,7 +32,7 @@ static void walk(struct rdma_counters *rc, counter_fn fn, void *ctx)
 			DIR *ctrs = opendir(path);
 			struct dirent *c;
 			while (ctrs && (c = readdir(ctrs))) {
-				char file[4352], name[600];
+				char file[4352], name[800];
 				unsigned long long v;
 				if (c->d_name[0] == '.')
 					continue;
