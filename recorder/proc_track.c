@@ -188,6 +188,53 @@ static void write_threads(struct proc_track *t, uint32_t pid, uint64_t now)
 	closedir(dir);
 }
 
+/* Launcher variables worth keeping: rank identity and placement. */
+static const char *const env_keys[] = {
+	"RANK=", "LOCAL_RANK=", "WORLD_SIZE=", "LOCAL_WORLD_SIZE=", "GROUP_RANK=",
+	"MASTER_ADDR=", "MASTER_PORT=", "CUDA_VISIBLE_DEVICES=", "OMPI_COMM_WORLD_RANK=",
+	"OMPI_COMM_WORLD_SIZE=", "SLURM_PROCID=", "SLURM_NTASKS=", "TORCHELASTIC_RUN_ID=",
+	"NCCL_SOCKET_IFNAME=", "NCCL_IB_HCA=",
+};
+
+/* FR_REC_PROC_ENV from /proc/PID/environ (as the process started). */
+static void write_env(struct proc_track *t, uint32_t pid, uint64_t now)
+{
+	static char env[65536];
+	char path[64], out[4096];
+	size_t out_len = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/environ", pid);
+	n = read_file(path, env, sizeof(env) - 1);
+	if (n <= 0)
+		return;
+	env[n] = 0;
+	for (char *v = env; v < env + n; v += strlen(v) + 1) {
+		for (size_t k = 0; k < sizeof(env_keys) / sizeof(env_keys[0]); k++) {
+			size_t kl = strlen(env_keys[k]), vl = strnlen(v, 512);
+			if (strncmp(v, env_keys[k], kl) || out_len + vl + 1 > sizeof(out))
+				continue;
+			memcpy(out + out_len, v, vl);
+			out[out_len + vl] = 0;
+			out_len += vl + 1;
+		}
+	}
+	if (!out_len)
+		return;
+	uint32_t size = FR_ALIGN8(sizeof(struct fr_rec_proc_env) + out_len);
+	struct fr_rec_proc_env *r = frec_builder_reserve(t->builder, size);
+	if (!r)
+		return;
+	memset(r, 0, size);
+	r->h.size = size;
+	r->h.type = FR_REC_PROC_ENV;
+	r->ts_ns = now;
+	r->pid = pid;
+	r->len = (uint32_t)out_len;
+	memcpy(r + 1, out, out_len);
+	frec_builder_commit(t->builder, now);
+}
+
 /* Process record from /proc; false when the process is already gone. */
 static bool write_process(struct proc_track *t, uint32_t pid, const char *fallback_comm)
 {
@@ -258,8 +305,10 @@ static bool write_process(struct proc_track *t, uint32_t pid, const char *fallba
 		memcpy(out + sizeof(p), cmdline, (size_t)cmd_len);
 		frec_builder_commit(t->builder, now);
 	}
-	if (n > 0)
+	if (n > 0) {
 		write_threads(t, pid, now);
+		write_env(t, pid, now);
+	}
 	return true;
 }
 
