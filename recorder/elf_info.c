@@ -112,13 +112,17 @@ static int add_sym(struct sym_builder *b, uint64_t offset, uint64_t size, const 
 	return 0;
 }
 
-static int cmp_sym(const void *a, const void *b)
+static int cmp_sym_named(const void *a, const void *b)
 {
 	const struct elf_sym *x = a, *y = b;
 	if (x->offset != y->offset)
 		return x->offset < y->offset ? -1 : 1;
-	/* prefer sized symbols at the same offset */
-	return (x->size < y->size) - (x->size > y->size);
+	if (x->size != y->size)
+		return (x->size < y->size) - (x->size > y->size);
+	size_t lx = strlen(x->name), ly = strlen(y->name);
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	return strcmp(x->name, y->name);
 }
 
 static void finish_syms(struct sym_builder *b, struct elf_symtab *out)
@@ -127,7 +131,7 @@ static void finish_syms(struct sym_builder *b, struct elf_symtab *out)
 
 	for (size_t i = 0; i < b->n; i++)
 		b->syms[i].name = b->names + (uintptr_t)b->syms[i].name;
-	qsort(b->syms, b->n, sizeof(*b->syms), cmp_sym);
+	qsort(b->syms, b->n, sizeof(*b->syms), cmp_sym_named);
 	for (size_t i = 0; i < b->n; i++) {
 		if (w && b->syms[w - 1].offset == b->syms[i].offset)
 			continue; /* one name per offset (aliases) */
