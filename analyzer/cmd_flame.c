@@ -1,20 +1,23 @@
 /* `flightrec-analyze flame`: a flame graph of one kind from one or many
  * traces, as folded stacks (flamegraph.pl, speedscope), SVG or HTML.
- * Not the model (model_cpu.c) nor the renderers (flame_tree.c,
+ * Not the models (model_cpu.c, model_mem.c) nor the renderers (flame_tree.c,
  * flame_render.c): this file parses options and connects them. */
 #include "cli.h"
 #include "commands.h"
 #include "flame_tree.h"
 #include "model_cpu.h"
+#include "model_mem.h"
 #include "trace_set.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char flame_help[] =
-	"usage: " CLI_PROG " flame FILE... [--kind cpu] [--pid PID]\n"
+	"usage: " CLI_PROG " flame FILE... [--kind cpu|mem-inuse|mem-alloc]\n"
+	"                         [--at peak|SECONDS] [--pid PID]\n"
 	"                         [--format folded|svg|html] [-o OUT]\n"
 	"\n"
 	"Build a flame graph from the traces (several files, one per node, are\n"
@@ -23,15 +26,23 @@ static const char flame_help[] =
 	"options:\n"
 	"  --kind KIND      what the graph counts (default cpu):\n"
 	"                     cpu        on-CPU samples per stack\n"
-	"                     mem-inuse  GPU bytes outstanding at --at (needs CUDA\n"
-	"                                allocation events; not recorded yet)\n"
-	"                     mem-alloc  GPU bytes allocated per stack (idem)\n"
+	"                     mem-inuse  GPU device bytes in use per allocation stack\n"
+	"                                at one instant (--at); needs CUDA\n"
+	"                                allocation events (probe cuda)\n"
+	"                     mem-alloc  GPU device bytes allocated per stack over\n"
+	"                                the whole recording\n"
 	"  --pid PID        only samples of process PID\n"
 	"  --format FMT     folded (default): one line per stack, root first,\n"
-	"                   frames joined by ';', a space, the sample count;\n"
+	"                   frames joined by ';', a space, the value (samples for\n"
+	"                   cpu, bytes for mem-*);\n"
 	"                   svg: interactive standalone SVG; html: a page holding it\n"
 	"  -o, --output OUT write to OUT instead of stdout\n"
-	"  --at peak|SECONDS  instant for mem-inuse\n"
+	"  --at peak|SECONDS  instant for mem-inuse (default peak): 'peak' is the\n"
+	"                   time of the largest total device bytes in use (each\n"
+	"                   file at its own peak); SECONDS counts from the start\n"
+	"                   of the recording (e.g. 12.5).  Memory freed but\n"
+	"                   allocated before the recording is not in the graph\n"
+	"                   (its size is unknown); a note on stderr counts it\n"
 	"\n"
 	"Frame names: symbol names (C++ demangled), 'lib.so+0xOFFSET' (file offset)\n"
 	"when a library has no symbol there, '[unknown]' outside any mapping,\n"
@@ -41,7 +52,10 @@ static const char flame_help[] =
 	"  " CLI_PROG " flame run.frec > cpu.folded\n"
 	"  " CLI_PROG " flame run.frec --kind cpu --pid 4242 --format svg -o cpu.svg\n"
 	"  " CLI_PROG " flame node*.frec --format html -o cpu.html\n"
-	"  " CLI_PROG " flame run.frec | flamegraph.pl > cpu.svg\n";
+	"  " CLI_PROG " flame run.frec | flamegraph.pl > cpu.svg\n"
+	"  " CLI_PROG " flame run.frec --kind mem-inuse --format html -o peak.html\n"
+	"  " CLI_PROG " flame run.frec --kind mem-inuse --at 42.5 > at42.folded\n"
+	"  " CLI_PROG " flame run.frec --kind mem-alloc --pid 4242 | flamegraph.pl --countname bytes > alloc.svg\n";
 
 struct flame_args {
 	const char **files;
@@ -50,6 +64,8 @@ struct flame_args {
 	const char *format;
 	const char *output;
 	const char *at;
+	int at_time;        /* --at SECONDS given: at_ns is set */
+	uint64_t at_ns;
 	int filter_pid;
 	uint32_t pid;
 };
@@ -117,11 +133,23 @@ static int flame_parse(int argc, char **argv, struct flame_args *a, FILE *out, F
 		fprintf(errout, CLI_PROG " flame: --at applies to --kind mem-inuse only\n");
 		return CLI_USAGE;
 	}
+	if (a->at && strcmp(a->at, "peak")) {
+		char *end;
+		double sec = strtod(a->at, &end);
+		if (end == a->at || *end || !isfinite(sec) || sec < 0 || sec > 1e9) {
+			fprintf(errout, CLI_PROG " flame: --at '%s' is neither 'peak' nor seconds from the "
+				"start of the recording (e.g. --at 12.5)\n", a->at);
+			return CLI_USAGE;
+		}
+		a->at_time = 1;
+		a->at_ns = (uint64_t)(sec * 1e9 + 0.5);
+	}
 	return 0;
 }
 
-static int flame_write(const struct flame_args *a, const struct model_cpu_result *r,
-		       struct trace_set *ts, FILE *out, FILE *errout)
+/* Writes tree in a->format; title and subtitle for svg/html. */
+static int flame_write_tree(const struct flame_args *a, const struct flame_tree *tree,
+			    const struct flame_render_opts *opts, FILE *out, FILE *errout)
 {
 	FILE *dst = out;
 	if (a->output && strcmp(a->output, "-")) {
@@ -131,6 +159,95 @@ static int flame_write(const struct flame_args *a, const struct model_cpu_result
 			return CLI_FAIL;
 		}
 	}
+	int rc;
+	if (strcmp(a->format, "svg") == 0)
+		rc = flame_write_svg(tree, opts, dst);
+	else if (strcmp(a->format, "html") == 0)
+		rc = flame_write_html(tree, opts, dst);
+	else
+		rc = flame_write_folded(tree, dst);
+	if (fflush(dst) || ferror(dst))
+		rc = -1;
+	if (dst != out && fclose(dst))
+		rc = -1;
+	if (rc) {
+		fprintf(errout, CLI_PROG ": %s: write failed: %s\n",
+			dst != out ? a->output : "standard output", strerror(errno ? errno : EIO));
+		return CLI_FAIL;
+	}
+	return CLI_OK;
+}
+
+/* The GPU memory graphs: model_mem, then one tree. */
+static int flame_mem(const struct flame_args *a, struct trace_set *ts, FILE *out, FILE *errout)
+{
+	struct model_opts mo = { .filter_pid = a->filter_pid, .pid = a->pid };
+	struct frec_error err = { .offset = -1 };
+	void *mem = trace_set_add_model(ts, &model_mem_ops, &mo);
+	if (!mem || (a->at_time && model_mem_set_at(mem, ts, a->at_ns))) {
+		fprintf(errout, CLI_PROG " flame: out of memory\n");
+		return CLI_FAIL;
+	}
+	if (trace_set_run(ts, &err)) {
+		cli_print_error(errout, &err);
+		return CLI_FAIL;
+	}
+	cmd_warn_troubled(ts, errout);
+	const struct mem_result *r = model_mem_result(mem);
+	const struct trace_file *f0 = trace_set_file(ts, 0);
+	if (!r->device_allocs) {
+		if (a->filter_pid && r->cuda_events)
+			fprintf(errout, CLI_PROG ": %s: no CUDA allocation events of pid %u, so --kind %s "
+				"has nothing to show (see '" CLI_PROG " info')\n", f0->path, a->pid, a->kind);
+		else
+			fprintf(errout, CLI_PROG ": %s: no CUDA allocation events in this trace, so --kind %s "
+				"has nothing to show (was the cuda probe attached? see '" CLI_PROG " info'); "
+				"use --kind cpu\n", f0->path, a->kind);
+		return CLI_FAIL;
+	}
+	int alloc = strcmp(a->kind, "mem-alloc") == 0;
+	const struct flame_tree *tree = alloc ? r->alloc : r->inuse;
+	char title[512], subtitle[512], b1[32], who[160];
+	if (a->filter_pid) {
+		const struct ts_process *p = trace_file_process(f0, a->pid);
+		snprintf(who, sizeof(who), "%s (pid %u)", p ? p->comm : "process", a->pid);
+	} else {
+		snprintf(who, sizeof(who), "%s", f0->cmdline[0] ? f0->cmdline : f0->path);
+	}
+	if (alloc) {
+		snprintf(title, sizeof(title), "GPU bytes allocated per stack: %s, %s in total",
+			 who, cli_bytes(flame_tree_total(tree), b1, sizeof(b1)));
+	} else if (trace_set_count(ts) > 1) {
+		snprintf(title, sizeof(title), "GPU bytes in use %s%s%s: %s, %s in total",
+			 a->at_time ? "at " : "at each file's peak", a->at_time ? a->at : "",
+			 a->at_time ? " s" : "", who,
+			 cli_bytes(flame_tree_total(tree), b1, sizeof(b1)));
+	} else if (a->at_time) {
+		snprintf(title, sizeof(title), "GPU bytes in use at %.3f s%s: %s, %s in total",
+			 (double)a->at_ns / 1e9, r->files[0].at_after_end ? " (after the last event)" : "",
+			 who, cli_bytes(flame_tree_total(tree), b1, sizeof(b1)));
+	} else {
+		snprintf(title, sizeof(title), "GPU bytes in use at the peak, %.3f s: %s, %s in total",
+			 (double)r->files[0].peak_t_ns / 1e9, who,
+			 cli_bytes(flame_tree_total(tree), b1, sizeof(b1)));
+	}
+	snprintf(subtitle, sizeof(subtitle), "device memory by allocation stack; %zu file%s (%s%s)%s",
+		 trace_set_count(ts), trace_set_count(ts) == 1 ? "" : "s", f0->path,
+		 trace_set_count(ts) > 1 ? ", ..." : "",
+		 r->before_frees ? "; frees of memory allocated before the recording are not shown" : "");
+	if (r->before_frees)
+		fprintf(errout, CLI_PROG ": note: %" PRIu64 " free%s of memory allocated before the "
+			"recording (size unknown) %s not in the graph; see '" CLI_PROG " memory'\n",
+			r->before_frees, r->before_frees == 1 ? "" : "s", r->before_frees == 1 ? "is" : "are");
+	if (!flame_tree_total(tree))
+		fprintf(errout, CLI_PROG ": note: no device memory in use at that instant\n");
+	struct flame_render_opts opts = { .title = title, .unit = "bytes", .subtitle = subtitle };
+	return flame_write_tree(a, tree, &opts, out, errout);
+}
+
+static int flame_write(const struct flame_args *a, const struct model_cpu_result *r,
+		       struct trace_set *ts, FILE *out, FILE *errout)
+{
 	char title[256], subtitle[256];
 	const struct trace_file *f0 = trace_set_file(ts, 0);
 	if (a->filter_pid) {
@@ -143,23 +260,7 @@ static int flame_write(const struct flame_args *a, const struct model_cpu_result
 		 r->samples_kept, trace_set_count(ts), trace_set_count(ts) == 1 ? "" : "s",
 		 f0->path, trace_set_count(ts) > 1 ? ", ..." : "");
 	struct flame_render_opts opts = { .title = title, .unit = "samples", .subtitle = subtitle };
-	int rc;
-	if (strcmp(a->format, "svg") == 0)
-		rc = flame_write_svg(r->tree, &opts, dst);
-	else if (strcmp(a->format, "html") == 0)
-		rc = flame_write_html(r->tree, &opts, dst);
-	else
-		rc = flame_write_folded(r->tree, dst);
-	if (fflush(dst) || ferror(dst))
-		rc = -1;
-	if (dst != out && fclose(dst))
-		rc = -1;
-	if (rc) {
-		fprintf(errout, CLI_PROG ": %s: write failed: %s\n",
-			dst != out ? a->output : "standard output", strerror(errno ? errno : EIO));
-		return CLI_FAIL;
-	}
-	return CLI_OK;
+	return flame_write_tree(a, r->tree, &opts, out, errout);
 }
 
 int cmd_flame(int argc, char **argv, FILE *out, FILE *errout)
@@ -183,13 +284,9 @@ int cmd_flame(int argc, char **argv, FILE *out, FILE *errout)
 	}
 	free(a.files);
 	if (strcmp(a.kind, "cpu")) {
-		/* No event type carries CUDA allocations yet: say so rather than
-		 * draw an empty graph. */
-		fprintf(errout, CLI_PROG ": %s: no CUDA allocation events in this trace "
-			"(this version records none), so --kind %s has nothing to show; use --kind cpu\n",
-			trace_set_file(ts, 0)->path, a.kind);
+		rc = flame_mem(&a, ts, out, errout);
 		trace_set_free(ts);
-		return CLI_FAIL;
+		return rc;
 	}
 	struct model_opts mo = { .filter_pid = a.filter_pid, .pid = a.pid };
 	void *cpu = trace_set_add_model(ts, &model_cpu_ops, &mo);

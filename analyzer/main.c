@@ -13,8 +13,10 @@ static const struct {
 } commands[] = {
 	{ "info", cmd_info, "what a trace holds: processes, time range, events by type, drops, chunks" },
 	{ "check", cmd_check, "integrity: exit 0 intact, 1 damaged or incomplete, 2 unusable" },
-	{ "flame", cmd_flame, "CPU flame graph: folded stacks, SVG or HTML" },
+	{ "flame", cmd_flame, "flame graph of CPU samples or GPU memory: folded stacks, SVG or HTML" },
 	{ "dump", cmd_dump, "every event as JSON lines, stacks symbolized" },
+	{ "memory", cmd_memory, "GPU memory: peak, in use over time, leaks, failed allocations" },
+	{ "cuda", cmd_cuda, "CUDA API calls: time per function, copies, async copies then sync" },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

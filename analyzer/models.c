@@ -1,6 +1,8 @@
 /* The table of models: adding an analysis means adding its line here. */
 #include "model.h"
 #include "model_cpu.h"
+#include "model_cuda.h"
+#include "model_mem.h"
 #include "model_syscalls.h"
 
 #include <string.h>
@@ -8,6 +10,8 @@
 const struct model_ops *const analyzer_models[] = {
 	&model_cpu_ops,
 	&model_syscalls_ops,
+	&model_mem_ops,
+	&model_cuda_ops,
 	NULL,
 };
 

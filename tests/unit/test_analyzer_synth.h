@@ -208,4 +208,17 @@ static inline void synth_abandon(struct synth *s)
 	frec_writer_abandon(s->w);
 }
 
+/* One CUDA call as the caller fills it (c.ts_ns is the entry time; tid
+ * defaults to pid).  s->ts_ns follows the latest return time so
+ * synth_close ends after it. */
+static inline void synth_cuda(struct synth *s, struct fr_ev_cuda ev)
+{
+	if (!ev.c.tid)
+		ev.c.tid = ev.c.pid;
+	uint64_t end = ev.c.ts_ns + ev.duration_ns;
+	if (end >= ev.c.ts_ns && end < (1ull << 62) && end > s->ts_ns) /* hostile times: leave it */
+		s->ts_ns = end;
+	synth_raw(s->ev, &ev, sizeof(ev), FR_EV_CUDA, ev.c.ts_ns);
+}
+
 #endif

@@ -1,0 +1,287 @@
+/* `flightrec-analyze cuda`: the CUDA API table (calls, total, self, p50,
+ * p99, max, errors by code), the host-device copies table (direction,
+ * pinned or pageable, sync or async, bytes, GB/s) and the async copies
+ * immediately followed by a synchronize; text or --json.  Not the model
+ * (model_cuda.c): this file parses options and lays out the result. */
+#include "cli.h"
+#include "commands.h"
+#include "model_cuda.h"
+#include "model_mem.h"
+#include "trace_set.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char cuda_help[] =
+	"usage: " CLI_PROG " cuda FILE... [--pid PID] [--top N] [--json]\n"
+	"\n"
+	"What the CUDA runtime and driver calls cost on the host:\n"
+	"  calls     per function: calls, total time, self time (total minus the\n"
+	"            CUDA calls nested in it on the same thread, e.g. the driver\n"
+	"            call inside a runtime call), p50, p99 (within 0.4%), max,\n"
+	"            errors by code and name\n"
+	"  copies    by direction (H2D, D2H, D2D, H2H; cudaMemcpyDefault is\n"
+	"            inferred from the recorded allocations), host memory pinned\n"
+	"            or pageable, sync or async: calls, bytes, time, GB/s (bytes\n"
+	"            over call time: a transfer rate for sync copies only)\n"
+	"  async then sync  cudaMemcpyAsync whose thread's next CUDA call is a\n"
+	"            stream/device/event synchronize starting < 50 us after the\n"
+	"            copy returned: the copy overlapped nothing; top stacks\n"
+	"\n"
+	"options:\n"
+	"  --pid PID  only process PID\n"
+	"  --top N    stacks listed for async-then-sync (default 5)\n"
+	"  --json     one JSON object: calls, copies, async_then_sync\n"
+	"\n"
+	"examples:\n"
+	"  " CLI_PROG " cuda run.frec\n"
+	"  " CLI_PROG " cuda run.frec --pid 4242 --top 10\n"
+	"  " CLI_PROG " cuda node*.frec --json > cuda.json\n";
+
+struct cuda_args {
+	const char **files;
+	size_t n_files;
+	int json;
+	int filter_pid;
+	uint32_t pid;
+	unsigned top;
+};
+
+static int cuda_parse(int argc, char **argv, struct cuda_args *a, FILE *out, FILE *errout)
+{
+	int only_files = 0;
+	a->top = 5;
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *value = NULL;
+		int m;
+		if (only_files || arg[0] != '-' || !arg[1]) {
+			a->files[a->n_files++] = arg;
+		} else if (strcmp(arg, "--") == 0) {
+			only_files = 1;
+		} else if (cli_is_help(arg)) {
+			fputs(cuda_help, out);
+			return -1;
+		} else if (strcmp(arg, "--json") == 0) {
+			a->json = 1;
+		} else if ((m = cli_option(argc, argv, &i, "--pid", NULL, &value, "cuda", errout))) {
+			if (m < 0)
+				return CLI_USAGE;
+			if (cli_parse_pid(value, &a->pid)) {
+				fprintf(errout, CLI_PROG " cuda: --pid '%s' is not a process id (a positive decimal number)\n", value);
+				return CLI_USAGE;
+			}
+			a->filter_pid = 1;
+		} else if ((m = cli_option(argc, argv, &i, "--top", NULL, &value, "cuda", errout))) {
+			if (m < 0)
+				return CLI_USAGE;
+			char *end;
+			unsigned long n = strtoul(value, &end, 10);
+			if (end == value || *end || n > 1000) {
+				fprintf(errout, CLI_PROG " cuda: --top '%s' is not a number from 0 to 1000\n", value);
+				return CLI_USAGE;
+			}
+			a->top = (unsigned)n;
+		} else {
+			fprintf(errout, CLI_PROG " cuda: unknown option '%s' (see '" CLI_PROG " cuda --help')\n", arg);
+			return CLI_USAGE;
+		}
+	}
+	if (!a->n_files) {
+		fprintf(errout, CLI_PROG " cuda: no trace file given (usage: " CLI_PROG " cuda FILE...)\n");
+		return CLI_USAGE;
+	}
+	return 0;
+}
+
+/* GB/s (10^9 bytes per second), or -1 when the time is 0. */
+static double gbps(uint64_t bytes, uint64_t ns)
+{
+	return ns ? (double)bytes / (double)ns : -1;
+}
+
+static void cuda_text(struct trace_set *ts, const struct cuda_result *r, unsigned top, FILE *out)
+{
+	char d[6][32], line[512];
+	fprintf(out, "CUDA API calls: %" PRIu64 " on %zu thread%s\n", r->events, r->threads,
+		r->threads == 1 ? "" : "s");
+	fprintf(out, "%-28s %10s %10s %10s %10s %10s %10s  %s\n", "function", "calls", "total",
+		"self", "p50", "p99", "max", "errors");
+	for (size_t i = 0; i < r->n_rows; i++) {
+		const struct cuda_api_row *w = &r->rows[i];
+		fprintf(out, "%-28s %10" PRIu64 " %10s %10s %10s %10s %10s  ", w->name, w->count,
+			cli_duration(w->total_ns, d[0], 32), cli_duration(w->self_ns, d[1], 32),
+			cli_duration(w->p50_ns, d[2], 32), cli_duration(w->p99_ns, d[3], 32),
+			cli_duration(w->max_ns, d[4], 32));
+		if (!w->errors)
+			fputs("-", out);
+		else
+			fprintf(out, "%" PRIu64 ":", w->errors);
+		for (size_t k = 0; k < w->n_codes; k++) {
+			const char *name = cuda_error_name(w->func, w->codes[k].code);
+			if (name)
+				fprintf(out, " %s (%" PRId64 ") x%" PRIu64, name, w->codes[k].code,
+					w->codes[k].count);
+			else
+				fprintf(out, " code %" PRId64 " x%" PRIu64, w->codes[k].code, w->codes[k].count);
+		}
+		if (w->other_codes)
+			fprintf(out, " other codes x%" PRIu64, w->other_codes);
+		fputc('\n', out);
+	}
+	fprintf(out, "\ncopies%s\n", r->n_copies ? "" : ": none");
+	if (r->n_copies)
+		fprintf(out, "%-9s %-8s %-5s %10s %10s %10s %8s\n", "direction", "host", "mode", "calls",
+			"bytes", "time", "GB/s");
+	for (size_t i = 0; i < r->n_copies; i++) {
+		const struct cuda_copy_row *c = &r->copies[i];
+		double rate = gbps(c->bytes, c->time_ns);
+		char rate_s[32];
+		if (rate < 0)
+			snprintf(rate_s, sizeof(rate_s), "-");
+		else
+			snprintf(rate_s, sizeof(rate_s), "%.2f%s", rate, c->mode == CUDA_MODE_ASYNC ? "*" : "");
+		fprintf(out, "%-9s %-8s %-5s %10" PRIu64 " %10s %10s %8s", cuda_dir_name(c->dir),
+			cuda_host_name(c->host), c->mode == CUDA_MODE_ASYNC ? "async" : "sync", c->count,
+			cli_bytes(c->bytes, d[0], 32), cli_duration(c->time_ns, d[1], 32), rate_s);
+		if (c->inferred)
+			fprintf(out, "  (%" PRIu64 " inferred from pointers)", c->inferred);
+		fputc('\n', out);
+	}
+	if (r->n_copies)
+		fprintf(out, "* async: bytes over the enqueue call's time, not a transfer rate\n");
+	for (size_t i = 0; i < r->n_copies; i++) {
+		const struct cuda_copy_row *c = &r->copies[i];
+		if (c->host == CUDA_HOST_PAGEABLE && (c->dir == CUDA_DIR_H2D || c->dir == CUDA_DIR_D2H)) {
+			fprintf(out, "note: pageable host memory in %s copies is staged through a driver "
+				"buffer and an async copy from it does not overlap; pin it "
+				"(pin_memory=True, cudaHostAlloc)\n", cuda_dir_name(c->dir));
+			break;
+		}
+	}
+	fprintf(out, "\nasync copies immediately followed by a synchronize (next call < 50 us later): %" PRIu64,
+		r->async_then_sync);
+	if (r->async_then_sync)
+		fprintf(out, ", %s spent in those synchronizes\n", cli_duration(r->async_then_sync_ns, d[0], 32));
+	else
+		fputc('\n', out);
+	for (size_t i = 0; i < r->n_sync_stacks && i < top; i++) {
+		const struct cuda_sync_stack *s = &r->sync_stacks[i];
+		fprintf(out, "  %8" PRIu64 "  %10s  pid %u  %s\n", s->count,
+			cli_duration(s->sync_ns, d[0], 32), s->pid,
+			mem_stack_line(ts, s->file, s->stack_id, 4, line, sizeof(line)));
+	}
+	if (r->async_then_sync)
+		fprintf(out, "  fix: launch the next work before synchronizing, or drop the copy's "
+			"synchronize (non_blocking=True with pinned memory)\n");
+}
+
+static void cuda_json(struct trace_set *ts, const struct cuda_result *r, unsigned top, FILE *out)
+{
+	fprintf(out, "{\"events\":%" PRIu64 ",\"threads\":%zu,\"calls\":[", r->events, r->threads);
+	for (size_t i = 0; i < r->n_rows; i++) {
+		const struct cuda_api_row *w = &r->rows[i];
+		fprintf(out, "%s{\"function\":", i ? "," : "");
+		cli_json_str(out, w->name);
+		fprintf(out, ",\"func\":%u,\"per_thread_stream\":%s,\"calls\":%" PRIu64 ",\"total_ns\":%" PRIu64
+			",\"self_ns\":%" PRIu64 ",\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64
+			",\"errors\":%" PRIu64 ",\"error_codes\":[",
+			w->func, w->ptsz ? "true" : "false", w->count, w->total_ns, w->self_ns, w->p50_ns,
+			w->p99_ns, w->max_ns, w->errors);
+		for (size_t k = 0; k < w->n_codes; k++) {
+			const char *name = cuda_error_name(w->func, w->codes[k].code);
+			fprintf(out, "%s{\"code\":%" PRId64 ",\"name\":", k ? "," : "", w->codes[k].code);
+			if (name)
+				cli_json_str(out, name);
+			else
+				fputs("null", out);
+			fprintf(out, ",\"count\":%" PRIu64 "}", w->codes[k].count);
+		}
+		fprintf(out, "],\"other_error_codes\":%" PRIu64 "}", w->other_codes);
+	}
+	fprintf(out, "],\"copies\":[");
+	for (size_t i = 0; i < r->n_copies; i++) {
+		const struct cuda_copy_row *c = &r->copies[i];
+		double rate = gbps(c->bytes, c->time_ns);
+		fprintf(out, "%s{\"direction\":\"%s\",\"host\":\"%s\",\"mode\":\"%s\",\"calls\":%" PRIu64
+			",\"bytes\":%" PRIu64 ",\"time_ns\":%" PRIu64 ",\"gb_per_s\":",
+			i ? "," : "", cuda_dir_name(c->dir),
+			c->host == CUDA_HOST_NA ? "n/a" : cuda_host_name(c->host),
+			c->mode == CUDA_MODE_ASYNC ? "async" : "sync", c->count, c->bytes, c->time_ns);
+		if (rate < 0)
+			fputs("null", out);
+		else
+			fprintf(out, "%.3f", rate);
+		fprintf(out, ",\"inferred\":%" PRIu64 "}", c->inferred);
+	}
+	fprintf(out, "],\"nested_copies\":%" PRIu64 ",\"async_then_sync\":{\"count\":%" PRIu64
+		",\"sync_ns\":%" PRIu64 ",\"gap_ns\":%llu,\"stacks\":[",
+		r->nested_copies, r->async_then_sync, r->async_then_sync_ns, CUDA_SYNC_GAP_NS);
+	for (size_t i = 0; i < r->n_sync_stacks && i < top; i++) {
+		const struct cuda_sync_stack *s = &r->sync_stacks[i];
+		fprintf(out, "%s{\"file\":%u,\"pid\":%u,\"count\":%" PRIu64 ",\"sync_ns\":%" PRIu64
+			",\"bytes\":%" PRIu64 ",\"stack\":", i ? "," : "", s->file, s->pid, s->count,
+			s->sync_ns, s->bytes);
+		mem_stack_json(ts, s->file, s->stack_id, out);
+		fputc('}', out);
+	}
+	fprintf(out, "]}}\n");
+}
+
+int cmd_cuda(int argc, char **argv, FILE *out, FILE *errout)
+{
+	struct cuda_args a = { .files = calloc((size_t)argc + 1, sizeof(char *)) };
+	if (!a.files) {
+		fprintf(errout, CLI_PROG " cuda: out of memory\n");
+		return CLI_FAIL;
+	}
+	int rc = cuda_parse(argc, argv, &a, out, errout);
+	if (rc) {
+		free(a.files);
+		return rc < 0 ? CLI_OK : rc;
+	}
+	struct frec_error err = { .offset = -1 };
+	struct trace_set *ts;
+	rc = trace_set_open(a.files, a.n_files, &ts, &err);
+	free(a.files);
+	if (rc) {
+		cli_print_error(errout, &err);
+		return CLI_FAIL;
+	}
+	struct model_opts mo = { .filter_pid = a.filter_pid, .pid = a.pid };
+	void *cuda = trace_set_add_model(ts, &model_cuda_ops, &mo);
+	if (!cuda) {
+		fprintf(errout, CLI_PROG " cuda: out of memory\n");
+		trace_set_free(ts);
+		return CLI_FAIL;
+	}
+	if (trace_set_run(ts, &err)) {
+		cli_print_error(errout, &err);
+		trace_set_free(ts);
+		return CLI_FAIL;
+	}
+	cmd_warn_troubled(ts, errout);
+	const struct cuda_result *r = model_cuda_result(cuda);
+	if (!r->events) {
+		const char *path = trace_set_file(ts, 0)->path;
+		if (a.filter_pid)
+			fprintf(errout, CLI_PROG ": %s: no CUDA calls of pid %u in this trace (see '" CLI_PROG
+				" info' for the processes)\n", path, a.pid);
+		else
+			fprintf(errout, CLI_PROG ": %s: no CUDA calls in this trace (was the cuda probe "
+				"attached? see '" CLI_PROG " info')\n", path);
+		trace_set_free(ts);
+		return CLI_FAIL;
+	}
+	if (a.json)
+		cuda_json(ts, r, a.top, out);
+	else
+		cuda_text(ts, r, a.top, out);
+	rc = CLI_OK;
+	if (fflush(out) || ferror(out)) {
+		fprintf(errout, CLI_PROG " cuda: write failed on standard output\n");
+		rc = CLI_FAIL;
+	}
+	trace_set_free(ts);
+	return rc;
+}

@@ -1,0 +1,899 @@
+/* The GPU memory model: a ledger of CUDA allocations fed one event at a
+ * time, in a single pass.  Not for CUDA call timing (model_cuda.c) nor for
+ * output (cmd_memory.c, cmd_flame.c).
+ *
+ * What counts.  Device memory: cudaMalloc, cudaMallocAsync,
+ * cudaMallocManaged (also tracked as "managed"), cuMemAlloc(_Async), and
+ * cuMemCreate (physical memory: counted at create, released at
+ * cuMemRelease; cuMemMap/cuMemUnmap only map it and are not counted
+ * again).  Pinned host memory (cudaMallocHost, cudaHostAlloc,
+ * cuMemHostAlloc, cudaHostRegister) goes to separate "pinned host" series:
+ * it is not device memory and never enters the device totals or flame
+ * graphs.  Only calls that returned 0 allocate; a failed allocation is kept
+ * (time, size, error, stack, and the top 5 holders of that process's memory
+ * on that device right then); the first MEM_MAX_FAILURES are kept in detail,
+ * all are counted.  A free whose address the ledger does not know counts
+ * into the "before recording" bucket of its series (count only: the size
+ * was never seen), because a flight recorder usually starts after the
+ * program allocated.  free(NULL) is a valid no-op and counted apart.  A free
+ * that returned an error is not applied.  Events are applied in stream
+ * order (the recorder writes each call at its return), at the call's
+ * return time, ts_ns + duration_ns; a time earlier than the series' last
+ * one is clamped to it.
+ *
+ * One allocation seen twice.  A runtime call calls the driver (cudaMalloc
+ * -> cuMemAlloc_v2, cudaFree -> cuMemFree_v2, cudaMallocHost ->
+ * cuMemHostAlloc); with both probed, the nested driver call arrives first
+ * (it returns first), then the runtime call with the same address and an
+ * interval around it.  A small direct-mapped cache of each thread's last
+ * memory call (file, tid) recognises the outer call and drops it
+ * (nested_dups): the allocation keeps the inner call's stack, which holds
+ * the outer one's frames too.  A cache collision only loses this
+ * recognition, and the outer call then reads as a missed free or a
+ * before-recording free.
+ *
+ * Memory is bounded by the live allocations and the distinct stacks, never
+ * by the number of events: the live table is an open-addressing hash
+ * (linear probing, backward-shift deletion, load <= 1/2) from (file, pid,
+ * kind, address) to (bytes, stack); its capacity follows the high-water
+ * mark of live allocations (live_entries_max in the result).  Per stack
+ * (file, pid, device, space, stack id) the model keeps live and allocated
+ * bytes and counts.
+ *
+ * Bytes per stack at the peak, in one pass, O(1) per event.  Each ledger
+ * (the file's device total, and each series) carries an epoch, bumped every
+ * time its total reaches a new maximum.  Each stack remembers the epoch in
+ * which it last changed (mark) and its live bytes just before that first
+ * change (before).  When a stack changes and its mark differs from the
+ * current epoch, it has not changed since the latest peak, so its live
+ * bytes are its bytes at that peak: save them in before, set mark.  At the
+ * end, bytes at the latest peak = mark == epoch ? before : live.  No list,
+ * no copy at a new peak.  --at T is the same trick with one epoch: the
+ * first event later than T freezes the instant, and each stack saves its
+ * bytes at its first change after that.  Peaks are per file (one node's
+ * clock): with several files the in-use graph holds each file at its own
+ * peak.
+ *
+ * In use over time, bounded: per series at most MEM_BUCKETS time buckets of
+ * equal width (a power of two nanoseconds), each holding the minimum and
+ * maximum in-use value reached in it and their times; when the recording
+ * outgrows the buckets the width doubles and neighbours merge.  So a
+ * series has at most 2 * MEM_BUCKETS = 2048 points, every local extreme
+ * wider than a bucket survives, and the exact peak is kept apart.
+ *
+ * Caching allocators.  PyTorch's CUDACachingAllocator (and JAX's BFC, and
+ * others) cudaMalloc big segments and keep them: what the ledger sees is
+ * reserved memory, not tensors.  A process is labelled "caching allocator"
+ * when, over its device memory, it made at least 4 allocations, freed at
+ * most one in ten of them (frees are rare compared to mallocs), and at
+ * least half of them are still held at the end.  "pytorch-like" adds that
+ * >= 90% of the allocation sizes are multiples of 2 MiB (how the PyTorch
+ * allocator sizes segments).  Leaks of such a process are cached segments,
+ * not lost memory; outputs say so.
+ *
+ * Performance target: >= 10 M alloc/free events per second per core for
+ * mem-inuse (the model alone; one hash operation, one stack lookup per
+ * allocation, a handful of compares per event), memory bounded by the live
+ * allocations. */
+#include "model_mem.h"
+#include "cli.h"
+#include "hmap.h"
+#include "symbolize.h"
+#include "trace_set.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MEM_BUCKETS 1024
+#define MEM_IMPLAUSIBLE_BYTES (1ull << 48) /* 256 TiB: no allocation is that big */
+#define TWO_MIB (2ull << 20)
+
+enum mem_class mem_func_class(uint16_t func)
+{
+	switch (func) {
+	case FR_CUDA_MALLOC: case FR_CUDA_MALLOC_ASYNC: case FR_CUDA_MALLOC_MANAGED:
+	case FR_CU_MEM_ALLOC: case FR_CU_MEM_ALLOC_ASYNC:
+		return MEM_DEV_ALLOC;
+	case FR_CUDA_FREE: case FR_CUDA_FREE_ASYNC: case FR_CU_MEM_FREE: case FR_CU_MEM_FREE_ASYNC:
+		return MEM_DEV_FREE;
+	case FR_CU_MEM_CREATE:
+		return MEM_PHYS_CREATE;
+	case FR_CU_MEM_RELEASE:
+		return MEM_PHYS_RELEASE;
+	case FR_CUDA_MALLOC_HOST: case FR_CUDA_HOST_ALLOC: case FR_CU_MEM_HOST_ALLOC:
+	case FR_CUDA_HOST_REGISTER:
+		return MEM_HOST_ALLOC;
+	case FR_CUDA_FREE_HOST: case FR_CUDA_HOST_UNREGISTER:
+		return MEM_HOST_FREE;
+	}
+	return MEM_NONE;
+}
+
+/* ---- the live table ------------------------------------------------------ */
+
+/* Address kinds: device pointers, pinned host pointers and cuMemCreate
+ * handles live in different namespaces. */
+enum { KIND_DEV = 0, KIND_HOST = 1, KIND_HANDLE = 2 };
+
+struct live_slot {
+	uint64_t owner;  /* file << 34 | kind << 32 | pid */
+	uint64_t ptr;
+	uint64_t bytes;
+	uint32_t stack;  /* index into stacks */
+	uint32_t used;   /* SLOT_USED | SLOT_MANAGED */
+};
+enum { SLOT_USED = 1, SLOT_MANAGED = 2 };
+
+struct live_table {
+	struct live_slot *slots;
+	size_t cap, count, max_count;
+};
+
+static inline size_t live_home(uint64_t owner, uint64_t ptr, size_t mask)
+{
+	uint64_t x = ptr ^ (owner * 0x9e3779b97f4a7c15ull);
+	x ^= x >> 32;
+	x *= 0xd6e8feb86659fd93ull;
+	x ^= x >> 29;
+	return (size_t)x & mask;
+}
+
+/* The slot holding (owner, ptr), or the empty slot where it would go. */
+static struct live_slot *live_find(struct live_table *t, uint64_t owner, uint64_t ptr)
+{
+	size_t mask = t->cap - 1;
+	for (size_t i = live_home(owner, ptr, mask);; i = (i + 1) & mask) {
+		struct live_slot *s = &t->slots[i];
+		if (!s->used || (s->ptr == ptr && s->owner == owner))
+			return s;
+	}
+}
+
+static int live_grow(struct live_table *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 1024;
+	if (cap > SIZE_MAX / sizeof(struct live_slot))
+		return -1;
+	struct live_slot *slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return -1;
+	struct live_table old = *t;
+	t->slots = slots;
+	t->cap = cap;
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.slots[i].used)
+			*live_find(t, old.slots[i].owner, old.slots[i].ptr) = old.slots[i];
+	free(old.slots);
+	return 0;
+}
+
+static void live_delete(struct live_table *t, struct live_slot *s)
+{
+	size_t mask = t->cap - 1, i = (size_t)(s - t->slots), j = i;
+	for (;;) {
+		j = (j + 1) & mask;
+		struct live_slot *n = &t->slots[j];
+		if (!n->used)
+			break;
+		size_t k = live_home(n->owner, n->ptr, mask);
+		/* Move n back to the hole at i unless its home lies in (i, j]. */
+		bool stays = i <= j ? (k > i && k <= j) : (k > i || k <= j);
+		if (!stays) {
+			t->slots[i] = *n;
+			i = j;
+		}
+	}
+	t->slots[i].used = 0;
+	t->count--;
+}
+
+/* ---- model state ---------------------------------------------------------- */
+
+struct mstack {
+	uint64_t live_bytes, live_count, alloc_bytes, alloc_count;
+	uint64_t pk_before, pk_mark;   /* file-level peak snapshot (device only) */
+	uint64_t spk_before, spk_mark; /* series peak snapshot */
+	uint64_t at_before;
+	uint32_t series, stack_id;
+	uint8_t at_mark;
+};
+
+struct bucket {
+	uint64_t tmin, vmin, tmax, vmax;
+	int used;
+};
+
+struct mseries {
+	struct mem_series pub;
+	uint64_t inuse, live_count, managed_inuse, epoch, seg_2mib;
+	uint64_t t0;
+	unsigned shift;                /* bucket width = 1 << shift ns */
+	struct bucket *buckets;        /* MEM_BUCKETS, lazily */
+};
+
+struct mfile {
+	struct mem_file pub;
+	uint64_t total, epoch;
+	uint64_t start_ns;             /* the recording's start_mono_ns (set at finish) */
+	uint64_t at_abs;
+	int at_enabled, at_frozen;
+};
+
+/* The last memory call of a thread, to recognise the same call seen at two
+ * layers (runtime around driver). */
+#define LAST_CALLS 1024
+struct last_call {
+	uint64_t start, end, ptr;
+	uint32_t file_plus1, tid; /* file_plus1 0: empty */
+	int alloc, failed;
+};
+
+struct model_mem {
+	struct model_opts opts;
+	struct last_call last[LAST_CALLS];
+	struct live_table live;
+	struct mstack *stacks;
+	size_t n_stacks, cap_stacks;
+	struct hmap stack_index;       /* (space << 62 | file << 32 | pid, device << 32 | stack) */
+	struct mseries *series;
+	size_t n_series, cap_series;
+	struct hmap series_index;      /* (space << 62 | file << 32 | pid, device) */
+	struct mfile *files;
+	size_t n_files;
+	struct mem_result result;
+};
+
+static void *mem_create(const struct model_opts *opts)
+{
+	struct model_mem *m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	if (opts)
+		m->opts = *opts;
+	hmap_init(&m->stack_index);
+	hmap_init(&m->series_index);
+	return m;
+}
+
+static struct mfile *mem_file_get(struct model_mem *m, uint32_t file_index)
+{
+	if (file_index >= m->n_files) {
+		if (file_index >= (1u << 30))
+			return NULL;
+		size_t n = (size_t)file_index + 1;
+		struct mfile *grown = realloc(m->files, n * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		memset(grown + m->n_files, 0, (n - m->n_files) * sizeof(*grown));
+		for (size_t i = m->n_files; i < n; i++) {
+			grown[i].epoch = 1;
+			grown[i].pub.at_t_ns = UINT64_MAX;
+		}
+		m->files = grown;
+		m->n_files = n;
+	}
+	return &m->files[file_index];
+}
+
+int model_mem_set_at(void *state, struct trace_set *ts, uint64_t at_ns_from_start)
+{
+	struct model_mem *m = state;
+	for (size_t i = 0; i < trace_set_count(ts); i++) {
+		struct mfile *f = mem_file_get(m, (uint32_t)i);
+		if (!f)
+			return -1;
+		uint64_t start = trace_set_file(ts, i)->hdr.start_mono_ns;
+		f->at_enabled = 1;
+		f->at_abs = start + at_ns_from_start < start ? UINT64_MAX : start + at_ns_from_start;
+		f->pub.at_t_ns = at_ns_from_start;
+	}
+	return 0;
+}
+
+static uint64_t space_key(enum mem_space space, uint32_t file, uint32_t pid)
+{
+	return (uint64_t)space << 62 | (uint64_t)file << 32 | pid;
+}
+
+static struct mseries *series_get(struct model_mem *m, uint32_t file, uint32_t pid,
+				  int32_t device, enum mem_space space, uint32_t *index)
+{
+	if (space == MEM_SPACE_PINNED_HOST)
+		device = -1;
+	int created;
+	uint64_t *v = hmap_slot(&m->series_index, space_key(space, file, pid), (uint32_t)device,
+				&created);
+	if (!v)
+		return NULL;
+	if (created) {
+		if (m->n_series == m->cap_series) {
+			size_t cap = m->cap_series ? m->cap_series * 2 : 8;
+			struct mseries *grown = realloc(m->series, cap * sizeof(*grown));
+			if (!grown)
+				return NULL;
+			m->series = grown;
+			m->cap_series = cap;
+		}
+		struct mseries *se = &m->series[m->n_series];
+		memset(se, 0, sizeof(*se));
+		se->pub.file = file;
+		se->pub.pid = pid;
+		se->pub.device = device;
+		se->pub.space = space;
+		se->epoch = 1;
+		se->shift = 10;
+		*v = m->n_series++;
+	}
+	if (index)
+		*index = (uint32_t)*v;
+	return &m->series[*v];
+}
+
+/* Index of the stack entry, or UINT32_MAX when memory runs out. */
+static uint32_t stack_get(struct model_mem *m, uint32_t file, uint32_t pid, int32_t device,
+			  enum mem_space space, uint32_t stack_id)
+{
+	if (space == MEM_SPACE_PINNED_HOST)
+		device = -1;
+	int created;
+	uint64_t *v = hmap_slot(&m->stack_index, space_key(space, file, pid),
+				(uint64_t)(uint32_t)device << 32 | stack_id, &created);
+	if (!v)
+		return UINT32_MAX;
+	if (!created)
+		return (uint32_t)*v;
+	uint32_t si;
+	if (!series_get(m, file, pid, device, space, &si) || m->n_stacks >= UINT32_MAX - 1)
+		return UINT32_MAX;
+	/* series_get may have inserted into another map only: v is still valid. */
+	if (m->n_stacks == m->cap_stacks) {
+		size_t cap = m->cap_stacks ? m->cap_stacks * 2 : 64;
+		struct mstack *grown = realloc(m->stacks, cap * sizeof(*grown));
+		if (!grown)
+			return UINT32_MAX;
+		m->stacks = grown;
+		m->cap_stacks = cap;
+	}
+	struct mstack *st = &m->stacks[m->n_stacks];
+	memset(st, 0, sizeof(*st));
+	st->series = si;
+	st->stack_id = stack_id;
+	*v = m->n_stacks;
+	return (uint32_t)m->n_stacks++;
+}
+
+static void series_point(struct mseries *se, uint64_t t)
+{
+	if (!se->buckets) {
+		se->buckets = calloc(MEM_BUCKETS, sizeof(*se->buckets));
+		if (!se->buckets)
+			return; /* the curve is lost, never the ledger */
+		se->t0 = t;
+		se->pub.first_t_ns = t;
+	}
+	if (t < se->pub.last_t_ns)
+		t = se->pub.last_t_ns;
+	se->pub.last_t_ns = t;
+	uint64_t off = t - se->t0;
+	while ((off >> se->shift) >= MEM_BUCKETS) {
+		/* Double the width: bucket i takes old buckets 2i and 2i+1. */
+		for (size_t i = 0; i < MEM_BUCKETS / 2; i++) {
+			struct bucket a = se->buckets[2 * i], b = se->buckets[2 * i + 1];
+			struct bucket *d = &se->buckets[i];
+			if (!a.used) {
+				*d = b;
+			} else {
+				*d = a;
+				if (b.used) {
+					if (b.vmin < d->vmin) { d->vmin = b.vmin; d->tmin = b.tmin; }
+					if (b.vmax > d->vmax) { d->vmax = b.vmax; d->tmax = b.tmax; }
+				}
+			}
+		}
+		memset(se->buckets + MEM_BUCKETS / 2, 0, MEM_BUCKETS / 2 * sizeof(*se->buckets));
+		se->shift++;
+	}
+	struct bucket *b = &se->buckets[off >> se->shift];
+	uint64_t v = se->inuse;
+	if (!b->used) {
+		b->used = 1;
+		b->vmin = b->vmax = v;
+		b->tmin = b->tmax = t;
+	} else if (v < b->vmin) {
+		b->vmin = v;
+		b->tmin = t;
+	} else if (v > b->vmax) {
+		b->vmax = v;
+		b->tmax = t;
+	}
+}
+
+/* Applies +bytes (grow) or -bytes to stack si at time t. */
+static void apply(struct model_mem *m, struct mfile *f, uint32_t si, uint64_t bytes, int grow,
+		  uint64_t t)
+{
+	struct mstack *st = &m->stacks[si];
+	struct mseries *se = &m->series[st->series];
+	int device = se->pub.space == MEM_SPACE_DEVICE;
+	if (device && st->pk_mark != f->epoch) {
+		st->pk_before = st->live_bytes;
+		st->pk_mark = f->epoch;
+	}
+	if (st->spk_mark != se->epoch) {
+		st->spk_before = st->live_bytes;
+		st->spk_mark = se->epoch;
+	}
+	if (f->at_frozen && !st->at_mark) {
+		st->at_before = st->live_bytes;
+		st->at_mark = 1;
+	}
+	/* Unsigned arithmetic wraps: hostile sizes give odd totals, never UB. */
+	if (grow) {
+		st->live_bytes += bytes;
+		st->live_count++;
+		se->inuse += bytes;
+		se->live_count++;
+		if (device)
+			f->total += bytes;
+	} else {
+		st->live_bytes -= bytes;
+		st->live_count--;
+		se->inuse -= bytes;
+		se->live_count--;
+		if (device)
+			f->total -= bytes;
+	}
+	series_point(se, t);
+	if (se->inuse > se->pub.peak_bytes) {
+		se->pub.peak_bytes = se->inuse;
+		se->pub.peak_t_ns = t;
+		se->epoch++;
+	}
+	if (device && f->total > f->pub.peak_bytes) {
+		f->pub.peak_bytes = f->total;
+		f->pub.peak_t_ns = t;
+		f->epoch++;
+	}
+}
+
+/* Top MEM_TOP insertion by bytes (ties: smaller stack id first). */
+static void top_insert(struct mem_stack_bytes *top, size_t *n, uint32_t stack_id, uint64_t bytes,
+		       uint64_t count)
+{
+	if (!bytes)
+		return;
+	size_t i = *n;
+	if (i == MEM_TOP) {
+		if (bytes < top[MEM_TOP - 1].bytes ||
+		    (bytes == top[MEM_TOP - 1].bytes && stack_id > top[MEM_TOP - 1].stack_id))
+			return;
+		i = MEM_TOP - 1;
+	} else {
+		(*n)++;
+	}
+	while (i > 0 && (top[i - 1].bytes < bytes ||
+			 (top[i - 1].bytes == bytes && top[i - 1].stack_id > stack_id))) {
+		top[i] = top[i - 1];
+		i--;
+	}
+	top[i] = (struct mem_stack_bytes){ .stack_id = stack_id, .bytes = bytes, .count = count };
+}
+
+static int record_failure(struct model_mem *m, uint32_t file, const struct fr_ev_cuda *ev,
+			  enum mem_space space, uint64_t t)
+{
+	uint32_t si;
+	struct mseries *se = series_get(m, file, ev->c.pid, ev->device, space, &si);
+	if (!se)
+		return -1;
+	se->pub.failed_allocs++;
+	if (m->result.n_failures++ >= MEM_MAX_FAILURES)
+		return 0;
+	struct mem_failure *fl = &m->result.failures[m->result.n_failures_kept++];
+	memset(fl, 0, sizeof(*fl));
+	fl->file = file;
+	fl->pid = ev->c.pid;
+	fl->tid = ev->c.tid;
+	fl->device = se->pub.device;
+	fl->func = ev->func;
+	fl->error = ev->result;
+	fl->t_ns = t; /* made relative at finish */
+	fl->bytes = ev->bytes;
+	fl->stack_id = ev->stack_id;
+	fl->inuse_bytes = se->inuse;
+	for (size_t i = 0; i < m->n_stacks; i++)
+		if (m->stacks[i].series == si)
+			top_insert(fl->holders, &fl->n_holders, m->stacks[i].stack_id,
+				   m->stacks[i].live_bytes, m->stacks[i].live_count);
+	return 0;
+}
+
+static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *rec)
+{
+	struct model_mem *m = state;
+	uint16_t type;
+	memcpy(&type, (const uint8_t *)rec + offsetof(struct fr_rec_hdr, type), sizeof(type));
+	if (type != FR_EV_CUDA)
+		return 0;
+	struct fr_ev_cuda ev;
+	memcpy(&ev, rec, sizeof(ev)); /* size checked by the decoder */
+	m->result.cuda_events++;
+	enum mem_class cls = mem_func_class(ev.func);
+	if (cls == MEM_NONE || (m->opts.filter_pid && ev.c.pid != m->opts.pid))
+		return 0;
+	struct mfile *f = mem_file_get(m, file_index);
+	if (!f)
+		return -1;
+	m->result.mem_events++;
+	uint64_t t = ev.c.ts_ns + ev.duration_ns;
+	if (t < ev.c.ts_ns)
+		t = UINT64_MAX;
+	if (f->at_enabled && !f->at_frozen && t > f->at_abs)
+		f->at_frozen = 1;
+
+	/* The outer half of a runtime-around-driver pair: already counted. */
+	int is_alloc = cls == MEM_DEV_ALLOC || cls == MEM_PHYS_CREATE || cls == MEM_HOST_ALLOC;
+	struct last_call *lc = &m->last[(ev.c.tid * 0x9e3779b1u + file_index) % LAST_CALLS];
+	int dup = lc->file_plus1 == file_index + 1 && lc->tid == ev.c.tid && lc->alloc == is_alloc &&
+		  lc->start >= ev.c.ts_ns && lc->end <= t && lc->failed == (ev.result != 0) &&
+		  (ev.result != 0 || lc->ptr == ev.ptr);
+	*lc = (struct last_call){ .start = ev.c.ts_ns, .end = t, .ptr = ev.ptr,
+				  .file_plus1 = file_index + 1, .tid = ev.c.tid, .alloc = is_alloc,
+				  .failed = ev.result != 0 };
+	if (dup) {
+		f->pub.nested_dups++;
+		return 0;
+	}
+
+	enum mem_space space = (cls == MEM_HOST_ALLOC || cls == MEM_HOST_FREE) ?
+		MEM_SPACE_PINNED_HOST : MEM_SPACE_DEVICE;
+	int kind = space == MEM_SPACE_PINNED_HOST ? KIND_HOST :
+		(cls == MEM_PHYS_CREATE || cls == MEM_PHYS_RELEASE) ? KIND_HANDLE : KIND_DEV;
+	uint64_t owner = (uint64_t)file_index << 34 | (uint64_t)kind << 32 | ev.c.pid;
+
+	if (is_alloc) {
+		if (space == MEM_SPACE_DEVICE)
+			m->result.device_allocs++;
+		if (ev.result != 0)
+			return record_failure(m, file_index, &ev, space, t);
+		if (!ev.ptr || ev.bytes >= MEM_IMPLAUSIBLE_BYTES || !ev.bytes) {
+			/* cudaMalloc(&p, 0) succeeds with p = NULL: nothing held. */
+			if (ev.bytes)
+				f->pub.implausible++;
+			return 0;
+		}
+		uint32_t si = stack_get(m, file_index, ev.c.pid, ev.device, space, ev.stack_id);
+		if (si == UINT32_MAX)
+			return -1;
+		if ((m->live.count + 1) * 2 > m->live.cap && live_grow(&m->live))
+			return -1;
+		struct live_slot *s = live_find(&m->live, owner, ev.ptr);
+		if (s->used) {
+			/* The address is live already: its free was not recorded. */
+			struct mseries *old = &m->series[m->stacks[s->stack].series];
+			old->pub.replaced++;
+			if (s->used & SLOT_MANAGED)
+				old->managed_inuse -= s->bytes;
+			apply(m, f, s->stack, s->bytes, 0, t);
+		} else {
+			s->used = 1;
+			s->owner = owner;
+			s->ptr = ev.ptr;
+			if (++m->live.count > m->live.max_count)
+				m->live.max_count = m->live.count;
+		}
+		s->bytes = ev.bytes;
+		s->stack = si;
+		s->used = SLOT_USED | (ev.func == FR_CUDA_MALLOC_MANAGED ? SLOT_MANAGED : 0);
+		struct mstack *st = &m->stacks[si];
+		struct mseries *se = &m->series[st->series];
+		st->alloc_bytes += ev.bytes;
+		st->alloc_count++;
+		se->pub.allocs++;
+		se->pub.alloc_bytes += ev.bytes;
+		if (ev.bytes % TWO_MIB == 0)
+			se->seg_2mib++;
+		if (ev.func == FR_CUDA_MALLOC_MANAGED) {
+			se->managed_inuse += ev.bytes;
+			if (se->managed_inuse > se->pub.managed_bytes_peak)
+				se->pub.managed_bytes_peak = se->managed_inuse;
+		}
+		apply(m, f, si, ev.bytes, 1, t);
+		return 0;
+	}
+
+	/* A free of some kind. */
+	if (!ev.ptr) {
+		f->pub.null_frees++;
+		return 0;
+	}
+	struct live_slot *s = m->live.cap ? live_find(&m->live, owner, ev.ptr) : NULL;
+	if (ev.result != 0 || !s || !s->used) {
+		struct mseries *se = series_get(m, file_index, ev.c.pid, ev.device, space, NULL);
+		if (!se)
+			return -1;
+		if (ev.result != 0)
+			se->pub.failed_frees++;
+		else
+			se->pub.before_frees++;
+		return 0;
+	}
+	uint32_t si = s->stack;
+	uint64_t bytes = s->bytes;
+	int managed = (s->used & SLOT_MANAGED) != 0;
+	live_delete(&m->live, s);
+	struct mseries *se = &m->series[m->stacks[si].series];
+	se->pub.frees++;
+	se->pub.freed_bytes += bytes;
+	if (managed)
+		se->managed_inuse -= bytes;
+	apply(m, f, si, bytes, 0, t);
+	return 0;
+}
+
+/* ---- finish ---------------------------------------------------------------- */
+
+static uint64_t rel(const struct mfile *f, uint64_t t)
+{
+	return t > f->start_ns ? t - f->start_ns : 0;
+}
+
+static int series_points(struct mseries *se, const struct mfile *f)
+{
+	if (!se->buckets)
+		return 0;
+	se->pub.points = malloc(2 * MEM_BUCKETS * sizeof(*se->pub.points));
+	if (!se->pub.points)
+		return -1;
+	size_t n = 0;
+	for (size_t i = 0; i < MEM_BUCKETS; i++) {
+		const struct bucket *b = &se->buckets[i];
+		if (!b->used)
+			continue;
+		struct mem_point lo = { rel(f, b->tmin), b->vmin }, hi = { rel(f, b->tmax), b->vmax };
+		if (b->vmin == b->vmax) {
+			se->pub.points[n++] = b->tmin <= b->tmax ? lo : hi;
+		} else if (b->tmin <= b->tmax) {
+			se->pub.points[n++] = lo;
+			se->pub.points[n++] = hi;
+		} else {
+			se->pub.points[n++] = hi;
+			se->pub.points[n++] = lo;
+		}
+	}
+	se->pub.n_points = n;
+	return 0;
+}
+
+static int series_cmp(const void *a, const void *b)
+{
+	const struct mem_series *x = a, *y = b;
+	if (x->file != y->file)
+		return x->file < y->file ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->space != y->space)
+		return x->space < y->space ? -1 : 1;
+	return x->device < y->device ? -1 : x->device > y->device;
+}
+
+const char **mem_stack_frames(struct trace_set *ts, uint32_t file, uint32_t stack_id, size_t *n)
+{
+	struct frec_error err = { .offset = -1 };
+	struct symbolizer *sym = trace_set_symbolizer(ts, &err);
+	const struct trace_file *f = trace_set_file(ts, file);
+	*n = 0;
+	if (!sym || !f)
+		return NULL;
+	const struct ts_stack *st = stack_id ? trace_file_stack(f, stack_id) : NULL;
+	size_t len = st ? (size_t)st->n_kernel + st->n_user : 0;
+	const char **frames = calloc(len + 1, sizeof(*frames));
+	if (!frames)
+		return NULL;
+	if (!len) {
+		frames[0] = symbolizer_intern(sym, stack_id && !st ? "[missing stack]" : "[no stack]");
+		*n = 1;
+	} else {
+		symbolize_stack(sym, f, file, st, frames);
+		*n = len;
+	}
+	for (size_t i = 0; i < *n; i++) {
+		if (!frames[i]) {
+			free(frames);
+			*n = 0;
+			return NULL;
+		}
+	}
+	return frames;
+}
+
+const char *mem_stack_line(struct trace_set *ts, uint32_t file, uint32_t stack_id,
+			   size_t max_frames, char *buf, size_t len)
+{
+	size_t n, used = 0;
+	const char **frames = mem_stack_frames(ts, file, stack_id, &n);
+	if (!len)
+		return buf;
+	buf[0] = '\0';
+	if (!frames) {
+		snprintf(buf, len, "[out of memory]");
+		return buf;
+	}
+	for (size_t k = 0; k < n && k < max_frames; k++) {
+		int w = snprintf(buf + used, len - used, "%s%s", k ? " <- " : "", frames[n - 1 - k]);
+		if (w < 0 || (size_t)w >= len - used)
+			break;
+		used += (size_t)w;
+	}
+	if (n > max_frames && used < len)
+		snprintf(buf + used, len - used, " <- ...");
+	free(frames);
+	return buf;
+}
+
+void mem_stack_json(struct trace_set *ts, uint32_t file, uint32_t stack_id, FILE *out)
+{
+	size_t n;
+	const char **frames = mem_stack_frames(ts, file, stack_id, &n);
+	fputc('[', out);
+	for (size_t k = 0; frames && k < n; k++) {
+		if (k)
+			fputc(',', out);
+		cli_json_str(out, frames[k]);
+	}
+	fputc(']', out);
+	free(frames);
+}
+
+static int tree_add(struct flame_tree *t, struct trace_set *ts, uint32_t file, uint32_t stack_id,
+		    uint64_t value)
+{
+	size_t n;
+	const char **frames = mem_stack_frames(ts, file, stack_id, &n);
+	if (!frames)
+		return -1;
+	int rc = flame_tree_add(t, frames, n, value);
+	free(frames);
+	return rc ? -1 : 0;
+}
+
+static int mem_finish(void *state, struct trace_set *ts, struct frec_error *err)
+{
+	struct model_mem *m = state;
+	struct mem_result *r = &m->result;
+	for (size_t i = 0; i < trace_set_count(ts); i++)
+		if (!mem_file_get(m, (uint32_t)i))
+			goto oom;
+	for (size_t i = 0; i < m->n_files; i++) {
+		struct mfile *f = &m->files[i];
+		const struct trace_file *tf = trace_set_file(ts, i);
+		f->start_ns = tf ? tf->hdr.start_mono_ns : 0;
+		f->pub.peak_t_ns = rel(f, f->pub.peak_t_ns);
+		f->pub.at_after_end = f->at_enabled && !f->at_frozen;
+		f->pub.at_bytes = f->at_enabled ? 0 : f->pub.peak_bytes;
+	}
+	r->inuse = flame_tree_new();
+	r->alloc = flame_tree_new();
+	if (!r->inuse || !r->alloc)
+		goto oom;
+	for (size_t i = 0; i < m->n_stacks; i++) {
+		const struct mstack *st = &m->stacks[i];
+		struct mseries *se = &m->series[st->series];
+		struct mfile *f = &m->files[se->pub.file];
+		uint64_t at_peak = st->spk_mark == se->epoch ? st->spk_before : st->live_bytes;
+		top_insert(se->pub.top_at_peak, &se->pub.n_top_at_peak, st->stack_id, at_peak, 0);
+		top_insert(se->pub.top_leaks, &se->pub.n_top_leaks, st->stack_id, st->live_bytes,
+			   st->live_count);
+		if (se->pub.space != MEM_SPACE_DEVICE)
+			continue;
+		uint64_t inuse;
+		if (f->at_enabled) {
+			inuse = st->at_mark ? st->at_before : st->live_bytes;
+			f->pub.at_bytes += inuse;
+		} else {
+			inuse = st->pk_mark == f->epoch ? st->pk_before : st->live_bytes;
+		}
+		if (inuse && tree_add(r->inuse, ts, se->pub.file, st->stack_id, inuse))
+			goto oom;
+		if (st->alloc_bytes && tree_add(r->alloc, ts, se->pub.file, st->stack_id, st->alloc_bytes))
+			goto oom;
+	}
+	r->series = calloc(m->n_series ? m->n_series : 1, sizeof(*r->series));
+	r->procs = calloc(m->n_series ? m->n_series : 1, sizeof(*r->procs));
+	if (!r->series || !r->procs)
+		goto oom;
+	for (size_t i = 0; i < m->n_series; i++) {
+		struct mseries *se = &m->series[i];
+		const struct mfile *f = &m->files[se->pub.file];
+		se->pub.end_bytes = se->inuse;
+		se->pub.end_count = se->live_count;
+		se->pub.peak_t_ns = rel(f, se->pub.peak_t_ns);
+		se->pub.first_t_ns = rel(f, se->pub.first_t_ns);
+		se->pub.last_t_ns = rel(f, se->pub.last_t_ns);
+		if (series_points(se, f))
+			goto oom;
+		r->series[i] = se->pub;
+		se->pub.points = NULL; /* owned by the result now */
+		r->before_frees += se->pub.before_frees;
+		if (se->pub.space != MEM_SPACE_DEVICE)
+			continue;
+		struct mem_process *p = NULL;
+		for (size_t j = 0; j < r->n_procs; j++)
+			if (r->procs[j].file == se->pub.file && r->procs[j].pid == se->pub.pid)
+				p = &r->procs[j];
+		if (!p) {
+			p = &r->procs[r->n_procs++];
+			p->file = se->pub.file;
+			p->pid = se->pub.pid;
+		}
+		p->allocs += se->pub.allocs;
+		p->frees += se->pub.frees;
+		p->end_count += se->pub.end_count;
+		p->seg_2mib += se->seg_2mib;
+	}
+	r->n_series = m->n_series;
+	qsort(r->series, r->n_series, sizeof(*r->series), series_cmp);
+	for (size_t j = 0; j < r->n_procs; j++) {
+		struct mem_process *p = &r->procs[j];
+		p->caching_allocator = p->allocs >= 4 && p->frees * 10 <= p->allocs &&
+				       p->end_count * 2 >= p->allocs;
+		p->pytorch_like = p->caching_allocator && p->seg_2mib * 10 >= p->allocs * 9;
+	}
+	for (size_t i = 0; i < r->n_failures_kept; i++) {
+		struct mem_failure *fl = &r->failures[i];
+		fl->t_ns = rel(&m->files[fl->file], fl->t_ns);
+	}
+	r->files = calloc(m->n_files ? m->n_files : 1, sizeof(*r->files));
+	if (!r->files)
+		goto oom;
+	for (size_t i = 0; i < m->n_files; i++)
+		r->files[i] = m->files[i].pub;
+	r->n_files = m->n_files;
+	r->live_entries_max = m->live.max_count;
+	r->stacks = m->n_stacks;
+	return 0;
+oom:
+	frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "out of memory building the GPU memory model");
+	return -1;
+}
+
+static void mem_destroy(void *state)
+{
+	struct model_mem *m = state;
+	if (!m)
+		return;
+	free(m->live.slots);
+	free(m->stacks);
+	hmap_free(&m->stack_index);
+	for (size_t i = 0; i < m->n_series; i++) {
+		free(m->series[i].buckets);
+		free(m->series[i].pub.points);
+	}
+	free(m->series);
+	hmap_free(&m->series_index);
+	free(m->files);
+	for (size_t i = 0; i < m->result.n_series; i++)
+		free(m->result.series[i].points);
+	free(m->result.series);
+	free(m->result.procs);
+	free(m->result.files);
+	flame_tree_free(m->result.inuse);
+	flame_tree_free(m->result.alloc);
+	free(m);
+}
+
+const struct mem_result *model_mem_result(const void *state)
+{
+	return &((const struct model_mem *)state)->result;
+}
+
+const struct model_ops model_mem_ops = {
+	.name = "mem",
+	.create = mem_create,
+	.feed = mem_feed,
+	.finish = mem_finish,
+	.destroy = mem_destroy,
+};
