@@ -87,6 +87,38 @@ static __always_inline void fr_capture_stack(void *ctx, struct fr_raw_stack *st,
 	st->n_user = n > 0 ? (__u64)n >> 3 : 0;
 }
 
+#include "ustack.bpf.h"
+
+/* Everything a stack-carrying program does about its stack, in both modes:
+ * fr_stack_begin (before reserving the event) sends the dwarf-mode record
+ * and says how big the event's reservation is; fr_stack_finish fills the
+ * event's stack fields.  want: this event takes a stack at all. */
+struct fr_stack_plan {
+	__u32 tag;     /* dwarf: the stack_id the event carries */
+	bool fp;       /* frame-pointer ips follow the event */
+	bool dwarf;
+};
+
+static __always_inline struct fr_stack_plan fr_stack_begin(void *ctx, __u64 pid_tgid,
+							   bool want, bool kernel)
+{
+	struct fr_stack_plan p = {0, false, false};
+	if (!want)
+		return p;
+	if (fr_stack_mode == FR_STACK_MODE_DWARF) {
+		p.tag = fr_emit_ustack(ctx, pid_tgid, kernel);
+		p.dwarf = p.tag != 0;
+	} else {
+		p.fp = true;
+	}
+	return p;
+}
+
+static __always_inline __u16 fr_stack_flags(const struct fr_stack_plan *p)
+{
+	return p->fp ? FR_RECF_RAW_STACK : p->dwarf ? FR_RECF_USTACK : 0;
+}
+
 /* User stack at the entry of a probed function, before its prologue ran:
  * the frame-pointer walk starts from the caller's frame and so would skip
  * the caller itself; its return address is at the top of the stack. */

@@ -192,7 +192,8 @@ int BPF_KRETPROBE(fr_cuda_exit)
 		bpf_map_update_elem(&fr_cuda_device, &tid, &d, BPF_ANY);
 	}
 	stack = take_stack(func);
-	if (stack)
+	struct fr_stack_plan sp = fr_stack_begin(ctx, id, stack, false);
+	if (sp.fp)
 		e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
 	else
 		e = bpf_ringbuf_reserve(&fr_events, sizeof(e->ev), 0);
@@ -201,12 +202,12 @@ int BPF_KRETPROBE(fr_cuda_exit)
 		bpf_map_delete_elem(&fr_cuda_calls, &k);
 		return 0;
 	}
-	fr_fill_common(&e->ev.c, FR_EV_CUDA, stack ? sizeof(*e) : sizeof(e->ev),
-		       stack ? FR_RECF_RAW_STACK : 0, id);
+	fr_fill_common(&e->ev.c, FR_EV_CUDA, sp.fp ? sizeof(*e) : sizeof(e->ev),
+		       fr_stack_flags(&sp), id);
 	e->ev.c.ts_ns = st->ts_ns;
 	e->ev.func = func;
 	e->ev.flags = ((cookie >> 16) & 0xffff) | (is_launch(func) && !stack ? FR_CUDAF_UNSAMPLED : 0);
-	e->ev.stack_id = 0;
+	e->ev.stack_id = sp.tag;
 	e->ev.duration_ns = bpf_ktime_get_ns() - st->ts_ns;
 	e->ev.result = result;
 	e->ev.ptr = 0;
@@ -222,7 +223,7 @@ int BPF_KRETPROBE(fr_cuda_exit)
 		e->ev.device = dev ? *dev : -1;
 	}
 	bpf_map_delete_elem(&fr_cuda_calls, &k);
-	if (stack)
+	if (sp.fp)
 		fr_capture_stack(ctx, &e->stack, false);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;

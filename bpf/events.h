@@ -59,6 +59,13 @@ enum fr_rec_type {
 	FR_REC_PROC_ENV = 0x108,  /* struct fr_rec_proc_env + "KEY=VALUE\0"... */
 	FR_REC_ATTACH = 0x109,    /* struct fr_rec_attach + text: a probe attach result */
 	FR_REC_RDMA_COUNTERS = 0x10a, /* struct fr_rec_rdma_counters + values */
+	FR_REC_USTACK = 0x10b,    /* struct fr_rec_ustack: a raw user stack (--stack dwarf) */
+	FR_REC_UNWIND = 0x10c,    /* struct fr_rec_unwind + reduced ELF image */
+	FR_REC_PYCODE = 0x10d,    /* struct fr_rec_pycode + names + line table */
+	FR_REC_PYTHON = 0x10e,    /* struct fr_rec_python: a process's interpreter */
+
+	/* ring buffer only, never in a file */
+	FR_RING_USTACK = 0xff00,  /* struct fr_ring_ustack: precedes its event */
 };
 
 /* record flags (fr_rec_hdr.flags) */
@@ -67,6 +74,10 @@ enum fr_rec_flags {
 	 * recorder interns it into the stack table and writes stack_id instead.
 	 * Never set in a file. */
 	FR_RECF_RAW_STACK = 1 << 0,
+	/* ring buffer only: the event's stack_id field holds a tag; the
+	 * FR_RING_USTACK record with that tag (same thread) came just before it
+	 * and becomes an FR_REC_USTACK of the file. */
+	FR_RECF_USTACK = 1 << 1,
 };
 
 struct fr_rec_hdr {
@@ -493,6 +504,126 @@ struct fr_rec_rdma_counters {
 	fr_u32 _pad;
 };
 FR_STATIC_ASSERT(sizeof(struct fr_rec_rdma_counters) == 32, "fr_rec_rdma_counters");
+
+/* ---- dwarf-mode stacks and Python frames --------------------------------- */
+
+#define FR_USTACK_REGS 17      /* x86-64 DWARF registers 0..16: rax rdx rcx rbx
+				  rsi rdi rbp rsp r8..r15 rip */
+#define FR_MAX_PY_FRAMES 64
+
+enum fr_py_frame_flags {
+	FR_PYF_ENTRY = 1 << 0, /* 3.11: the frame a C call of the eval loop entered
+				  (is_entry): a native _PyEval_EvalFrameDefault ends here */
+	FR_PYF_SHIM = 1 << 1,  /* 3.12+: a C-stack shim frame (owner CSTACK): a segment
+				  boundary, not a Python function */
+};
+
+/* One Python frame, as walked in BPF from the thread's interpreter state. */
+struct fr_py_frame {
+	fr_u64 code;       /* PyCodeObject address (see FR_REC_PYCODE) */
+	fr_u32 instr_off;  /* bytes from co_code_adaptive (3.10: f_lasti * 2) */
+	fr_u8 flags;       /* enum fr_py_frame_flags */
+	fr_u8 _pad;
+	fr_u16 fingerprint; /* co_firstlineno & 0xffff at the event: a freed code
+			       object's address is reused; the FR_REC_PYCODE whose
+			       firstlineno matches is the one */
+};
+FR_STATIC_ASSERT(sizeof(struct fr_py_frame) == 16, "fr_py_frame");
+
+enum fr_ustack_flags {
+	FR_USTACK_TRUNCATED = 1 << 0,   /* the copy stopped before the stack's end */
+	FR_USTACK_PY_TRUNCATED = 1 << 1,/* more Python frames than FR_MAX_PY_FRAMES */
+	FR_USTACK_PY_ERROR = 1 << 2,    /* the Python walk failed (unreadable memory) */
+	FR_USTACK_PY_NO_THREAD = 1 << 3,/* a Python process, but this thread has no state */
+};
+
+/* A raw user stack (--stack dwarf), referenced by stack_id like
+ * FR_REC_STACK (one id space).  After the fixed part: n_kernel u64 kernel ips
+ * (leaf first), n_py struct fr_py_frame (leaf first), stack_len bytes of the
+ * user stack copied from regs[7] (rsp) upward, padding to 8.  The analyzer
+ * unwinds it with the FR_REC_UNWIND data of the mapped files. */
+struct fr_rec_ustack {
+	struct fr_rec_hdr h;
+	fr_u32 stack_id;
+	fr_u32 pid;
+	fr_u32 tid;
+	fr_u16 n_kernel;
+	fr_u16 n_py;
+	fr_u32 stack_len;
+	fr_u16 flags;      /* enum fr_ustack_flags */
+	fr_u16 py_version; /* 310, 311 ... 0 when not a Python thread */
+	fr_u64 regs[FR_USTACK_REGS];
+};
+FR_STATIC_ASSERT(sizeof(struct fr_rec_ustack) == 168, "fr_rec_ustack");
+
+/* Ring form of a raw user stack: like fr_rec_ustack, but tag (the value the
+ * following event carries in its stack_id) instead of stack_id. */
+struct fr_ring_ustack {
+	struct fr_rec_hdr h;
+	fr_u32 tag;
+	fr_u32 pid;
+	fr_u32 tid;
+	fr_u16 n_kernel;
+	fr_u16 n_py;
+	fr_u32 stack_len;
+	fr_u16 flags;
+	fr_u16 py_version;
+	fr_u64 regs[FR_USTACK_REGS];
+};
+FR_STATIC_ASSERT(sizeof(struct fr_ring_ustack) == 168, "fr_ring_ustack");
+/* In the ring record, fixed-size arrays follow the header (kernel ips, then
+ * Python frames), then the stack bytes at this offset. */
+#define FR_RING_USTACK_STACK_OFFSET (168 + 8 * FR_MAX_KERNEL_FRAMES + 16 * FR_MAX_PY_FRAMES)
+
+/* Unwind data of one file, for dwarf-mode stacks: image_len bytes of a
+ * reduced ELF image follow (the ELF header, the program headers and the
+ * sections .eh_frame_hdr, .eh_frame and .debug_frame at their original
+ * addresses), then padding.  The file's symbols are in FR_REC_DSO records
+ * with the same dso_id. */
+struct fr_rec_unwind {
+	struct fr_rec_hdr h;
+	fr_u32 dso_id;
+	fr_u32 image_len;
+	fr_u8 build_id_len;
+	fr_u8 build_id[20];
+	fr_u8 _pad[3];
+};
+FR_STATIC_ASSERT(sizeof(struct fr_rec_unwind) == 40, "fr_rec_unwind");
+
+/* A Python code object, resolved by the recorder while the process lived.
+ * qualname_len bytes of qualified name, filename_len bytes of file name and
+ * linetable_len bytes of co_linetable (3.10: co_lnotab-style pairs; 3.11+:
+ * the location table) follow, then padding. */
+struct fr_rec_pycode {
+	struct fr_rec_hdr h;
+	fr_u64 code;        /* the PyCodeObject address, as in fr_py_frame */
+	fr_u32 pid;
+	fr_u32 firstlineno;
+	fr_u16 py_version;  /* 310, 311 ... */
+	fr_u16 qualname_len;
+	fr_u16 filename_len;
+	fr_u16 _pad;
+	fr_u32 linetable_len;
+	fr_u32 _pad2;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_rec_pycode) == 40, "fr_rec_pycode");
+
+enum fr_python_status {
+	FR_PYTHON_OK = 0,          /* frames are walked */
+	FR_PYTHON_UNSUPPORTED = 1, /* a version without offsets: native stacks only */
+	FR_PYTHON_NO_RUNTIME = 2,  /* _PyRuntime not found (stripped?) */
+};
+
+/* A process runs CPython: its version and where the walk starts. */
+struct fr_rec_python {
+	struct fr_rec_hdr h;
+	fr_u64 ts_ns;
+	fr_u32 pid;
+	fr_u16 py_version; /* major*100 + minor */
+	fr_u16 status;     /* enum fr_python_status */
+	fr_u64 runtime_addr; /* &_PyRuntime in the process */
+};
+FR_STATIC_ASSERT(sizeof(struct fr_rec_python) == 32, "fr_rec_python");
 
 /* A clock anchor: the same instant read on both clocks. */
 struct fr_rec_clock {

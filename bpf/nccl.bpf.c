@@ -138,17 +138,22 @@ int BPF_KRETPROBE(fr_nccl_exit)
 
 	if (!st)
 		return 0;
-	e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+	struct fr_stack_plan sp = fr_stack_begin(ctx, id, true, false);
+	if (sp.fp)
+		e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+	else
+		e = bpf_ringbuf_reserve(&fr_events, sizeof(e->ev), 0);
 	if (!e) {
 		fr_count_drop(FR_PROBE_NCCL);
 		bpf_map_delete_elem(&fr_nccl_calls, &k);
 		return 0;
 	}
-	fr_fill_common(&e->ev.c, FR_EV_NCCL, sizeof(*e), FR_RECF_RAW_STACK, id);
+	fr_fill_common(&e->ev.c, FR_EV_NCCL, sp.fp ? sizeof(*e) : sizeof(e->ev),
+		       fr_stack_flags(&sp), id);
 	e->ev.c.ts_ns = st->ts_ns;
 	e->ev.func = func;
 	e->ev.flags = (cookie >> 16) & 0xffff;
-	e->ev.stack_id = 0;
+	e->ev.stack_id = sp.tag;
 	e->ev.duration_ns = bpf_ktime_get_ns() - st->ts_ns;
 	e->ev.result = (__s32)PT_REGS_RC(ctx);
 	e->ev.comm = 0;
@@ -163,7 +168,8 @@ int BPF_KRETPROBE(fr_nccl_exit)
 	e->ev.uid_hash = 0;
 	nccl_fill(&e->ev, st, func);
 	bpf_map_delete_elem(&fr_nccl_calls, &k);
-	fr_capture_stack(ctx, &e->stack, false);
+	if (sp.fp)
+		fr_capture_stack(ctx, &e->stack, false);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }

@@ -108,14 +108,20 @@ int BPF_KRETPROBE(fr_rdma_exit)
 
 	if (!st)
 		return 0;
-	e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+	struct fr_stack_plan sp = fr_stack_begin(ctx, id, true, false);
+	if (sp.fp)
+		e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+	else
+		e = bpf_ringbuf_reserve(&fr_events, sizeof(e->ev), 0);
 	if (!e) {
 		fr_count_drop(FR_PROBE_RDMA);
 		bpf_map_delete_elem(&fr_rdma_calls, &k);
 		return 0;
 	}
 	__builtin_memset(&e->ev, 0, sizeof(e->ev));
-	fr_fill_common(&e->ev.c, FR_EV_RDMA_CTRL, sizeof(*e), FR_RECF_RAW_STACK, id);
+	fr_fill_common(&e->ev.c, FR_EV_RDMA_CTRL, sp.fp ? sizeof(*e) : sizeof(e->ev),
+		       fr_stack_flags(&sp), id);
+	e->ev.stack_id = sp.tag;
 	e->ev.c.ts_ns = st->ts_ns;
 	e->ev.func = func;
 	e->ev.duration_ns = bpf_ktime_get_ns() - st->ts_ns;
@@ -186,7 +192,8 @@ int BPF_KRETPROBE(fr_rdma_exit)
 		break;
 	}
 	bpf_map_delete_elem(&fr_rdma_calls, &k);
-	fr_capture_stack(ctx, &e->stack, false);
+	if (sp.fp)
+		fr_capture_stack(ctx, &e->stack, false);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	if (ops_context)
 		emit_ops(id, ops_context);

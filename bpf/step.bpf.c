@@ -16,15 +16,21 @@ int BPF_KPROBE(fr_step_enter)
 
 	if (!fr_is_traced(id >> 32))
 		return 0;
-	e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+	struct fr_stack_plan sp = fr_stack_begin(ctx, id, true, false);
+	if (sp.fp)
+		e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+	else
+		e = bpf_ringbuf_reserve(&fr_events, sizeof(e->ev), 0);
 	if (!e) {
 		fr_count_drop(FR_PROBE_STEP);
 		return 0;
 	}
-	fr_fill_common(&e->ev.c, FR_EV_STEP, sizeof(*e), FR_RECF_RAW_STACK, id);
+	fr_fill_common(&e->ev.c, FR_EV_STEP, sp.fp ? sizeof(*e) : sizeof(e->ev),
+		       fr_stack_flags(&sp), id);
 	e->ev._pad = 0;
-	e->ev.stack_id = 0;
-	fr_capture_stack_at_entry(ctx, &e->stack);
+	e->ev.stack_id = sp.tag;
+	if (sp.fp)
+		fr_capture_stack_at_entry(ctx, &e->stack);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }

@@ -84,8 +84,9 @@ int BPF_PROG(fr_sys_exit, struct pt_regs *regs, long ret)
 		bpf_map_delete_elem(&fr_sys_inflight, &tid);
 		return 0;
 	}
-	/* without stacks, reserve only the fixed part: 72 bytes, not 1.6 KiB */
-	if (fr_syscall_stacks)
+	struct fr_stack_plan sp = fr_stack_begin(ctx, pid_tgid, fr_syscall_stacks, false);
+	/* without fp stacks, reserve only the fixed part: 72 bytes, not 1.6 KiB */
+	if (sp.fp)
 		e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
 	else
 		e = bpf_ringbuf_reserve(&fr_events, sizeof(e->ev), 0);
@@ -94,12 +95,11 @@ int BPF_PROG(fr_sys_exit, struct pt_regs *regs, long ret)
 		bpf_map_delete_elem(&fr_sys_inflight, &tid);
 		return 0;
 	}
-	fr_fill_common(&e->ev.c, FR_EV_SYSCALL,
-		       fr_syscall_stacks ? sizeof(*e) : sizeof(e->ev),
-		       fr_syscall_stacks ? FR_RECF_RAW_STACK : 0, pid_tgid);
+	fr_fill_common(&e->ev.c, FR_EV_SYSCALL, sp.fp ? sizeof(*e) : sizeof(e->ev),
+		       fr_stack_flags(&sp), pid_tgid);
 	e->ev.c.ts_ns = ent->ts_ns;
 	e->ev.nr = ent->nr;
-	e->ev.stack_id = 0;
+	e->ev.stack_id = sp.tag;
 	e->ev.ret = ret;
 	e->ev.duration_ns = dur;
 	e->ev.sc_flags = ent->sc_flags;
@@ -107,7 +107,7 @@ int BPF_PROG(fr_sys_exit, struct pt_regs *regs, long ret)
 	e->ev.count = (ent->sc_flags & FR_SYSCALL_HAS_BYTES) ? ent->arg2 : 0;
 	e->ev._pad = 0;
 	bpf_map_delete_elem(&fr_sys_inflight, &tid);
-	if (fr_syscall_stacks)
+	if (sp.fp)
 		fr_capture_stack(ctx, &e->stack, false);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;

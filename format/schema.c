@@ -65,6 +65,17 @@ static const struct frec_schema_entry schema_table[] = {
 	  "text_len:u32,_pad:u32,text:var" },
 	{ FR_REC_RDMA_COUNTERS, 1, sizeof(struct fr_rec_rdma_counters),
 	  "rdma_counters", "ts_ns:u64,interval_ns:u64,n:u32,_pad:u32,counters:var" },
+	{ FR_REC_USTACK, 1, sizeof(struct fr_rec_ustack), "ustack",
+	  "stack_id:u32,pid:u32,tid:u32,n_kernel:u16,n_py:u16,stack_len:u32,"
+	  "flags:u16,py_version:u16,regs:u64[17],kernel_py_stack:var" },
+	{ FR_REC_UNWIND, 1, sizeof(struct fr_rec_unwind), "unwind",
+	  "dso_id:u32,image_len:u32,build_id_len:u8,build_id:u8[20],_pad:u8[3],"
+	  "image:var" },
+	{ FR_REC_PYCODE, 1, sizeof(struct fr_rec_pycode), "pycode",
+	  "code:u64,pid:u32,firstlineno:u32,py_version:u16,qualname_len:u16,"
+	  "filename_len:u16,_pad:u16,linetable_len:u32,_pad2:u32,names_table:var" },
+	{ FR_REC_PYTHON, 1, sizeof(struct fr_rec_python), "python",
+	  "ts_ns:u64,pid:u32,py_version:u16,status:u16,runtime_addr:u64" },
 };
 
 const struct frec_schema_entry *frec_schema_table(size_t *n)

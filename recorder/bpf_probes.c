@@ -44,15 +44,24 @@ static void add_family(struct bpf_probes *p, struct uprobe_family *f, const char
 	p->families[p->n_families++] = f;
 }
 
-static int reuse_shared_maps(struct bpf_probes *p, struct bpf_map *events,
-			     struct bpf_map *pids, struct bpf_map *drops)
+/* Maps every object shares: created by the proc object, handed to the
+ * others before they load. */
+static const char *const shared_maps[] = {
+	"fr_events", "fr_pids", "fr_drops", "fr_ustack_scratch", "fr_py_procs", "fr_py_tstate",
+};
+
+static int reuse_shared_maps(struct bpf_probes *p, struct bpf_object *obj)
 {
-	int err = bpf_map__reuse_fd(events, bpf_map__fd(p->proc->maps.fr_events));
-	if (!err)
-		err = bpf_map__reuse_fd(pids, bpf_map__fd(p->proc->maps.fr_pids));
-	if (!err)
-		err = bpf_map__reuse_fd(drops, bpf_map__fd(p->proc->maps.fr_drops));
-	return err;
+	for (size_t i = 0; i < sizeof(shared_maps) / sizeof(shared_maps[0]); i++) {
+		struct bpf_map *mine = bpf_object__find_map_by_name(obj, shared_maps[i]);
+		struct bpf_map *theirs = bpf_object__find_map_by_name(p->proc->obj, shared_maps[i]);
+		if (!mine || !theirs)
+			continue;
+		int err = bpf_map__reuse_fd(mine, bpf_map__fd(theirs));
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 /* Records why a family is missing; returns -1 when that is fatal. */
@@ -83,6 +92,9 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 	p->proc->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
 	p->proc->rodata->fr_target_cgroup_id = cgroup_id;
 	bpf_map__set_max_entries(p->proc->maps.fr_events, o->ring_mib << 20);
+	/* one raw-stack scratch slot per CPU in dwarf mode (~34 KiB each) */
+	bpf_map__set_max_entries(p->proc->maps.fr_ustack_scratch,
+				 o->stack_dwarf ? (uint32_t)libbpf_num_possible_cpus() : 1);
 	err = fr_proc_bpf__load(p->proc);
 	if (err) {
 		snprintf(msg, len, "cannot load the BPF process tracker: %s (run with -v "
@@ -96,8 +108,9 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 		if (!err) {
 			p->cpu->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
 			p->cpu->rodata->fr_target_cgroup_id = cgroup_id;
-			err = reuse_shared_maps(p, p->cpu->maps.fr_events, p->cpu->maps.fr_pids,
-						p->cpu->maps.fr_drops);
+			p->cpu->rodata->fr_stack_mode = o->stack_dwarf;
+			p->cpu->rodata->fr_ustack_bytes = o->stack_kib * 1024;
+			err = reuse_shared_maps(p, p->cpu->obj);
 		}
 		if (!err)
 			err = fr_cpu_bpf__load(p->cpu);
@@ -118,8 +131,9 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 			p->sys->rodata->fr_target_cgroup_id = cgroup_id;
 			p->sys->rodata->fr_syscall_min_ns = o->syscall_min_ns;
 			p->sys->rodata->fr_syscall_stacks = o->syscall_stacks;
-			err = reuse_shared_maps(p, p->sys->maps.fr_events, p->sys->maps.fr_pids,
-						p->sys->maps.fr_drops);
+			p->sys->rodata->fr_stack_mode = o->stack_dwarf;
+			p->sys->rodata->fr_ustack_bytes = o->stack_kib * 1024;
+			err = reuse_shared_maps(p, p->sys->obj);
 		}
 		if (!err)
 			err = fr_syscalls_bpf__load(p->sys);
@@ -139,8 +153,9 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 			p->cuda->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
 			p->cuda->rodata->fr_target_cgroup_id = cgroup_id;
 			p->cuda->rodata->fr_launch_stack_every = o->launch_stack_every;
-			err = reuse_shared_maps(p, p->cuda->maps.fr_events, p->cuda->maps.fr_pids,
-						p->cuda->maps.fr_drops);
+			p->cuda->rodata->fr_stack_mode = o->stack_dwarf;
+			p->cuda->rodata->fr_ustack_bytes = o->stack_kib * 1024;
+			err = reuse_shared_maps(p, p->cuda->obj);
 		}
 		if (!err)
 			err = fr_cuda_bpf__load(p->cuda);
@@ -164,8 +179,9 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 		if (!err) {
 			p->nccl->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
 			p->nccl->rodata->fr_target_cgroup_id = cgroup_id;
-			err = reuse_shared_maps(p, p->nccl->maps.fr_events, p->nccl->maps.fr_pids,
-						p->nccl->maps.fr_drops);
+			p->nccl->rodata->fr_stack_mode = o->stack_dwarf;
+			p->nccl->rodata->fr_ustack_bytes = o->stack_kib * 1024;
+			err = reuse_shared_maps(p, p->nccl->obj);
 		}
 		if (!err)
 			err = fr_nccl_bpf__load(p->nccl);
@@ -189,8 +205,9 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 		if (!err) {
 			p->rdma->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
 			p->rdma->rodata->fr_target_cgroup_id = cgroup_id;
-			err = reuse_shared_maps(p, p->rdma->maps.fr_events, p->rdma->maps.fr_pids,
-						p->rdma->maps.fr_drops);
+			p->rdma->rodata->fr_stack_mode = o->stack_dwarf;
+			p->rdma->rodata->fr_ustack_bytes = o->stack_kib * 1024;
+			err = reuse_shared_maps(p, p->rdma->obj);
 		}
 		if (!err)
 			err = fr_rdma_bpf__load(p->rdma);
@@ -222,8 +239,9 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 		if (!err) {
 			p->step->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
 			p->step->rodata->fr_target_cgroup_id = cgroup_id;
-			err = reuse_shared_maps(p, p->step->maps.fr_events, p->step->maps.fr_pids,
-						p->step->maps.fr_drops);
+			p->step->rodata->fr_stack_mode = o->stack_dwarf;
+			p->step->rodata->fr_ustack_bytes = o->stack_kib * 1024;
+			err = reuse_shared_maps(p, p->step->obj);
 		}
 		if (!err)
 			err = fr_step_bpf__load(p->step);
@@ -397,4 +415,9 @@ uint64_t bpf_probes_rdma_empty_polls(const struct bpf_probes *p)
 			total += vals[c];
 	free(vals);
 	return total;
+}
+
+int bpf_probes_py_procs_fd(const struct bpf_probes *p)
+{
+	return bpf_map__fd(p->proc->maps.fr_py_procs);
 }

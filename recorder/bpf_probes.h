@@ -65,6 +65,8 @@ uint32_t bpf_probes_pid_state(const struct bpf_probes *p, uint32_t pid);
 void bpf_probes_forget_pid(struct bpf_probes *p, uint32_t pid);
 /* Sum over CPUs of the per-probe ring reserve failures. */
 void bpf_probes_drops(const struct bpf_probes *p, uint64_t out[FR_PROBE_MAX]);
+/* The map the Python frame walker reads per-process settings from. */
+int bpf_probes_py_procs_fd(const struct bpf_probes *p);
 /* poll_cq calls that returned no completion (counted in the kernel). */
 uint64_t bpf_probes_rdma_empty_polls(const struct bpf_probes *p);
 

@@ -3,6 +3,7 @@
 
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -96,11 +97,94 @@ static uint32_t intern_stack(struct drain *d, uint32_t pid, const struct fr_raw_
 	return id;
 }
 
+/* Keeps a thread's raw user stack until the event it belongs to arrives
+ * (the BPF side sends it just before the event, from the same thread). */
+static void hold_ustack(struct drain *d, const void *data, size_t size)
+{
+	struct fr_ring_ustack h;
+	if (size < FR_RING_USTACK_STACK_OFFSET)
+		return;
+	memcpy(&h, data, sizeof(h));
+	if (h.stack_len > size - FR_RING_USTACK_STACK_OFFSET || h.n_kernel > FR_MAX_KERNEL_FRAMES ||
+	    h.n_py > FR_MAX_PY_FRAMES)
+		return;
+	struct pending_ustack *p = &d->ustacks[h.tid & 255];
+	size_t need = FR_RING_USTACK_STACK_OFFSET + h.stack_len;
+	if (need > p->cap) {
+		uint8_t *buf = realloc(p->buf, need);
+		if (!buf)
+			return;
+		p->buf = buf;
+		p->cap = need;
+	}
+	memcpy(p->buf, data, need);
+	p->tid = h.tid;
+	p->tag = h.tag;
+	p->len = (uint32_t)need;
+}
+
+/* Writes the FR_REC_USTACK of the event's thread; returns its stack id. */
+static uint32_t take_ustack(struct drain *d, uint32_t tid, uint32_t tag)
+{
+	struct pending_ustack *p = &d->ustacks[tid & 255];
+	struct fr_ring_ustack h;
+
+	if (!p->len || p->tid != tid || p->tag != tag) {
+		atomic_fetch_add_explicit(&d->ustacks_unpaired, 1, memory_order_relaxed);
+		return FR_STACK_NONE;
+	}
+	memcpy(&h, p->buf, sizeof(h));
+	p->len = 0;
+	uint32_t kernel_bytes = 8u * h.n_kernel, py_bytes = 16u * h.n_py;
+	uint32_t size = FR_ALIGN8(sizeof(struct fr_rec_ustack) + kernel_bytes + py_bytes + h.stack_len);
+	uint8_t *out = frec_builder_reserve(d->builder, size);
+	if (!out)
+		return FR_STACK_NONE;
+	/* ids with the top bit set: raw stacks never collide with fp stack ids */
+	uint32_t id = 0x80000000u | ++d->next_ustack_id;
+	struct fr_rec_ustack r;
+	memset(&r, 0, sizeof(r));
+	r.h.size = size;
+	r.h.type = FR_REC_USTACK;
+	r.stack_id = id;
+	r.pid = h.pid;
+	r.tid = h.tid;
+	r.n_kernel = h.n_kernel;
+	r.n_py = h.n_py;
+	r.stack_len = h.stack_len;
+	r.flags = h.flags;
+	r.py_version = h.py_version;
+	memcpy(r.regs, h.regs, sizeof(r.regs));
+	memcpy(out, &r, sizeof(r));
+	memcpy(out + sizeof(r), p->buf + sizeof(h), kernel_bytes);
+	memcpy(out + sizeof(r) + kernel_bytes, p->buf + sizeof(h) + 8u * FR_MAX_KERNEL_FRAMES, py_bytes);
+	memcpy(out + sizeof(r) + kernel_bytes + py_bytes, p->buf + FR_RING_USTACK_STACK_OFFSET,
+	       h.stack_len);
+	memset(out + sizeof(r) + kernel_bytes + py_bytes + h.stack_len, 0,
+	       size - (sizeof(r) + kernel_bytes + py_bytes + h.stack_len));
+	frec_builder_commit(d->builder, 0);
+	if (d->python) {
+		const uint8_t *py = p->buf + sizeof(h) + 8u * FR_MAX_KERNEL_FRAMES;
+		for (uint16_t i = 0; i < h.n_py; i++) {
+			struct fr_py_frame f;
+			memcpy(&f, py + 16u * i, sizeof(f));
+			if (!(f.flags & FR_PYF_SHIM))
+				python_note_code(d->python, h.pid, f.code, f.fingerprint);
+		}
+	}
+	return id;
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct drain *d = ctx;
 	const struct fr_ev_common *c = data;
 	uint32_t fixed;
+
+	if (size >= sizeof(struct fr_rec_hdr) && c->h.type == FR_RING_USTACK) {
+		hold_ustack(d, data, size);
+		return 0;
+	}
 
 	if (size < sizeof(*c) || !(fixed = fixed_size(c->h.type)) || size < fixed) {
 		atomic_fetch_add_explicit(&d->malformed, 1, memory_order_relaxed);
@@ -113,6 +197,10 @@ static int on_event(void *ctx, void *data, size_t size)
 			return 0;
 		}
 		stack_id = intern_stack(d, c->pid, (const void *)((const char *)data + fixed));
+	} else if (c->h.flags & FR_RECF_USTACK) {
+		uint32_t tag;
+		memcpy(&tag, (const char *)data + FR_EV_STACK_ID_OFFSET, sizeof(tag));
+		stack_id = take_ustack(d, c->tid, tag);
 	}
 	void *out = frec_builder_reserve(d->builder, fixed);
 	if (!out)
@@ -121,7 +209,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	struct fr_ev_common *oc = out;
 	oc->h.size = fixed;
 	oc->h.flags = 0;
-	if (c->h.flags & FR_RECF_RAW_STACK)
+	if (c->h.flags & (FR_RECF_RAW_STACK | FR_RECF_USTACK))
 		memcpy((char *)out + FR_EV_STACK_ID_OFFSET, &stack_id, sizeof(stack_id));
 	frec_builder_commit(d->builder, c->ts_ns);
 	atomic_fetch_add_explicit(&d->events[probe_of(c->h.type)], 1, memory_order_relaxed);
@@ -158,9 +246,10 @@ static void *drain_main(void *arg)
 
 int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 		struct stack_table *stacks, struct sym_collector *syms,
-		drain_proc_cb on_proc, void *ctx)
+		struct python_state *python, drain_proc_cb on_proc, void *ctx)
 {
 	memset(d, 0, sizeof(*d));
+	d->python = python;
 	d->stacks = stacks;
 	d->syms = syms;
 	d->on_proc = on_proc;
@@ -193,4 +282,6 @@ void drain_stop(struct drain *d)
 	ring_buffer__free(d->rb);
 	frec_builder_free(d->builder);
 	d->builder = NULL;
+	for (int i = 0; i < 256; i++)
+		free(d->ustacks[i].buf);
 }

@@ -13,6 +13,7 @@
 #include "frec_writer.h"
 #include "stack_table.h"
 #include "sym_collector.h"
+#include "python.h"
 
 struct ring_buffer;
 
@@ -26,6 +27,16 @@ struct drain {
 	struct sym_collector *syms; /* told about every new stack */
 	drain_proc_cb on_proc;
 	void *on_proc_ctx;
+	struct python_state *python;     /* told about code objects in stacks */
+	/* dwarf mode: the latest FR_RING_USTACK of each thread, until its event */
+	struct pending_ustack {
+		uint32_t tid, tag;
+		uint32_t len;                 /* 0: empty */
+		uint8_t *buf;
+		size_t cap;
+	} ustacks[256];
+	uint32_t next_ustack_id;
+	atomic_uint_fast64_t ustacks_unpaired; /* events whose raw stack was lost */
 	unsigned period_us;       /* sleep between drains */
 	uint64_t flush_period_ns; /* seal a partial chunk this often */
 	pthread_t thread;
@@ -38,7 +49,7 @@ struct drain {
 /* ring_fd: the BPF ring buffer map.  Returns 0 or -errno. */
 int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 		struct stack_table *stacks, struct sym_collector *syms,
-		drain_proc_cb on_proc, void *ctx);
+		struct python_state *python, drain_proc_cb on_proc, void *ctx);
 /* Drains what is left, flushes, joins.  Frees the builder. */
 void drain_stop(struct drain *d);
 

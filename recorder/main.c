@@ -26,6 +26,7 @@
 #include "preflight.h"
 #include "proc.skel.h"
 #include "proc_track.h"
+#include "python.h"
 #include "stack_table.h"
 #include "sym_collector.h"
 #include "syscalls.skel.h"
@@ -85,6 +86,8 @@ struct recording {
 	struct launch child;
 	struct lib_attach libs;
 	struct rdma_counters rdma_counters;
+	struct python_state python;
+	bool python_on;
 	bool drain_running, track_running, track_open;
 };
 
@@ -260,6 +263,19 @@ static int finish(struct recording *r, uint64_t start_ns)
 	}
 	r->writer = NULL;
 
+	if (r->opts.stack_dwarf && !r->opts.quiet) {
+		fprintf(stderr, "flightrec: dwarf stacks: %u raw stacks, unwind data for %u files "
+			"(%.1f MiB before compression), %llu symbols", r->drain.next_ustack_id,
+			r->track.unwind.files, r->track.unwind.image_bytes / 1048576.0,
+			(unsigned long long)r->track.unwind.symbols);
+		if (r->python_on)
+			fprintf(stderr, ", %llu Python code objects named",
+				(unsigned long long)r->python.codes_resolved);
+		if (atomic_load(&r->drain.ustacks_unpaired))
+			fprintf(stderr, ", %llu events lost their raw stack",
+				(unsigned long long)atomic_load(&r->drain.ustacks_unpaired));
+		fprintf(stderr, "\n");
+	}
 	if (r->opts.step_marker && !r->probes.step_family.functions_attached)
 		fprintf(stderr, "flightrec: step marker %s: no file the target mapped has a function "
 			"of that name; no steps were recorded\n", r->opts.step_marker);
@@ -372,6 +388,12 @@ static int cmd_record(int argc, char **argv)
 	r->track.new_file_fn = on_new_file;
 	r->track.new_file_ctx = &r->libs;
 	r->track.quiet = o->quiet;
+	r->track.dwarf = o->stack_dwarf;
+	if (o->stack_dwarf && o->python) {
+		python_init(&r->python, bpf_probes_py_procs_fd(&r->probes), o->quiet);
+		r->python_on = true;
+		r->track.python = &r->python;
+	}
 	if (r->probes.loaded & PROBE_RDMA) {
 		r->track.rdma_dp = &r->probes.rdma_dp_family;
 		if (rdma_counters_open(&r->rdma_counters, o->rdma_counters_dir) == 0)
@@ -399,7 +421,8 @@ static int cmd_record(int argc, char **argv)
 	if (o->cgroup_path)
 		add_cgroup_members(r);
 	int err = drain_start(&r->drain, bpf_probes_ring_fd(&r->probes), r->writer, r->stacks,
-			      &r->syms, proc_track_notify, &r->track);
+			      &r->syms, r->python_on ? &r->python : NULL, proc_track_notify,
+			      &r->track);
 	if (err) {
 		snprintf(msg, sizeof(msg), "cannot read the ring buffer: %s", strerror(-err));
 		goto fail_msg;
@@ -468,6 +491,8 @@ static int cmd_record(int argc, char **argv)
 	stack_table_free(r->stacks);
 	sym_collector_destroy(&r->syms);
 	dso_table_destroy(&r->dsos);
+	if (r->python_on)
+		python_destroy(&r->python);
 	free(r);
 	return ret;
 
@@ -491,6 +516,8 @@ fail:
 	stack_table_free(r->stacks);
 	sym_collector_destroy(&r->syms);
 	dso_table_destroy(&r->dsos);
+	if (r->python_on)
+		python_destroy(&r->python);
 	free(r);
 	return 1;
 }

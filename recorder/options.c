@@ -68,7 +68,19 @@ void record_usage(FILE *out)
 "                        (default 64; launches are frequent)\n"
 "      --syscall-min-us N  drop (in the kernel) system calls shorter than N us\n"
 "      --no-syscall-stacks do not record a user stack with each system call\n"
-"      --stack fp        stack mode: frame-pointer walk in the kernel (fp)\n"
+"      --stack MODE      how user stacks are taken:\n"
+"                          fp     frame-pointer walk in the kernel (cheap; stops\n"
+"                                 at code built without frame pointers, such as\n"
+"                                 CPython and the PyTorch wheels)\n"
+"                          dwarf  copy the registers and the top of the stack\n"
+"                                 (--stack-size) and unwind offline with the\n"
+"                                 .eh_frame data the trace carries, like perf\n"
+"                                 --call-graph dwarf; complete stacks, ~16 KiB each\n"
+"      --stack-size KIB  user stack bytes copied per event in dwarf mode\n"
+"                        (default 16, at most 32)\n"
+"      --no-python       do not walk CPython frames (they are walked in the\n"
+"                        kernel for CPython 3.10-3.13 and merged into the\n"
+"                        native stacks)\n"
 "      --ring-mib N      ring buffer size in MiB (default 64)\n"
 "      --codec C         zstd (default), zlib or none\n"
 "      --level N         compression level (default 1)\n"
@@ -101,6 +113,8 @@ enum {
 	OPT_LAUNCH_STACK_EVERY,
 	OPT_STEP_MARKER,
 	OPT_RDMA_COUNTERS,
+	OPT_STACK_SIZE,
+	OPT_NO_PYTHON,
 };
 
 
@@ -246,6 +260,8 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		{"launch-stack-every", required_argument, 0, OPT_LAUNCH_STACK_EVERY},
 		{"step-marker", required_argument, 0, OPT_STEP_MARKER},
 		{"rdma-counters", required_argument, 0, OPT_RDMA_COUNTERS},
+		{"stack-size", required_argument, 0, OPT_STACK_SIZE},
+		{"no-python", no_argument, 0, OPT_NO_PYTHON},
 		{"verbose", no_argument, 0, 'v'},
 		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
@@ -260,6 +276,8 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 	o->launch_stack_every = 64;
 	o->rdma_counters_dir = "/sys/class/infiniband";
 	o->syscall_stacks = true;
+	o->stack_kib = 16;
+	o->python = true;
 	o->ring_mib = 64;
 	o->codec = FR_CODEC_ZSTD;
 	o->level = 1;
@@ -311,11 +329,26 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 			o->syscall_stacks = false;
 			break;
 		case OPT_STACK:
-			if (strcmp(optarg, "fp")) {
-				fprintf(stderr, "flightrec: --stack %s is not available in this build "
-					"(available: fp)\n", optarg);
+			if (!strcmp(optarg, "fp")) {
+				o->stack_dwarf = false;
+			} else if (!strcmp(optarg, "dwarf")) {
+				o->stack_dwarf = true;
+			} else {
+				fprintf(stderr, "flightrec: unknown --stack '%s' (fp or dwarf)\n", optarg);
 				return -1;
 			}
+			break;
+		case OPT_STACK_SIZE:
+			if (parse_uint(optarg, "--stack-size", 32, &v))
+				return -1;
+			if (v < 1) {
+				fprintf(stderr, "flightrec: --stack-size must be 1 to 32 KiB\n");
+				return -1;
+			}
+			o->stack_kib = (unsigned)v;
+			break;
+		case OPT_NO_PYTHON:
+			o->python = false;
 			break;
 		case OPT_RING_MIB:
 			if (parse_uint(optarg, "--ring-mib", 4096, &v))

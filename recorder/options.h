@@ -33,6 +33,9 @@ struct record_opts {
 	bool probes_given;
 	uint64_t syscall_min_ns;
 	bool syscall_stacks;
+	bool stack_dwarf;          /* --stack dwarf */
+	unsigned stack_kib;        /* --stack-size: bytes of user stack copied */
+	bool python;               /* walk CPython frames (default on) */
 	unsigned ring_mib;         /* ring buffer size */
 	int codec;                 /* enum fr_codec */
 	int level;

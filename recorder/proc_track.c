@@ -113,6 +113,7 @@ static void write_mapping(struct proc_track *t, uint32_t pid, uint64_t ts_ns,
 	size_t path_len = strnlen(path, 4096);
 	uint32_t dso_id = dso_table_lookup_or_add(t->dsos, pid, path, bid, bid_len, &is_new);
 	const struct dso *d = dso_table_get(t->dsos, dso_id);
+	/* the dso table only grows on this thread: d stays valid below */
 	uint32_t size = FR_ALIGN8(sizeof(struct fr_rec_mapping) + path_len);
 	struct fr_rec_mapping *m = frec_builder_reserve(t->builder, size);
 
@@ -141,6 +142,11 @@ static void write_mapping(struct proc_track *t, uint32_t pid, uint64_t ts_ns,
 		frec_builder_commit(t->builder, ts_ns);
 		atomic_fetch_add(&t->mappings, 1);
 	}
+	if (is_new && dso_id && t->dwarf && d)
+		unwind_write_file(t->builder, dso_id, d->fd, d->path, d->build_id,
+				  d->build_id_len, &t->unwind);
+	if (t->python)
+		python_on_mapping(t->python, t->builder, pid, path, start, pgoff);
 	/* after the mapping record, so the attach records follow it */
 	if (is_new && dso_id && t->new_file_fn)
 		t->new_file_fn(t->new_file_ctx, t->builder, pid, path, ts_ns);
@@ -580,8 +586,11 @@ static void handle_pending(struct proc_track *t)
 			t->forget[t->n_forget++] = (struct pending_pid){
 				.type = p->type, .pid = p->pid, .due_ns = now + FORGET_DELAY_NS};
 		} else {
-			if (p->type == FR_EV_PROC_FORK)
+			if (p->type == FR_EV_PROC_FORK) {
 				inherit_mappings(t, p->ppid, p->pid, p->ts_ns);
+				if (t->python)
+					python_on_fork(t->python, p->ppid, p->pid);
+			}
 			write_process(t, p->pid, NULL);
 		}
 	}
@@ -607,6 +616,8 @@ static void *track_main(void *arg)
 		for (int i = 0; i < t->n_rings; i++)
 			drain_ring(t, &t->rings[i]);
 		handle_pending(t);
+		if (t->python)
+			python_resolve_pending(t->python, t->builder);
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 		if (now - t->last_tick_ns >= 1000000000ull) {
 			sym_collector_flush(t->syms, t->builder, false);
@@ -634,6 +645,8 @@ void proc_track_stop(struct proc_track *t)
 {
 	atomic_store(&t->stop, 1);
 	pthread_join(t->thread, NULL);
+	if (t->python)
+		python_resolve_pending(t->python, t->builder);
 	sym_collector_flush(t->syms, t->builder, true);
 	proc_track_write_clock(t);
 	write_stats(t);

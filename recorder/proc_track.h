@@ -19,6 +19,8 @@
 #include "sym_collector.h"
 #include "rdma_counters.h"
 #include "uprobe_family.h"
+#include "python.h"
+#include "unwind_writer.h"
 
 /* A file a traced process mapped for the first time (library discovery). */
 typedef void (*track_new_file_fn)(void *ctx, struct frec_builder *b, uint32_t pid,
@@ -49,6 +51,9 @@ struct proc_track {
 	void *new_file_ctx;
 	struct uprobe_family *rdma_dp;     /* NULL without the rdma probes */
 	struct rdma_counters *rdma_counters; /* NULL when not sampling */
+	struct python_state *python;       /* NULL: no Python frames */
+	bool dwarf;                        /* --stack dwarf: write unwind data */
+	struct unwind_writer_stats unwind;
 	bool quiet;
 	int64_t realtime_offset_ns; /* test hook: shifts realtime anchors */
 	const char *cgroup_v2_path; /* cgroup mode: path relative to the v2 root */

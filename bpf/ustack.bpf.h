@@ -1,0 +1,298 @@
+/* --stack dwarf: what a stack-carrying event sends instead of frame-pointer
+ * ips.  The user registers, the top fr_ustack_bytes of the user stack and
+ * the Python frames of the thread go out as one FR_RING_USTACK record just
+ * before the event, tagged; the recorder's drain pairs them.  The analyzer
+ * unwinds the copy offline (libdw), so stacks are complete without frame
+ * pointers.  Python frames are walked here, at the event: later, from user
+ * space, the process may be gone. */
+#ifndef FLIGHTREC_USTACK_BPF_H
+#define FLIGHTREC_USTACK_BPF_H
+
+#include "python_abi.h"
+
+#define FR_STACK_MODE_FP 0
+#define FR_STACK_MODE_DWARF 1
+#define FR_USTACK_MAX 32768  /* largest copy; --stack-size is clamped to it */
+
+const volatile __u32 fr_stack_mode = FR_STACK_MODE_FP;
+const volatile __u32 fr_ustack_bytes = 16384;
+
+struct fr_ustack_scratch {
+	struct fr_ring_ustack hdr;
+	__u64 kernel_ips[FR_MAX_KERNEL_FRAMES];
+	struct fr_py_frame py[FR_MAX_PY_FRAMES];
+	__u8 stack[FR_USTACK_MAX + 4096];
+};
+
+/* One scratch slot per CPU (an ARRAY indexed by CPU: a per-CPU map value
+ * is limited to 32 KiB).  Programs run with migration disabled. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 512); /* set to the number of CPUs before load */
+	__type(key, __u32);
+	__type(value, struct fr_ustack_scratch);
+} fr_ustack_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tgid */
+	__type(value, struct py_proc);
+} fr_py_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);   /* tid */
+	__type(value, __u64); /* its PyThreadState */
+} fr_py_tstate SEC(".maps");
+
+static __always_inline __u64 rd64(__u64 addr)
+{
+	__u64 v = 0;
+	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+static __always_inline __u32 rd32(__u64 addr)
+{
+	__u32 v = 0;
+	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+/* The loops below run through bpf_loop: each callback is verified once,
+ * where an unrolled loop made the verifier walk 600 k instructions. */
+
+struct tstate_search {
+	const struct py_offsets *o;
+	__u64 want;   /* native tid or pthread self */
+	__u64 interp;
+	__u64 ts;
+	__u64 found;
+	int started;
+};
+
+static long tstate_step(__u64 i, void *arg)
+{
+	struct tstate_search *c = arg;
+	const struct py_offsets *o = c->o;
+
+	if (!c->started) {
+		c->ts = c->interp ? rd64(c->interp + o->threads_head) : 0;
+		c->started = 1;
+	}
+	if (!c->ts) {
+		/* end of this interpreter's threads: the next interpreter */
+		c->interp = c->interp ? rd64(c->interp + o->interp_next) : 0;
+		if (!c->interp)
+			return 1;
+		c->ts = rd64(c->interp + o->threads_head);
+		return 0;
+	}
+	__u64 id = o->thread_match == PY_MATCH_PTHREAD ? rd64(c->ts + o->ts_thread_id) :
+							 rd32(c->ts + o->ts_thread_id);
+	if (id == c->want) {
+		c->found = c->ts;
+		return 1;
+	}
+	c->ts = rd64(c->ts + o->ts_next);
+	return 0;
+}
+
+/* The thread's PyThreadState, from the cache or by walking the runtime's
+ * interpreters and their threads; 0 when the thread has none. */
+static __always_inline __u64 py_find_tstate(const struct py_proc *pp, __u32 tid,
+					    __u64 fsbase)
+{
+	const struct py_offsets *o = &pp->off;
+	__u64 want = o->thread_match == PY_MATCH_PTHREAD ? fsbase : tid;
+	__u64 *cached = bpf_map_lookup_elem(&fr_py_tstate, &tid);
+
+	if (cached && *cached) {
+		__u64 id = o->thread_match == PY_MATCH_PTHREAD ? rd64(*cached + o->ts_thread_id) :
+								 rd32(*cached + o->ts_thread_id);
+		if (id == want) /* tstate memory is reused: check it is still ours */
+			return *cached;
+	}
+	struct tstate_search c = {
+		.o = o, .want = want, .interp = rd64(pp->runtime_addr + o->interp_head),
+	};
+	bpf_loop(256, tstate_step, &c, 0);
+	if (c.found)
+		bpf_map_update_elem(&fr_py_tstate, &tid, &c.found, BPF_ANY);
+	return c.found;
+}
+
+struct frame_walk {
+	const struct py_offsets *o;
+	struct fr_ustack_scratch *s;
+	__u64 frame;
+	__u32 n;
+};
+
+static long frame_step(__u64 i, void *arg)
+{
+	struct frame_walk *w = arg;
+	const struct py_offsets *o = w->o;
+	__u64 frame = w->frame, code;
+	__u32 instr_off;
+	__u8 flags = 0;
+
+	if (!frame)
+		return 1;
+	code = rd64(frame + o->fr_code);
+	if (o->instr_kind == PY_INSTR_LASTI) {
+		instr_off = rd32(frame + o->fr_instr) * 2;
+	} else {
+		__u64 instr = rd64(frame + o->fr_instr);
+		instr_off = (__u32)(instr - (code + o->code_adaptive));
+	}
+	if (o->entry_kind == PY_ENTRY_EVERY_FRAME) {
+		flags = FR_PYF_ENTRY;
+	} else {
+		__u8 b = 0;
+		bpf_probe_read_user(&b, 1, (void *)(frame + o->fr_entry));
+		if (o->entry_kind == PY_ENTRY_IS_ENTRY && b)
+			flags = FR_PYF_ENTRY;
+		else if (o->entry_kind == PY_ENTRY_OWNER && b == PY_OWNER_CSTACK)
+			flags = FR_PYF_SHIM;
+	}
+	if (!code && !(flags & FR_PYF_SHIM)) {
+		w->s->hdr.flags |= FR_USTACK_PY_ERROR;
+		return 1;
+	}
+	__u32 k = w->n & (FR_MAX_PY_FRAMES - 1);
+	w->s->py[k].code = code;
+	w->s->py[k].instr_off = instr_off;
+	w->s->py[k].flags = flags;
+	w->s->py[k]._pad = 0;
+	w->s->py[k].fingerprint = (flags & FR_PYF_SHIM) ? 0 :
+				  (__u16)rd32(code + o->code_firstlineno);
+	w->n++;
+	w->frame = rd64(frame + o->fr_previous);
+	return w->n >= FR_MAX_PY_FRAMES;
+}
+
+static __always_inline void py_walk(struct fr_ustack_scratch *s, __u32 pid, __u32 tid)
+{
+	struct py_proc *pp = bpf_map_lookup_elem(&fr_py_procs, &pid);
+	struct task_struct *task;
+	__u64 tstate;
+
+	if (!pp || !pp->runtime_addr)
+		return;
+	const struct py_offsets *o = &pp->off;
+	s->hdr.py_version = (__u16)o->version;
+	task = bpf_get_current_task_btf();
+	tstate = py_find_tstate(pp, tid, BPF_CORE_READ(task, thread.fsbase));
+	if (!tstate) {
+		s->hdr.flags |= FR_USTACK_PY_NO_THREAD;
+		return;
+	}
+	struct frame_walk w = {
+		.o = o, .s = s,
+		.frame = o->ts_cframe ? rd64(rd64(tstate + o->ts_cframe) + o->ts_frame) :
+					rd64(tstate + o->ts_frame),
+	};
+	bpf_loop(FR_MAX_PY_FRAMES, frame_step, &w, 0);
+	if (w.frame && w.n >= FR_MAX_PY_FRAMES)
+		s->hdr.flags |= FR_USTACK_PY_TRUNCATED;
+	s->hdr.n_py = (__u16)w.n;
+}
+
+struct stack_copy {
+	struct fr_ustack_scratch *s;
+	__u64 sp;
+	__u32 want;
+	__u32 off;
+};
+
+/* One page (or the part of one up to a page boundary) of the user stack: a
+ * read that faults fails whole, so the copy stops at the first unmapped page
+ * (the stack's end) and keeps what it read. */
+static long copy_step(__u64 i, void *arg)
+{
+	struct stack_copy *c = arg;
+	__u64 off = c->off, chunk;
+
+	if (off >= c->want || off >= FR_USTACK_MAX)
+		return 1;
+	chunk = 4096 - ((c->sp + off) & 4095);
+	if (chunk > c->want - off)
+		chunk = c->want - off;
+	/* keep the bounds visible to the verifier: 1..4096 bytes, inside stack[] */
+	chunk &= 0x1fff;
+	if (chunk == 0 || chunk > 4096)
+		return 1;
+	off &= FR_USTACK_MAX - 1;
+	if (bpf_probe_read_user(&c->s->stack[off], chunk, (void *)(c->sp + off))) {
+		c->s->hdr.flags |= FR_USTACK_TRUNCATED;
+		return 1;
+	}
+	c->off = (__u32)(off + chunk);
+	return 0;
+}
+
+/* Sends the FR_RING_USTACK record for the current thread and returns its tag
+ * (for the event's stack_id), 0 when nothing could be sent.  kernel: also
+ * record the kernel stack (CPU samples). */
+static __always_inline __u32 fr_emit_ustack(void *ctx, __u64 pid_tgid, bool kernel)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct fr_ustack_scratch *s = bpf_map_lookup_elem(&fr_ustack_scratch, &cpu);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	__u32 tag = bpf_get_prandom_u32() | 1;
+	long n;
+
+	if (!s)
+		return 0;
+	s->hdr.h.type = FR_RING_USTACK;
+	s->hdr.h.flags = 0;
+	s->hdr.tag = tag;
+	s->hdr.pid = pid_tgid >> 32;
+	s->hdr.tid = (__u32)pid_tgid;
+	s->hdr.flags = 0;
+	s->hdr.py_version = 0;
+	s->hdr.n_py = 0;
+	s->hdr.n_kernel = 0;
+	s->hdr.regs[0] = BPF_CORE_READ(regs, ax);
+	s->hdr.regs[1] = BPF_CORE_READ(regs, dx);
+	s->hdr.regs[2] = BPF_CORE_READ(regs, cx);
+	s->hdr.regs[3] = BPF_CORE_READ(regs, bx);
+	s->hdr.regs[4] = BPF_CORE_READ(regs, si);
+	s->hdr.regs[5] = BPF_CORE_READ(regs, di);
+	s->hdr.regs[6] = BPF_CORE_READ(regs, bp);
+	s->hdr.regs[7] = BPF_CORE_READ(regs, sp);
+	s->hdr.regs[8] = BPF_CORE_READ(regs, r8);
+	s->hdr.regs[9] = BPF_CORE_READ(regs, r9);
+	s->hdr.regs[10] = BPF_CORE_READ(regs, r10);
+	s->hdr.regs[11] = BPF_CORE_READ(regs, r11);
+	s->hdr.regs[12] = BPF_CORE_READ(regs, r12);
+	s->hdr.regs[13] = BPF_CORE_READ(regs, r13);
+	s->hdr.regs[14] = BPF_CORE_READ(regs, r14);
+	s->hdr.regs[15] = BPF_CORE_READ(regs, r15);
+	s->hdr.regs[16] = BPF_CORE_READ(regs, ip);
+	if (kernel) {
+		n = bpf_get_stack(ctx, s->kernel_ips, sizeof(s->kernel_ips), 0);
+		s->hdr.n_kernel = n > 0 ? (__u64)n >> 3 : 0;
+	}
+	struct stack_copy c = {
+		.s = s, .sp = s->hdr.regs[7],
+		.want = fr_ustack_bytes > FR_USTACK_MAX ? FR_USTACK_MAX : fr_ustack_bytes,
+	};
+	bpf_loop(FR_USTACK_MAX / 4096 + 1, copy_step, &c, 0);
+	__u32 off = c.off;
+	if (off > FR_USTACK_MAX)
+		off = FR_USTACK_MAX;
+	s->hdr.stack_len = off;
+	py_walk(s, pid_tgid >> 32, (__u32)pid_tgid);
+	__u32 size = (__u32)offsetof(struct fr_ustack_scratch, stack) + off;
+	s->hdr.h.size = size;
+	if (bpf_ringbuf_output(&fr_events, s, size, BPF_RB_NO_WAKEUP))
+		return 0;
+	return tag;
+}
+
+#endif
