@@ -4,6 +4,7 @@
  * tables, which the recorder writes at the end of a file; the second reads
  * the events again and prints them, one at a time (memory stays bounded). */
 #include "cli.h"
+#include "model_cuda.h"
 #include "commands.h"
 #include "symbolize.h"
 #include "syscall_names.h"
@@ -24,7 +25,8 @@ static const char dump_help[] =
 	"\n"
 	"options:\n"
 	"  --type LIST   only these event types: cpu_sample, syscall, proc_fork,\n"
-	"                proc_exec, proc_exit (comma separated)\n"
+	"                proc_exec, proc_exit, cuda, nccl, rdma_ctrl, rdma_post,\n"
+	"                rdma_cqe, step (comma separated)\n"
 	"  --pid PID     only events of process PID\n"
 	"  --no-stacks   leave out the stacks (faster)\n"
 	"\n"
@@ -135,6 +137,64 @@ static void print_event(FILE *out, const struct dump_args *a, struct symbolizer 
 			fprintf(out, ",\"exit_code\":%d", e.exit_code);
 		fputs(",\"comm\":", out);
 		cli_json_str(out, comm);
+	} else if (rec->type == FR_EV_CUDA && rec->size >= sizeof(struct fr_ev_cuda)) {
+		struct fr_ev_cuda e;
+		memcpy(&e, rec, sizeof(e));
+		fputs(",\"name\":", out);
+		cli_json_str(out, cuda_func_name(e.func));
+		fprintf(out, ",\"func\":%u,\"flags\":%u,\"result\":%" PRId64 ",\"duration_ns\":%" PRIu64
+			",\"ptr\":%" PRIu64 ",\"src\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"stream\":%" PRIu64
+			",\"kind\":%u,\"device\":%d", e.func, e.flags, e.result, e.duration_ns, e.ptr, e.src,
+			e.bytes, e.stream, e.kind, e.device);
+		if (a->stacks)
+			print_stack(out, sym, f, file_index, e.stack_id, frames, cap);
+	} else if (rec->type == FR_EV_NCCL && rec->size >= sizeof(struct fr_ev_nccl)) {
+		static const char *const names[] = {"?", "ncclAllReduce", "ncclReduceScatter",
+			"ncclAllGather", "ncclBroadcast", "ncclReduce", "ncclSend", "ncclRecv",
+			"ncclGroupStart", "ncclGroupEnd", "ncclCommInitRank", "ncclCommInitRankConfig",
+			"ncclCommInitAll", "ncclCommSplit", "ncclCommDestroy"};
+		struct fr_ev_nccl e;
+		memcpy(&e, rec, sizeof(e));
+		fputs(",\"name\":", out);
+		cli_json_str(out, e.func < sizeof(names) / sizeof(names[0]) ? names[e.func] : "?");
+		fprintf(out, ",\"func\":%u,\"result\":%" PRId64 ",\"duration_ns\":%" PRIu64 ",\"comm\":%" PRIu64
+			",\"count\":%" PRIu64 ",\"datatype\":%u,\"op\":%u,\"peer\":%d,\"rank\":%d,\"nranks\":%d"
+			",\"stream\":%" PRIu64 ",\"uid_hash\":%" PRIu64, e.func, e.result, e.duration_ns, e.comm,
+			e.count, e.datatype, e.op, e.peer, e.rank, e.nranks, e.stream, e.uid_hash);
+		if (a->stacks)
+			print_stack(out, sym, f, file_index, e.stack_id, frames, cap);
+	} else if (rec->type == FR_EV_RDMA_CTRL && rec->size >= sizeof(struct fr_ev_rdma_ctrl)) {
+		static const char *const names[] = {"?", "ibv_open_device", "ibv_create_qp",
+			"ibv_modify_qp", "ibv_destroy_qp", "ibv_reg_mr", "ibv_dereg_mr", "ibv_create_cq",
+			"ibv_reg_dmabuf_mr", "ibv_create_qp_ex", "ops"};
+		struct fr_ev_rdma_ctrl e;
+		memcpy(&e, rec, sizeof(e));
+		fputs(",\"name\":", out);
+		cli_json_str(out, e.func < sizeof(names) / sizeof(names[0]) ? names[e.func] : "?");
+		fprintf(out, ",\"func\":%u,\"result\":%" PRId64 ",\"duration_ns\":%" PRIu64 ",\"ptr\":%" PRIu64
+			",\"obj\":%" PRIu64 ",\"qp_num\":%u,\"dest_qp_num\":%u,\"qp_state\":%u,\"path_mtu\":%u"
+			",\"dlid\":%u,\"addr\":%" PRIu64 ",\"length\":%" PRIu64 ",\"lkey\":%u,\"rkey\":%u",
+			e.func, e.result, e.duration_ns, e.ptr, e.obj, e.qp_num, e.dest_qp_num, e.qp_state,
+			e.path_mtu, e.dlid, e.addr, e.length, e.lkey, e.rkey);
+		if (a->stacks)
+			print_stack(out, sym, f, file_index, e.stack_id, frames, cap);
+	} else if (rec->type == FR_EV_RDMA_POST && rec->size >= sizeof(struct fr_ev_rdma_post)) {
+		struct fr_ev_rdma_post e;
+		memcpy(&e, rec, sizeof(e));
+		fprintf(out, ",\"wr_id\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"qp_num\":%u,\"opcode\":%u"
+			",\"num_sge\":%u,\"flags\":%u,\"wr_index\":%u,\"result\":%d", e.wr_id, e.bytes,
+			e.qp_num, e.opcode, e.num_sge, e.flags, e.wr_index, e.result);
+	} else if (rec->type == FR_EV_RDMA_CQE && rec->size >= sizeof(struct fr_ev_rdma_cqe)) {
+		struct fr_ev_rdma_cqe e;
+		memcpy(&e, rec, sizeof(e));
+		fprintf(out, ",\"wr_id\":%" PRIu64 ",\"status\":%u,\"opcode\":%u,\"byte_len\":%u"
+			",\"qp_num\":%u,\"src_qp\":%u,\"vendor_err\":%u", e.wr_id, e.status, e.opcode,
+			e.byte_len, e.qp_num, e.src_qp, e.vendor_err);
+	} else if (rec->type == FR_EV_STEP && rec->size >= sizeof(struct fr_ev_step)) {
+		struct fr_ev_step e;
+		memcpy(&e, rec, sizeof(e));
+		if (a->stacks)
+			print_stack(out, sym, f, file_index, e.stack_id, frames, cap);
 	} else {
 		fprintf(out, ",\"size\":%u", rec->size);
 	}

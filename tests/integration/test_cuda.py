@@ -1,0 +1,169 @@
+"""The cuda probe family on real probes: samples/cuda_train on the stand-in
+libcudart (exact bytes in use per function at the peak, the peak itself,
+the leak, the failed allocation, the pinned/pageable split of copies),
+NVIDIA's real libcudart when installed (calls and error codes), attaching
+with --pid to a process that already holds memory (the before-recording
+bucket), and a library loaded with dlopen after the recording started."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import frtest
+
+STEPS = 6
+MiB = 1 << 20
+PEAK = 1_946_157_056 + STEPS * MiB
+AT_PEAK = {"init_weights": 805_306_368, "alloc_io_buffers": 67_108_864,
+           "forward": 1_073_741_824, "leaky_cache": STEPS * MiB}
+REAL_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
+
+
+def by_leaf(folded):
+    out = {}
+    for frames, value in folded.items():
+        out[frames[-1]] = out.get(frames[-1], 0) + value
+    return out
+
+
+def mem_folded(trace, *extra):
+    out = frtest.analyze("flame", trace, "--kind", "mem-inuse", *extra).stdout
+    res = {}
+    for line in out.splitlines():
+        frames, _, v = line.rpartition(" ")
+        res[tuple(frames.split(";"))] = int(v)
+    return res
+
+
+class CudaTrain(frtest.Case):
+    @classmethod
+    def setUpClass(cls):
+        d = frtest.workdir("cuda_train")
+        cls.trace = os.path.join(d, "train.frec")
+        p = frtest.record(cls.trace, ["--probes", "cuda,cpu"],
+                          ["--", frtest.sample("cuda_train"), "--steps", str(STEPS)])
+        cls.summary = dict(re.findall(r"(\w+)=(\S+)", p.stdout.splitlines()[-1]))
+        cls.stderr = p.stderr
+        cls.memory = json.loads(frtest.analyze("memory", cls.trace, "--json").stdout)
+        cls.cuda = json.loads(frtest.analyze("cuda", cls.trace, "--json").stdout)
+
+    def test_attached_before_start(self):
+        self.assertRegex(self.stderr, r"cuda: attached \d+ functions in \S*libcudart\.so\.12\S* "
+                                      r"\(before the command started\)")
+
+    def test_peak_and_bytes_per_function(self):
+        self.assertEqual(int(self.summary["peak_bytes"]), PEAK)  # the program agrees
+        series = [s for s in self.memory["series"] if s["space"] == "device"]
+        self.assertEqual(len(series), 1, series)
+        self.assertEqual(series[0]["peak_bytes"], PEAK)
+        self.assertEqual(by_leaf(mem_folded(self.trace, "--at", "peak")), AT_PEAK)
+
+    def test_alloc_graph(self):
+        out = frtest.analyze("flame", self.trace, "--kind", "mem-alloc").stdout
+        alloc = {}
+        for line in out.splitlines():
+            frames, _, v = line.rpartition(" ")
+            leaf = frames.split(";")[-1]
+            alloc[leaf] = alloc.get(leaf, 0) + int(v)
+        self.assertEqual(alloc["forward"], 1_073_741_824 * STEPS)
+        self.assertEqual(alloc["init_weights"], 805_306_368)
+
+    def test_leak(self):
+        s = [s for s in self.memory["series"] if s["space"] == "device"][0]
+        self.assertEqual(s["end_bytes"], STEPS * MiB)
+        self.assertEqual(len(s["never_freed"]), 1)
+        self.assertEqual(s["never_freed"][0]["bytes"], STEPS * MiB)
+        self.assertEqual(s["never_freed"][0]["stack"][-1], "leaky_cache")
+
+    def test_failed_allocation(self):
+        failed = self.memory["failed_allocations"]
+        self.assertEqual(len(failed), 1, failed)
+        f = failed[0]
+        self.assertEqual(f["bytes"], int(self.summary["failed_alloc_bytes"]))
+        self.assertEqual(f["error"], 2)
+        self.assertEqual(f["stack"][-2:], ["train_step", "try_huge_alloc"])
+        self.assertEqual(f["top_holders"][0]["stack"][-1], "init_weights")
+
+    def test_copies_pinned_and_pageable(self):
+        copies = {(c["direction"], c["host"], c["mode"]): c for c in self.cuda["copies"]}
+        self.assertEqual(copies[("H2D", "pageable", "sync")]["bytes"], STEPS * 64 * MiB)
+        self.assertEqual(copies[("H2D", "pinned", "async")]["bytes"], STEPS * 16 * MiB)
+        self.assertEqual(copies[("D2H", "pageable", "sync")]["bytes"], STEPS * MiB)
+        self.assertEqual(len(copies), 3, copies)
+
+    def test_api_counts(self):
+        calls = {c["function"]: c for c in self.cuda["calls"] if not c["per_thread_stream"]}
+        self.assertEqual(calls["cudaMalloc"]["calls"], 4 + 3 * STEPS + 1)
+        self.assertEqual(calls["cudaLaunchKernel"]["calls"], 4 * STEPS)
+
+
+class RealCudart(frtest.Case):
+    def test_nvidia_libcudart(self):
+        if not os.path.exists(REAL_CUDART):
+            self.skipTest(f"{REAL_CUDART} is not installed")
+        d = frtest.workdir("cuda_real")
+        trace = os.path.join(d, "real.frec")
+        # cuda_real calls right after its dlopen: name the library so the
+        # probes are there before the command starts
+        p = frtest.record(trace, ["--probes", "cuda", "--lib", f"cuda={REAL_CUDART}"],
+                          ["--", frtest.sample("cuda_real"), REAL_CUDART])
+        printed = re.findall(r"(cuda\w+) -> (\d+)", p.stdout)
+        events = [e for e in frtest.dump(trace, "--type", "cuda") if e["name"] in ("cudaMalloc", "cudaFree")]
+        self.assertEqual([(e["name"], e["result"]) for e in events],
+                         [(n, int(r)) for n, r in printed if n in ("cudaMalloc", "cudaFree")])
+        self.assertRegex(p.stderr, r"cuda: attached \d+ functions in .*libcudart\.so\.13")
+
+
+class AttachToRunning(frtest.Case):
+    def test_before_recording_bucket(self):
+        d = frtest.workdir("cuda_hold")
+        trace = os.path.join(d, "hold.frec")
+        hold = subprocess.Popen([frtest.sample("cuda_hold"), "30"], stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertIn("ready", hold.stdout.readline())
+            rec = subprocess.Popen([frtest.FLIGHTREC, "record", "-o", trace, "--probes", "cuda",
+                                    "--pid", str(hold.pid)], stderr=subprocess.PIPE, text=True)
+            time.sleep(1.5)  # attached to the running process
+            hold.send_signal(signal.SIGUSR1)
+            hold.wait(timeout=30)
+            rec.wait(timeout=30)  # stops when its target exits
+        finally:
+            if hold.poll() is None:
+                hold.kill()
+        mem = json.loads(frtest.analyze("memory", trace, "--json").stdout)
+        device = [s for s in mem["series"] if s["space"] == "device"]
+        self.assertEqual(len(device), 1, mem)
+        # 8+16+32+64 MiB allocated before the recording, freed during it
+        self.assertEqual(device[0]["before_recording_frees"], 4)
+        # and the 2 MiB allocated and freed while recording is seen in full
+        self.assertEqual(device[0]["allocations"], 1)
+        self.assertEqual(device[0]["allocated_bytes"], 2 * MiB)
+
+
+class Dlopen(frtest.Case):
+    def test_library_loaded_later(self):
+        lib = os.path.join(frtest.SAMPLES, "cudart", "libcudart.so.12")
+        d = frtest.workdir("cuda_dlopen")
+        trace = os.path.join(d, "dlopen.frec")
+        prog = ("import ctypes, time\n"
+                "time.sleep(0.5)\n"
+                f"lib = ctypes.CDLL({lib!r})\n"
+                "time.sleep(0.3)\n"
+                "p = ctypes.c_void_p()\n"
+                "for i in range(10):\n"
+                "    lib.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20))\n"
+                "    lib.cudaFree(p)\n")
+        p = frtest.record(trace, ["--probes", "cuda"], ["--", sys.executable, "-c", prog])
+        m = re.search(r"cuda: attached \d+ functions in .*libcudart\.so\.12.*\(pid \d+, ([0-9.]+) ms after it was mapped\)",
+                      p.stderr)
+        self.assertIsNotNone(m, p.stderr)
+        self.assertLess(float(m.group(1)), 300.0)  # calls 300 ms after dlopen are all seen
+        names = [e["name"] for e in frtest.dump(trace, "--type", "cuda")]
+        self.assertEqual(names.count("cudaMalloc"), 10)
+        self.assertEqual(names.count("cudaFree"), 10)
+
+
+if __name__ == "__main__":
+    frtest.main()
