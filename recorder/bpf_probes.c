@@ -32,6 +32,20 @@ static const char *probe_name(unsigned bit)
 	return probe_bit_name(bit);
 }
 
+/* Every uprobe program of obj becomes a uprobe_multi program when the
+ * kernel has them (see uprobe_multi_supported). */
+static void prepare_uprobes(struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+	if (!uprobe_multi_supported())
+		return;
+	bpf_object__for_each_program(prog, obj) {
+		const char *sec = bpf_program__section_name(prog);
+		if (!strncmp(sec, "uprobe", 6) || !strncmp(sec, "uretprobe", 9))
+			uprobe_multi_prepare(prog);
+	}
+}
+
 static void add_family(struct bpf_probes *p, struct uprobe_family *f, const char *name,
 		       unsigned bit, uint16_t probe, const struct uprobe_spec *specs, size_t n)
 {
@@ -41,6 +55,7 @@ static void add_family(struct bpf_probes *p, struct uprobe_family *f, const char
 	f->probe = probe;
 	f->specs = specs;
 	f->n_specs = n;
+	f->multi = uprobe_multi_supported();
 	p->families[p->n_families++] = f;
 }
 
@@ -156,6 +171,7 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 			p->cuda->rodata->fr_stack_mode = o->stack_dwarf;
 			p->cuda->rodata->fr_ustack_bytes = o->stack_kib * 1024;
 			err = reuse_shared_maps(p, p->cuda->obj);
+			prepare_uprobes(p->cuda->obj);
 		}
 		if (!err)
 			err = fr_cuda_bpf__load(p->cuda);
@@ -182,6 +198,7 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 			p->nccl->rodata->fr_stack_mode = o->stack_dwarf;
 			p->nccl->rodata->fr_ustack_bytes = o->stack_kib * 1024;
 			err = reuse_shared_maps(p, p->nccl->obj);
+			prepare_uprobes(p->nccl->obj);
 		}
 		if (!err)
 			err = fr_nccl_bpf__load(p->nccl);
@@ -208,6 +225,7 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 			p->rdma->rodata->fr_stack_mode = o->stack_dwarf;
 			p->rdma->rodata->fr_ustack_bytes = o->stack_kib * 1024;
 			err = reuse_shared_maps(p, p->rdma->obj);
+			prepare_uprobes(p->rdma->obj);
 		}
 		if (!err)
 			err = fr_rdma_bpf__load(p->rdma);
@@ -228,6 +246,7 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 			f->name = "rdma";
 			f->bit = PROBE_RDMA;
 			f->probe = FR_PROBE_RDMA;
+			f->multi = uprobe_multi_supported();
 			f->entry_progs[0] = p->rdma->progs.fr_rdma_dp_enter;
 			f->exit_prog = p->rdma->progs.fr_rdma_dp_exit;
 			p->loaded |= PROBE_RDMA;
@@ -242,6 +261,7 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 			p->step->rodata->fr_stack_mode = o->stack_dwarf;
 			p->step->rodata->fr_ustack_bytes = o->stack_kib * 1024;
 			err = reuse_shared_maps(p, p->step->obj);
+			prepare_uprobes(p->step->obj);
 		}
 		if (!err)
 			err = fr_step_bpf__load(p->step);

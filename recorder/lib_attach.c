@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "needed_libs.h"
 
@@ -128,6 +129,13 @@ void lib_attach_prepare(struct lib_attach *la, struct frec_builder *b,
 
 	for (int i = 0; i < o->n_libs; i++)
 		lib_attach_try(la, b, 0, o->libs[i].path, 0, o->libs[i].probe);
-	if (o->command && la->probes->n_families)
-		needed_libs_walk(o->command[0], prepare_one, &ctx);
+	if (!o->command || !la->probes->n_families)
+		return;
+	needed_libs_walk(o->command[0], prepare_one, &ctx);
+	/* a launcher's workers: `launch -- ./worker` or `mpirun ./worker`
+	 * (paths among the arguments that are programs); Python workers load
+	 * their libraries later with dlopen, found from the mappings */
+	for (int i = 1; i < o->command_argc; i++)
+		if (strchr(o->command[i], '/') && access(o->command[i], X_OK) == 0)
+			needed_libs_walk(o->command[i], prepare_one, &ctx);
 }

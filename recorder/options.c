@@ -48,7 +48,7 @@ void record_usage(FILE *out)
 "                                    their stacks, in every libcudart/libcuda\n"
 "                                    the traced processes map, including ones\n"
 "                                    loaded later with dlopen (attached within\n"
-"                                    DLOPEN_GAP of the mapping; calls made before\n"
+"                                    10-20 ms of the mapping here; calls made before\n"
 "                                    that are not seen)\n"
 "                          nccl      NCCL collectives, point-to-point, groups and\n"
 "                                    communicator calls, in every libnccl mapped\n"

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -47,8 +48,9 @@ static int open_tracking_event(int cpu)
 		.sample_id_all = 1,
 		.use_clockid = 1,
 		.clockid = CLOCK_MONOTONIC,
-		.watermark = 1,
-		.wakeup_watermark = 1, /* we poll; wakeups are irrelevant */
+		/* wake the tracking thread at every mapping: probes on a new
+		 * library attach sooner, and mappings are rare */
+		.wakeup_events = 1,
 	};
 	int fd = (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0 && errno == EINVAL) {
@@ -609,8 +611,10 @@ static void handle_pending(struct proc_track *t)
 static void *track_main(void *arg)
 {
 	struct proc_track *t = arg;
-	struct timespec nap = {0, 10 * 1000000};
 
+	struct pollfd pfds[1024];
+	for (int i = 0; i < t->n_rings && i < 1024; i++)
+		pfds[i] = (struct pollfd){.fd = t->rings[i].fd, .events = POLLIN};
 	t->last_tick_ns = clock_ns(CLOCK_MONOTONIC);
 	while (!atomic_load(&t->stop)) {
 		for (int i = 0; i < t->n_rings; i++)
@@ -628,7 +632,7 @@ static void *track_main(void *arg)
 			frec_builder_flush(t->builder);
 			t->last_tick_ns = now;
 		}
-		nanosleep(&nap, NULL);
+		poll(pfds, (nfds_t)t->n_rings, 10);
 	}
 	for (int i = 0; i < t->n_rings; i++)
 		drain_ring(t, &t->rings[i]);

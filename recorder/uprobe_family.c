@@ -1,7 +1,10 @@
 /* Per-family uprobe attachment (see uprobe_family.h). */
 #include "uprobe_family.h"
 
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <linux/bpf.h>
+#include <sys/syscall.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,6 +15,70 @@
 
 #include "elf_info.h"
 
+#define ATTACH_UPROBE_MULTI 48     /* BPF_TRACE_UPROBE_MULTI (kernel 6.6) */
+#define UPROBE_MULTI_RETURN 1      /* BPF_F_UPROBE_MULTI_RETURN */
+
+bool uprobe_multi_supported(void)
+{
+	static int known; /* 0 unknown, 1 yes, -1 no */
+	if (!known) {
+		struct btf *btf = btf__load_vmlinux_btf();
+		known = -1;
+		if (btf) {
+			int id = btf__find_by_name_kind(btf, "bpf_attach_type", BTF_KIND_ENUM);
+			const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+			const struct btf_enum *e = t ? btf_enum(t) : NULL;
+			for (int i = 0; t && i < btf_vlen(t); i++)
+				if (!strcmp(btf__name_by_offset(btf, e[i].name_off), "BPF_TRACE_UPROBE_MULTI"))
+					known = 1;
+			btf__free(btf);
+		}
+	}
+	return known > 0;
+}
+
+void uprobe_multi_prepare(struct bpf_program *prog)
+{
+	bpf_program__set_expected_attach_type(prog, (enum bpf_attach_type)ATTACH_UPROBE_MULTI);
+}
+
+/* link_create for uprobe_multi, spelled out: libbpf 1.1 predates it. */
+static int multi_link(struct bpf_program *prog, const char *path, const uint64_t *offsets,
+		      const uint64_t *cookies, uint32_t cnt, bool retprobe)
+{
+	union {
+		uint8_t raw[128];
+		struct {
+			uint32_t prog_fd, target_fd, attach_type, flags;
+			uint64_t path, offsets, ref_ctr_offsets, cookies;
+			uint32_t cnt, multi_flags, pid;
+		} lc;
+	} attr;
+	memset(&attr, 0, sizeof(attr));
+	attr.lc.prog_fd = (uint32_t)bpf_program__fd(prog);
+	attr.lc.attach_type = ATTACH_UPROBE_MULTI;
+	attr.lc.path = (uint64_t)(uintptr_t)path;
+	attr.lc.offsets = (uint64_t)(uintptr_t)offsets;
+	attr.lc.cookies = (uint64_t)(uintptr_t)cookies;
+	attr.lc.cnt = cnt;
+	attr.lc.multi_flags = retprobe ? UPROBE_MULTI_RETURN : 0;
+	return (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+}
+
+static int keep_fd(struct uprobe_family *f, int fd)
+{
+	if (f->n_link_fds == f->cap_link_fds) {
+		size_t cap = f->cap_link_fds ? f->cap_link_fds * 2 : 16;
+		int *n = realloc(f->link_fds, cap * sizeof(*n));
+		if (!n)
+			return -1;
+		f->link_fds = n;
+		f->cap_link_fds = cap;
+	}
+	f->link_fds[f->n_link_fds++] = fd;
+	return 0;
+}
+
 void uprobe_family_init(struct uprobe_family *f)
 {
 	pthread_mutex_init(&f->lock, NULL);
@@ -20,6 +87,9 @@ void uprobe_family_init(struct uprobe_family *f)
 	f->links = NULL;
 	f->n_links = f->cap_links = 0;
 	f->functions_attached = 0;
+	f->multi = false;
+	f->link_fds = NULL;
+	f->n_link_fds = f->cap_link_fds = 0;
 }
 
 static int keep_link(struct uprobe_family *f, struct bpf_link *l)
@@ -65,6 +135,91 @@ static void append_name(char *buf, size_t len, const char *name)
 	size_t used = strlen(buf);
 	if (used + strlen(name) + 3 < len)
 		snprintf(buf + used, len - used, "%s%s", used ? ", " : "", name);
+}
+
+/* Multi mode: one link per entry program (its functions) and one return
+ * link, each a single system call. */
+static void attach_file_multi(struct uprobe_family *f, const char *path, const uint64_t *offsets,
+			      uint8_t (*code)[8], struct attach_result *res)
+{
+	uint64_t *offs = calloc(f->n_specs, sizeof(*offs));
+	uint64_t *cookies = calloc(f->n_specs, sizeof(*cookies));
+	uint64_t *roffs = calloc(f->n_specs, sizeof(*roffs));
+	uint64_t *rcookies = calloc(f->n_specs, sizeof(*rcookies));
+	bool *take = calloc(f->n_specs, sizeof(*take));
+	uint32_t n_ret = 0;
+
+	if (!offs || !cookies || !roffs || !rcookies || !take)
+		goto out;
+	for (size_t i = 0; i < f->n_specs; i++) {
+		bool dup = false;
+		for (size_t j = 0; j < i && !dup; j++)
+			dup = offsets[j] == offsets[i]; /* an alias: attached under its first name */
+		take[i] = offsets[i] && !dup;
+		if (take[i])
+			res->found++;
+	}
+	for (int prog = 0; prog < 4; prog++) {
+		uint32_t n = 0;
+		if (!f->entry_progs[prog])
+			continue;
+		for (size_t i = 0; i < f->n_specs; i++) {
+			const struct uprobe_spec *s = &f->specs[i];
+			if (!take[i] || s->entry != prog)
+				continue;
+			offs[n] = offsets[i];
+			cookies[n++] = (uint64_t)s->func | (uint64_t)s->flags << 16 | (uint64_t)s->extra << 32;
+		}
+		if (!n)
+			continue;
+		int fd = multi_link(f->entry_progs[prog], path, offs, cookies, n, false);
+		if (fd < 0) {
+			if (!res->error[0])
+				snprintf(res->error, sizeof(res->error), "cannot attach %u functions: %s",
+					 n, strerror(errno));
+			for (size_t i = 0; i < f->n_specs; i++)
+				if (take[i] && f->specs[i].entry == prog)
+					take[i] = false;
+			continue;
+		}
+		keep_fd(f, fd);
+	}
+	for (size_t i = 0; i < f->n_specs; i++) {
+		const struct uprobe_spec *s = &f->specs[i];
+		if (!take[i] || s->no_return || !f->exit_prog)
+			continue;
+		roffs[n_ret] = offsets[i];
+		rcookies[n_ret++] = (uint64_t)s->func | (uint64_t)s->flags << 16 | (uint64_t)s->extra << 32;
+	}
+	if (n_ret) {
+		int fd = multi_link(f->exit_prog, path, roffs, rcookies, n_ret, true);
+		if (fd < 0) {
+			if (!res->error[0])
+				snprintf(res->error, sizeof(res->error), "cannot attach the returns of %u "
+					 "functions: %s", n_ret, strerror(errno));
+			for (size_t i = 0; i < f->n_specs; i++)
+				if (!f->specs[i].no_return)
+					take[i] = false;
+		} else {
+			keep_fd(f, fd);
+		}
+	}
+	for (size_t i = 0; i < f->n_specs; i++) {
+		if (!take[i])
+			continue;
+		res->attached++;
+		f->functions_attached++;
+		if (!uprobe_insn_emulated(code[i])) {
+			res->single_stepped++;
+			append_name(res->slow, sizeof(res->slow), f->specs[i].symbol);
+		}
+	}
+out:
+	free(offs);
+	free(cookies);
+	free(roffs);
+	free(rcookies);
+	free(take);
 }
 
 int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
@@ -114,42 +269,46 @@ int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
 		free(code);
 		return -1;
 	}
-	for (size_t i = 0; i < f->n_specs; i++) {
-		const struct uprobe_spec *s = &f->specs[i];
-		if (!offsets[i])
-			continue;
-		bool dup = false;
-		for (size_t j = 0; j < i; j++)
-			if (offsets[j] == offsets[i])
-				dup = true; /* an alias: attached under its first name */
-		if (dup)
-			continue;
-		res->found++;
-		uint64_t cookie = (uint64_t)s->func | (uint64_t)s->flags << 16 | (uint64_t)s->extra << 32;
-		struct bpf_link *in = attach_one(f->entry_progs[s->entry], path, offsets[i], cookie, false);
-		if (!in) {
-			if (!res->error[0])
-				snprintf(res->error, sizeof(res->error), "cannot attach %s: %s",
-					 s->symbol, strerror(errno));
-			continue;
-		}
-		keep_link(f, in);
-		if (!s->no_return && f->exit_prog) {
-			struct bpf_link *out = attach_one(f->exit_prog, path, offsets[i], cookie, true);
-			if (!out) {
+	if (f->multi) {
+		attach_file_multi(f, path, offsets, code, res);
+	} else {
+		for (size_t i = 0; i < f->n_specs; i++) {
+			const struct uprobe_spec *s = &f->specs[i];
+			if (!offsets[i])
+				continue;
+			bool dup = false;
+			for (size_t j = 0; j < i; j++)
+				if (offsets[j] == offsets[i])
+					dup = true; /* an alias: attached under its first name */
+			if (dup)
+				continue;
+			res->found++;
+			uint64_t cookie = (uint64_t)s->func | (uint64_t)s->flags << 16 | (uint64_t)s->extra << 32;
+			struct bpf_link *in = attach_one(f->entry_progs[s->entry], path, offsets[i], cookie, false);
+			if (!in) {
 				if (!res->error[0])
-					snprintf(res->error, sizeof(res->error),
-						 "cannot attach the return of %s: %s", s->symbol,
-						 strerror(errno));
+					snprintf(res->error, sizeof(res->error), "cannot attach %s: %s",
+						 s->symbol, strerror(errno));
 				continue;
 			}
-			keep_link(f, out);
-		}
-		res->attached++;
-		f->functions_attached++;
-		if (!uprobe_insn_emulated(code[i])) {
-			res->single_stepped++;
-			append_name(res->slow, sizeof(res->slow), s->symbol);
+			keep_link(f, in);
+			if (!s->no_return && f->exit_prog) {
+				struct bpf_link *out = attach_one(f->exit_prog, path, offsets[i], cookie, true);
+				if (!out) {
+					if (!res->error[0])
+						snprintf(res->error, sizeof(res->error),
+							 "cannot attach the return of %s: %s", s->symbol,
+							 strerror(errno));
+					continue;
+				}
+				keep_link(f, out);
+			}
+			res->attached++;
+			f->functions_attached++;
+			if (!uprobe_insn_emulated(code[i])) {
+				res->single_stepped++;
+				append_name(res->slow, sizeof(res->slow), s->symbol);
+			}
 		}
 	}
 	pthread_mutex_unlock(&f->lock);
@@ -183,6 +342,27 @@ int uprobe_family_attach_offset(struct uprobe_family *f, const char *path, uint6
 		return 1;
 	}
 	res->found = 1;
+	if (f->multi) {
+		int in_fd = multi_link(f->entry_progs[entry], path, &offset, &cookie, 1, false);
+		int out_fd = in_fd >= 0 && f->exit_prog ?
+			multi_link(f->exit_prog, path, &offset, &cookie, 1, true) : -1;
+		if (in_fd < 0 || (f->exit_prog && out_fd < 0)) {
+			snprintf(res->error, sizeof(res->error), "cannot attach at offset 0x%llx: %s",
+				 (unsigned long long)offset, strerror(errno));
+			ret = -1;
+		} else {
+			res->attached = 1;
+			f->functions_attached++;
+			if (!uprobe_insn_emulated(code))
+				res->single_stepped = 1;
+		}
+		if (in_fd >= 0)
+			keep_fd(f, in_fd);
+		if (out_fd >= 0)
+			keep_fd(f, out_fd);
+		pthread_mutex_unlock(&f->lock);
+		return ret;
+	}
 	struct bpf_link *in = attach_one(f->entry_progs[entry], path, offset, cookie, false);
 	struct bpf_link *out = in && f->exit_prog ?
 		attach_one(f->exit_prog, path, offset, cookie, true) : NULL;
@@ -204,12 +384,45 @@ int uprobe_family_attach_offset(struct uprobe_family *f, const char *path, uint6
 	return ret;
 }
 
+struct destroy_slice {
+	struct bpf_link **links;
+	size_t n;
+};
+
+static void *destroy_links(void *arg)
+{
+	struct destroy_slice *s = arg;
+	for (size_t i = 0; i < s->n; i++)
+		bpf_link__destroy(s->links[i]);
+	return NULL;
+}
+
+/* Removing a uprobe waits for an RCU grace period (~0.1 s each on this kind
+ * of VM): one after another, 100 probes keep the recorder 10 s in its exit.
+ * The waits overlap when the removals run side by side. */
 void uprobe_family_detach(struct uprobe_family *f)
 {
+	enum { MAX_THREADS = 32 };
+	pthread_t threads[MAX_THREADS];
+	struct destroy_slice slices[MAX_THREADS];
+	size_t n_threads = 0;
+
 	pthread_mutex_lock(&f->lock);
-	for (size_t i = 0; i < f->n_links; i++)
-		bpf_link__destroy(f->links[i]);
+	size_t per = (f->n_links + MAX_THREADS - 1) / MAX_THREADS;
+	for (size_t at = 0; per && at < f->n_links; at += per) {
+		slices[n_threads] = (struct destroy_slice){f->links + at,
+			at + per > f->n_links ? f->n_links - at : per};
+		if (pthread_create(&threads[n_threads], NULL, destroy_links, &slices[n_threads]))
+			destroy_links(&slices[n_threads]); /* no thread: do it here */
+		else
+			n_threads++;
+	}
+	for (size_t i = 0; i < n_threads; i++)
+		pthread_join(threads[i], NULL);
 	f->n_links = 0;
+	for (size_t i = 0; i < f->n_link_fds; i++)
+		close(f->link_fds[i]);
+	f->n_link_fds = 0;
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -218,6 +431,8 @@ void uprobe_family_destroy(struct uprobe_family *f)
 	uprobe_family_detach(f);
 	free(f->links);
 	free(f->files);
+	free(f->link_fds);
+	f->link_fds = NULL;
 	f->links = NULL;
 	f->files = NULL;
 	pthread_mutex_destroy(&f->lock);

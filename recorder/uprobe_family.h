@@ -48,10 +48,20 @@ struct uprobe_family {
 	size_t n_files, cap_files;
 	struct bpf_link **links;
 	size_t n_links, cap_links;
+	bool multi;          /* attach with uprobe_multi links (see uprobe_multi_supported) */
+	int *link_fds;       /* multi mode: one link per program per file */
+	size_t n_link_fds, cap_link_fds;
 	uint32_t functions_attached; /* over all files */
 };
 
 void uprobe_family_init(struct uprobe_family *f);
+
+/* Whether this kernel has uprobe_multi links (6.6+).  With them a file's
+ * probes attach in one system call per program, and detach with one RCU
+ * grace period instead of one per probe (0.1 s each on this kind of VM).
+ * The programs must then be loaded with uprobe_multi_prepare(). */
+bool uprobe_multi_supported(void);
+void uprobe_multi_prepare(struct bpf_program *prog);
 /* Attach to the file at path (a path the kernel can open: for a process's
  * mapping, /proc/PID/root/PATH).  0 when the file was handled now or before
  * (res->found == 0: nothing of this family in it), -1 when it is not ELF. */

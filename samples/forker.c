@@ -48,7 +48,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (pid == 0) {
+		struct timespec cpu;
 		child_work(seconds);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+		printf("forker: child cpu %.3f s\n", cpu.tv_sec + cpu.tv_nsec / 1e9);
+		fflush(stdout);
 		_exit(0);
 	}
 	parent_work(seconds);

@@ -30,7 +30,8 @@ class Targets(frtest.Case):
             work.wait()
         stacks = frtest.folded(trace, "--pid", str(work.pid))
         n = sum(v for f, v in stacks.items() if "run_rounds" in f)
-        self.assertGreaterEqual(n, 60, stacks)
+        # 1.5 s of a busy process: at least a third of 99 Hz even on a loaded machine
+        self.assertGreaterEqual(n, 50, stacks)
 
     def test_cgroup(self):
         root = cgroup2_root()
@@ -48,7 +49,8 @@ class Targets(frtest.Case):
             trace = os.path.join(d, "cg.frec")
             frtest.record(trace, ["--probes", "cpu", "--duration", "1.5"], ["--cgroup", cg])
             stacks = frtest.folded(trace)
-            self.assertGreaterEqual(sum(v for f, v in stacks.items() if "run_rounds" in f), 50, stacks)
+            # the point is the filter: samples of the process inside, none outside
+            self.assertGreaterEqual(sum(v for f, v in stacks.items() if "run_rounds" in f), 10, stacks)
             self.assertFalse(any("burn" in f for f in stacks), "a process outside the cgroup was sampled")
         finally:
             for p in (inside, outside):
