@@ -11,8 +11,13 @@ int cmd_info(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_check(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_flame(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_dump(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_rdma(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_memory(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_cuda(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_report(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_stragglers(int argc, char **argv, FILE *out, FILE *errout);
 
 /* One warning line on errout per file that is damaged or incomplete. */
 struct trace_set;

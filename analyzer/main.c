@@ -15,8 +15,13 @@ static const struct {
 	{ "check", cmd_check, "integrity: exit 0 intact, 1 damaged or incomplete, 2 unusable" },
 	{ "flame", cmd_flame, "flame graph of CPU samples or GPU memory: folded stacks, SVG or HTML" },
 	{ "dump", cmd_dump, "every event as JSON lines, stacks symbolized" },
+	{ "rdma", cmd_rdma, "RDMA per connection: ops, bytes, latency p50/p99/max, error completions" },
 	{ "memory", cmd_memory, "GPU memory: peak, in use over time, leaks, failed allocations" },
 	{ "cuda", cmd_cuda, "CUDA API calls: time per function, copies, async copies then sync" },
+	{ "sqlite", cmd_sqlite, "every event into one SQLite database (schema: SQLITE_SCHEMA.md)" },
+	{ "timeline", cmd_timeline, "Chrome trace event JSON for ui.perfetto.dev" },
+	{ "report", cmd_report, "one self-contained offline HTML report" },
+	{ "stragglers", cmd_stragglers, "which rank the others wait for, its cost per step, and why" },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -76,6 +76,7 @@
  * allocation, a handful of compares per event), memory bounded by the live
  * allocations. */
 #include "model_mem.h"
+#include "model_cuda.h"
 #include "cli.h"
 #include "hmap.h"
 #include "symbolize.h"
@@ -198,6 +199,7 @@ struct mstack {
 	uint64_t spk_before, spk_mark; /* series peak snapshot */
 	uint64_t at_before;
 	uint32_t series, stack_id;
+	uint16_t func;                 /* the allocating call, shown as the leaf frame */
 	uint8_t at_mark;
 };
 
@@ -334,7 +336,7 @@ static struct mseries *series_get(struct model_mem *m, uint32_t file, uint32_t p
 
 /* Index of the stack entry, or UINT32_MAX when memory runs out. */
 static uint32_t stack_get(struct model_mem *m, uint32_t file, uint32_t pid, int32_t device,
-			  enum mem_space space, uint32_t stack_id)
+			  enum mem_space space, uint32_t stack_id, uint16_t func)
 {
 	if (space == MEM_SPACE_PINNED_HOST)
 		device = -1;
@@ -361,6 +363,7 @@ static uint32_t stack_get(struct model_mem *m, uint32_t file, uint32_t pid, int3
 	memset(st, 0, sizeof(*st));
 	st->series = si;
 	st->stack_id = stack_id;
+	st->func = func;
 	*v = m->n_stacks;
 	return (uint32_t)m->n_stacks++;
 }
@@ -565,7 +568,7 @@ static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 				f->pub.implausible++;
 			return 0;
 		}
-		uint32_t si = stack_get(m, file_index, ev.c.pid, ev.device, space, ev.stack_id);
+		uint32_t si = stack_get(m, file_index, ev.c.pid, ev.device, space, ev.stack_id, ev.func);
 		if (si == UINT32_MAX)
 			return -1;
 		if ((m->live.count + 1) * 2 > m->live.cap && live_grow(&m->live))
@@ -748,13 +751,22 @@ void mem_stack_json(struct trace_set *ts, uint32_t file, uint32_t stack_id, FILE
 	free(frames);
 }
 
+/* The caller's stack (the probe takes it at return) with the allocating
+ * call itself as the leaf, as perf shows malloc under its caller. */
 static int tree_add(struct flame_tree *t, struct trace_set *ts, uint32_t file, uint32_t stack_id,
-		    uint64_t value)
+		    uint16_t func, uint64_t value)
 {
 	size_t n;
 	const char **frames = mem_stack_frames(ts, file, stack_id, &n);
 	if (!frames)
 		return -1;
+	const char **with_leaf = realloc(frames, (n + 1) * sizeof(*frames));
+	if (!with_leaf) {
+		free(frames);
+		return -1;
+	}
+	frames = with_leaf;
+	frames[n++] = cuda_func_name(func);
 	int rc = flame_tree_add(t, frames, n, value);
 	free(frames);
 	return rc ? -1 : 0;
@@ -796,9 +808,10 @@ static int mem_finish(void *state, struct trace_set *ts, struct frec_error *err)
 		} else {
 			inuse = st->pk_mark == f->epoch ? st->pk_before : st->live_bytes;
 		}
-		if (inuse && tree_add(r->inuse, ts, se->pub.file, st->stack_id, inuse))
+		if (inuse && tree_add(r->inuse, ts, se->pub.file, st->stack_id, st->func, inuse))
 			goto oom;
-		if (st->alloc_bytes && tree_add(r->alloc, ts, se->pub.file, st->stack_id, st->alloc_bytes))
+		if (st->alloc_bytes && tree_add(r->alloc, ts, se->pub.file, st->stack_id, st->func,
+						st->alloc_bytes))
 			goto oom;
 	}
 	r->series = calloc(m->n_series ? m->n_series : 1, sizeof(*r->series));

@@ -3,6 +3,8 @@
 #include "model_cpu.h"
 #include "model_cuda.h"
 #include "model_mem.h"
+#include "model_rdma.h"
+#include "model_stragglers.h"
 #include "model_syscalls.h"
 
 #include <string.h>
@@ -12,6 +14,8 @@ const struct model_ops *const analyzer_models[] = {
 	&model_syscalls_ops,
 	&model_mem_ops,
 	&model_cuda_ops,
+	&model_rdma_ops,
+	&model_stragglers_ops,
 	NULL,
 };
 

@@ -339,7 +339,11 @@ void symbolize_stack(struct symbolizer *s, const struct trace_file *f,
 	const uint64_t *user = kernel + st->n_kernel;
 	size_t at = 0;
 
-	for (size_t i = st->n_user; i-- > 0;) {
+	if (st->ustack) { /* dwarf mode: unwound and merged (stack_merge.c) */
+		for (size_t i = 0; i < st->n_user; i++)
+			frames[at++] = f->ustack_names[st->names_at + i];
+	}
+	for (size_t i = st->ustack ? 0 : st->n_user; i-- > 0;) {
 		int leaf = i == 0 && st->n_kernel == 0;
 		frames[at++] = symbolize_ip(s, file_index, st->pid, user[i] - !leaf);
 	}

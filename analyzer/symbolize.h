@@ -1,6 +1,8 @@
 /* The symbolize stage: (file, pid, ip) -> frame name, from the mappings and
  * symbol tables carried in the trace (the node's files are never read).
- * Not for unwinding (stacks arrive as ip lists) nor for line info.
+ * Not for unwinding (fp stacks arrive as ip lists; dwarf-mode stacks arrive
+ * unwound and merged with their Python frames by stack_merge.c, and
+ * symbolize_stack copies their names) nor for line info.
  *
  * Names follow the flamegraph conventions:
  *   user ip with a symbol       "foo::bar()"  (C++ demangled)

@@ -5,7 +5,10 @@
  * memcpy because decompressed payloads need not be aligned. */
 #include "trace_set.h"
 #include "frec_schema.h"
+#include "pyframes.h"
+#include "stack_merge.h"
 #include "symbolize.h"
+#include "unwind.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -126,6 +129,14 @@ static void trace_file_free(struct trace_file *f)
 		free(f->schema_names);
 	}
 	free(f->stats_probes);
+	free(f->clock_pairs);
+	hmap_free(&f->env_by_pid);
+	free(f->rdma_counters);
+	hmap_free(&f->rdma_counter_by_name);
+	uw_store_free(f->ustacks);
+	py_table_free(f->pycodes);
+	hmap_free(&f->python_by_pid);
+	free(f->ustack_names);
 }
 
 int trace_set_open(const char *const *paths, size_t n, struct trace_set **out,
@@ -145,6 +156,9 @@ int trace_set_open(const char *const *paths, size_t n, struct trace_set **out,
 		hmap_init(&f->thread_seen);
 		hmap_init(&f->dso_by_id);
 		hmap_init(&f->stack_by_id);
+		hmap_init(&f->env_by_pid);
+		hmap_init(&f->rdma_counter_by_name);
+		hmap_init(&f->python_by_pid);
 		if (frec_open(paths[i], &f->reader, err)) {
 			f->reader = NULL;
 			trace_set_free(ts);
@@ -420,6 +434,125 @@ static int decode_stack(const struct ts_where *w, const uint8_t *p, uint32_t siz
 	return 0;
 }
 
+/* A dwarf-mode stack: registers, kernel ips, Python frames and the copied
+ * user stack.  The kernel ips join the file's ips like a STACK record's;
+ * the rest waits in f->ustacks (deduplicated by content) until
+ * stack_merge_resolve unwinds it after the pass. */
+static int decode_ustack(const struct ts_where *w, const uint8_t *p, uint32_t size,
+			 struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	struct fr_rec_ustack r;
+	memcpy(&r, p, sizeof(r));
+	uint64_t py_bytes = (uint64_t)r.n_py * sizeof(struct fr_py_frame);
+	if ((uint64_t)r.n_kernel * 8 + py_bytes + r.stack_len > size - sizeof(r)) {
+		PROBLEM(w, "ustack %u: %u kernel ips, %u Python frames and %u stack bytes do not fit in the record (%u bytes)",
+			r.stack_id, r.n_kernel, r.n_py, r.stack_len, size);
+		return 0;
+	}
+	if (r.stack_id == FR_STACK_NONE) {
+		PROBLEM(w, "ustack record with id 0 (reserved for \"no stack\")");
+		return 0;
+	}
+	uint16_t n_py = r.n_py, flags = r.flags;
+	if (n_py > FR_MAX_PY_FRAMES) {
+		PROBLEM(w, "ustack %u: %u Python frames, more than the %u a walk records; the first %u kept",
+			r.stack_id, r.n_py, FR_MAX_PY_FRAMES, FR_MAX_PY_FRAMES);
+		n_py = FR_MAX_PY_FRAMES;
+		flags |= FR_USTACK_PY_TRUNCATED;
+	}
+	int created;
+	uint64_t *slot = hmap_slot(&f->stack_by_id, r.stack_id, 0, &created);
+	if (!slot)
+		return ts_oom(err, w);
+	if (!created) {
+		PROBLEM(w, "stack %u defined twice; keeping the first definition", r.stack_id);
+		return 0;
+	}
+	if (!f->ustacks && !(f->ustacks = uw_store_new()))
+		return ts_oom(err, w);
+	const uint8_t *kernel = p + sizeof(r);
+	const uint8_t *py = kernel + (size_t)r.n_kernel * 8;
+	int64_t raw = uw_store_add_stack(f->ustacks, r.pid, r.tid, flags, r.py_version, w->seq,
+					 r.regs, py, n_py, py + py_bytes, r.stack_len);
+	struct ts_stack *stacks = raw < 0 ? NULL : realloc(f->stacks, (f->n_stacks + 1) * sizeof(*stacks));
+	if (!stacks)
+		return ts_oom(err, w);
+	f->stacks = stacks;
+	uint64_t *ips = realloc(f->ips, (f->n_ips + r.n_kernel + 1) * sizeof(*ips));
+	if (!ips)
+		return ts_oom(err, w);
+	f->ips = ips;
+	memcpy(ips + f->n_ips, kernel, (size_t)r.n_kernel * 8);
+	*slot = f->n_stacks;
+	stacks[f->n_stacks++] = (struct ts_stack){
+		.stack_id = r.stack_id, .pid = r.pid, .n_kernel = r.n_kernel, .n_user = 0,
+		.ips_at = f->n_ips, .ustack = (uint32_t)raw + 1,
+	};
+	f->n_ips += r.n_kernel;
+	f->dwarf_stats.records++;
+	return 0;
+}
+
+/* Unwind tables of one file: a reduced ELF image. */
+static int decode_unwind(const struct ts_where *w, const uint8_t *p, uint32_t size,
+			 struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	struct fr_rec_unwind r;
+	memcpy(&r, p, sizeof(r));
+	if (r.image_len > size - sizeof(r)) {
+		PROBLEM(w, "unwind data of dso %u: image_len %u exceeds the record (%u bytes)",
+			r.dso_id, r.image_len, size);
+		return 0;
+	}
+	if (!f->ustacks && !(f->ustacks = uw_store_new()))
+		return ts_oom(err, w);
+	char why[120];
+	int rc = uw_store_add_image(f->ustacks, r.dso_id, r.build_id,
+				    r.build_id_len < sizeof(r.build_id) ? r.build_id_len : sizeof(r.build_id),
+				    p + sizeof(r), r.image_len, why, sizeof(why));
+	if (rc < 0)
+		return ts_oom(err, w);
+	if (rc > 0)
+		PROBLEM(w, "unwind data of dso %u refused: %s; stacks stop at its frames", r.dso_id, why);
+	else
+		f->dwarf_stats.images++;
+	return 0;
+}
+
+static int decode_pycode(const struct ts_where *w, const uint8_t *p, uint32_t size,
+			 struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	struct fr_rec_pycode r;
+	memcpy(&r, p, sizeof(r));
+	if ((uint64_t)r.qualname_len + r.filename_len + r.linetable_len > size - sizeof(r)) {
+		PROBLEM(w, "pycode 0x%llx of pid %u: %u + %u + %u name and table bytes exceed the record (%u bytes)",
+			(unsigned long long)r.code, r.pid, r.qualname_len, r.filename_len,
+			r.linetable_len, size);
+		return 0;
+	}
+	if (!f->pycodes && !(f->pycodes = py_table_new()))
+		return ts_oom(err, w);
+	const char *qual = (const char *)p + sizeof(r);
+	const char *file = qual + r.qualname_len;
+	const uint8_t *table = (const uint8_t *)file + r.filename_len;
+	if (py_table_add(f->pycodes, r.pid, r.code, w->seq, r.py_version, r.firstlineno, qual,
+			 r.qualname_len, file, r.filename_len, table, r.linetable_len))
+		return ts_oom(err, w);
+	return 0;
+}
+
+static int decode_python(const struct ts_where *w, const uint8_t *p, struct frec_error *err)
+{
+	struct fr_rec_python r;
+	memcpy(&r, p, sizeof(r));
+	if (hmap_put(&w->f->python_by_pid, r.pid, 0, r.py_version | (uint64_t)r.status << 16))
+		return ts_oom(err, w);
+	return 0;
+}
+
 static int sym_cmp(const void *a, const void *b)
 {
 	const struct ts_symbol *x = a, *y = b;
@@ -584,6 +717,114 @@ static int decode_stats(const struct ts_where *w, const uint8_t *p, uint32_t siz
 	return 0;
 }
 
+/* One sample of every RDMA port counter: add each increase to its name. */
+static int decode_rdma_counters(const struct ts_where *w, const uint8_t *p, uint32_t size,
+				struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	struct fr_rec_rdma_counters r;
+	memcpy(&r, p, sizeof(r));
+	if ((uint64_t)r.n * sizeof(struct fr_rdma_counter) > size - sizeof(r)) {
+		PROBLEM(w, "rdma counters: %u counters do not fit in the record (%u bytes)", r.n, size);
+		return 0;
+	}
+	f->rdma_counter_records++;
+	for (uint32_t i = 0; i < r.n; i++) {
+		struct fr_rdma_counter c;
+		memcpy(&c, p + sizeof(r) + (size_t)i * sizeof(c), sizeof(c));
+		char name[41];
+		memcpy(name, c.name, sizeof(c.name));
+		name[40] = '\0';
+		size_t len = strlen(name);
+		for (size_t k = 0; k < len; k++)
+			if ((unsigned char)name[k] < 0x20 || name[k] == 0x7f)
+				name[k] = '?';
+		uint64_t hash = 0xcbf29ce484222325ull; /* FNV-1a */
+		for (size_t k = 0; k < len; k++)
+			hash = (hash ^ (unsigned char)name[k]) * 0x100000001b3ull;
+		uint64_t at;
+		int found = hmap_get(&f->rdma_counter_by_name, hash, len, &at) &&
+			    at < f->n_rdma_counters && !strcmp(f->rdma_counters[at].name, name);
+		for (size_t k = 0; !found && k < f->n_rdma_counters; k++) /* hash collision */
+			if (!strcmp(f->rdma_counters[k].name, name)) {
+				at = k;
+				found = 1;
+			}
+		if (!found) {
+			struct ts_rdma_counter *grown = realloc(f->rdma_counters,
+				(f->n_rdma_counters + 1) * sizeof(*grown));
+			if (!grown)
+				return ts_oom(err, w);
+			f->rdma_counters = grown;
+			at = f->n_rdma_counters++;
+			memset(&grown[at], 0, sizeof(grown[at]));
+			memcpy(grown[at].name, name, len + 1);
+			uint64_t other;
+			if (!hmap_get(&f->rdma_counter_by_name, hash, len, &other) &&
+			    hmap_put(&f->rdma_counter_by_name, hash, len, at))
+				return ts_oom(err, w);
+		}
+		struct ts_rdma_counter *t = &f->rdma_counters[at];
+		t->total += c.delta;
+		t->samples++;
+		if (c.delta > t->max_delta)
+			t->max_delta = c.delta;
+		double per_s = r.interval_ns ? (double)c.delta * 1e9 / (double)r.interval_ns
+					     : (double)c.delta;
+		if (per_s > t->max_per_s)
+			t->max_per_s = per_s;
+	}
+	return 0;
+}
+
+/* RANK, LOCAL_RANK and WORLD_SIZE of a process, kept by pid until the pass
+ * ends (the PROCESS record may come later): (pid, 0) -> rank | local_rank
+ * << 32, (pid, 1) -> world_size, each stored + 1 so 0 means unknown. */
+static int64_t env_int(const char *kv, size_t len, const char *key)
+{
+	size_t klen = strlen(key);
+	if (len <= klen + 1 || memcmp(kv, key, klen) || kv[klen] != '=')
+		return -1;
+	int64_t v = 0;
+	for (size_t i = klen + 1; i < len; i++) {
+		if (kv[i] < '0' || kv[i] > '9' || v > 100000000)
+			return -1;
+		v = v * 10 + (kv[i] - '0');
+	}
+	return v;
+}
+
+static int decode_proc_env(const struct ts_where *w, const uint8_t *p, uint32_t size,
+			   struct frec_error *err)
+{
+	struct fr_rec_proc_env r;
+	memcpy(&r, p, sizeof(r));
+	if (r.len > size - sizeof(r)) {
+		PROBLEM(w, "proc_env of pid %u: len %u exceeds the record (%u bytes)", r.pid, r.len,
+			size);
+		return 0;
+	}
+	const char *env = (const char *)p + sizeof(r);
+	int64_t rank = -1, local_rank = -1, world_size = -1;
+	for (size_t at = 0; at < r.len;) {
+		const char *end = memchr(env + at, '\0', r.len - at);
+		size_t len = end ? (size_t)(end - (env + at)) : r.len - at;
+		int64_t v;
+		if ((v = env_int(env + at, len, "RANK")) >= 0)
+			rank = v;
+		else if ((v = env_int(env + at, len, "LOCAL_RANK")) >= 0)
+			local_rank = v;
+		else if ((v = env_int(env + at, len, "WORLD_SIZE")) >= 0)
+			world_size = v;
+		at += len + 1;
+	}
+	uint64_t packed = (uint64_t)(rank + 1) | (uint64_t)(local_rank + 1) << 32;
+	if (hmap_put(&w->f->env_by_pid, r.pid, 0, packed) ||
+	    hmap_put(&w->f->env_by_pid, r.pid, 1, (uint64_t)(world_size + 1)))
+		return ts_oom(err, w);
+	return 0;
+}
+
 static int decode_schema(const struct ts_where *w, const uint8_t *p, struct frec_error *err)
 {
 	struct trace_file *f = w->f;
@@ -659,12 +900,37 @@ static int decode_record(struct trace_set *ts, uint32_t file_index, const struct
 		f->clocks++;
 		f->last_clock_mono_ns = r.mono_ns;
 		f->last_clock_real_ns = r.real_ns;
+		size_t n = f->n_clock_pairs;
+		if (n < TS_MAX_CLOCK_PAIRS) {
+			if (n >= 8 && (n & (n - 1)) == 0) { /* capacity doubles at powers of two */
+				struct ts_clock *grown = realloc(f->clock_pairs, 2 * n * sizeof(*grown));
+				if (!grown)
+					return ts_oom(err, w);
+				f->clock_pairs = grown;
+			} else if (!f->clock_pairs &&
+				   !(f->clock_pairs = malloc(8 * sizeof(*f->clock_pairs)))) {
+				return ts_oom(err, w);
+			}
+			f->clock_pairs[f->n_clock_pairs++] = (struct ts_clock){ r.mono_ns, r.real_ns };
+		}
 		return 0;
 	}
+	case FR_REC_PROC_ENV:
+		return decode_proc_env(w, p, size, err);
 	case FR_REC_STATS:
 		return decode_stats(w, p, size, err);
 	case FR_REC_SCHEMA:
 		return decode_schema(w, p, err);
+	case FR_REC_RDMA_COUNTERS:
+		return decode_rdma_counters(w, p, size, err);
+	case FR_REC_USTACK:
+		return decode_ustack(w, p, size, err);
+	case FR_REC_UNWIND:
+		return decode_unwind(w, p, size, err);
+	case FR_REC_PYCODE:
+		return decode_pycode(w, p, size, err);
+	case FR_REC_PYTHON:
+		return decode_python(w, p, err);
 	}
 	return 0;
 }
@@ -733,6 +999,15 @@ static int read_file(struct trace_set *ts, uint32_t file_index, struct frec_erro
 		if (s->used && hmap_get(&f->proc_by_pid, s->key_a, 0, &pi) && pi < f->n_procs)
 			f->procs[pi].threads++;
 	}
+	/* Launcher ranks likewise (-1 unknown). */
+	for (size_t i = 0; i < f->n_procs; i++) {
+		uint64_t packed = 0, world = 0;
+		hmap_get(&f->env_by_pid, f->procs[i].pid, 0, &packed);
+		hmap_get(&f->env_by_pid, f->procs[i].pid, 1, &world);
+		f->procs[i].rank = (int32_t)(packed & 0xffffffffu) - 1;
+		f->procs[i].local_rank = (int32_t)(packed >> 32) - 1;
+		f->procs[i].world_size = (int32_t)world - 1;
+	}
 	return 0;
 }
 
@@ -741,6 +1016,9 @@ int trace_set_run(struct trace_set *ts, struct frec_error *err)
 	for (size_t i = 0; i < ts->n_files; i++)
 		if (read_file(ts, (uint32_t)i, err))
 			return -1;
+	/* dwarf-mode stacks need every file's mappings and unwind data */
+	if (stack_merge_resolve(ts, err))
+		return -1;
 	for (size_t i = 0; i < ts->n_models; i++)
 		if (ts->models[i].ops->finish(ts->models[i].state, ts, err))
 			return -1;

@@ -27,6 +27,28 @@ struct ts_process {
 	char comm[17];
 	char *cmdline;      /* argv joined by spaces, printable; never NULL */
 	uint32_t threads;   /* distinct tids named by THREAD records */
+	/* launcher environment (FR_REC_PROC_ENV: RANK, LOCAL_RANK, WORLD_SIZE);
+	 * -1 when unknown */
+	int32_t rank;
+	int32_t local_rank;
+	int32_t world_size;
+};
+
+/* One clock anchor: the same instant on both clocks of the node. */
+struct ts_clock {
+	uint64_t mono_ns;
+	uint64_t real_ns;
+};
+#define TS_MAX_CLOCK_PAIRS (1u << 20) /* one per second: 12 days */
+
+/* The per-file correction align.c derives from events that must be
+ * simultaneous across nodes (see align.h); zero until it runs. */
+struct ts_align {
+	int refined;                  /* correction_ns is an estimate */
+	int reference;                /* the file the others are aligned to */
+	int64_t correction_ns;        /* added on top of the realtime anchors */
+	int64_t uncertainty_ns;
+	uint64_t n_sync;              /* simultaneous events it rests on */
 };
 
 struct ts_mapping {
@@ -57,12 +79,31 @@ struct ts_dso {
 	uint32_t strtab_len;
 };
 
+struct uw_store;
+struct py_table;
+
 struct ts_stack {
 	uint32_t stack_id;
 	uint32_t pid;
 	uint16_t n_kernel;
 	uint16_t n_user;
 	size_t ips_at;      /* index into trace_file.ips: kernel leaf first, then user leaf first */
+	/* dwarf mode (FR_REC_USTACK): 1 + index of its raw stack in
+	 * trace_file.ustacks, 0 for a frame-pointer stack.  Its user frames are
+	 * names, not ips: n_user of them at trace_file.ustack_names + names_at,
+	 * root first, set by stack_merge_resolve at the end of the pass. */
+	uint32_t ustack;
+	size_t names_at;
+};
+
+/* Dwarf-mode stacks of one file (stack_merge.c counts them). */
+struct ts_dwarf_stats {
+	uint64_t records;       /* FR_REC_USTACK records */
+	uint64_t distinct;      /* distinct contents, each unwound once */
+	uint64_t stopped_early; /* unwinds that did not reach the outermost frame */
+	uint64_t merge_lost;    /* merges with a "[lost]" frame */
+	uint64_t images;        /* FR_REC_UNWIND images accepted */
+	uint64_t resolve_ns;    /* time spent unwinding, naming and merging */
 };
 
 /* A record the pass could not use: reported by info/check, never fatal. */
@@ -77,6 +118,16 @@ struct ts_probe {
 	char name[17];
 	uint64_t events;
 	uint64_t drops;
+};
+
+/* One RDMA port counter over the recording (FR_REC_RDMA_COUNTERS records,
+ * one sample a second of every counter's increase). */
+struct ts_rdma_counter {
+	char name[41];      /* "device/port/counter", as the recorder wrote it */
+	uint64_t total;     /* sum of the increases */
+	uint64_t max_delta; /* largest increase in one sample */
+	double max_per_s;   /* largest increase per second (delta / interval) */
+	uint64_t samples;
 };
 
 /* Chunk types counted separately in info. */
@@ -125,6 +176,10 @@ struct trace_file {
 	size_t n_ips;
 	uint64_t clocks;              /* CLOCK records */
 	uint64_t last_clock_mono_ns, last_clock_real_ns;
+	struct ts_clock *clock_pairs; /* every CLOCK record in file order, capped */
+	size_t n_clock_pairs;
+	struct ts_align align;        /* owned by align.c */
+	struct hmap env_by_pid;       /* (pid, 0|1) -> packed ranks, until the pass ends */
 	char **schema_names;          /* 65536 slots, lazily filled, may be NULL */
 
 	/* the latest STATS record (used when there is no END) */
@@ -132,6 +187,22 @@ struct trace_file {
 	uint64_t stats_ts_ns, stats_cpu_user_ns, stats_cpu_sys_ns;
 	struct ts_probe *stats_probes;
 	uint32_t n_stats_probes;
+
+	/* RDMA port counters, summed per name (model_rdma.c reports them) */
+	struct ts_rdma_counter *rdma_counters;
+	size_t n_rdma_counters;
+	struct hmap rdma_counter_by_name; /* (name hash, length) -> index */
+	uint64_t rdma_counter_records;
+
+	/* dwarf mode: raw stacks and unwind images (unwind.h), Python code
+	 * objects (pyframes.h), interpreter versions by pid (FR_REC_PYTHON:
+	 * pid -> py_version | status << 16), and the resolved user frames */
+	struct uw_store *ustacks;     /* NULL until the first USTACK or UNWIND */
+	struct py_table *pycodes;     /* NULL until the first PYCODE */
+	struct hmap python_by_pid;
+	const char **ustack_names;    /* interned by the set's symbolizer */
+	size_t n_ustack_names;
+	struct ts_dwarf_stats dwarf_stats;
 
 	struct ts_problem problems[TS_MAX_PROBLEMS_KEPT];
 	uint64_t n_problems;          /* may exceed the kept ones */

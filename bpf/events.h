@@ -531,7 +531,8 @@ struct fr_py_frame {
 FR_STATIC_ASSERT(sizeof(struct fr_py_frame) == 16, "fr_py_frame");
 
 enum fr_ustack_flags {
-	FR_USTACK_TRUNCATED = 1 << 0,   /* the copy stopped before the stack's end */
+	FR_USTACK_TRUNCATED = 1 << 0,   /* the copy met an unreadable page before --stack-size
+					   bytes (usually the stack's top: not a loss) */
 	FR_USTACK_PY_TRUNCATED = 1 << 1,/* more Python frames than FR_MAX_PY_FRAMES */
 	FR_USTACK_PY_ERROR = 1 << 2,    /* the Python walk failed (unreadable memory) */
 	FR_USTACK_PY_NO_THREAD = 1 << 3,/* a Python process, but this thread has no state */

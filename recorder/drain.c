@@ -1,11 +1,15 @@
 /* Ring-buffer drain (see drain.h). */
 #include "drain.h"
+#include "rdma_datapath.h"
 
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static uint64_t mono_ns(void)
 {
@@ -175,6 +179,44 @@ static uint32_t take_ustack(struct drain *d, uint32_t tid, uint32_t tag)
 	return id;
 }
 
+/* The ancestors of pid known from fork events, nearest first: a freshly
+ * forked child's mappings are its parent's. */
+static int lineage_of(const struct drain *d, uint32_t pid, uint32_t lineage[4])
+{
+	int n = 1;
+	lineage[0] = pid;
+	while (n < 4) {
+		const struct pid_parent *pp = &d->parents[lineage[n - 1] & 1023];
+		if (pp->pid != lineage[n - 1] || !pp->ppid)
+			break;
+		lineage[n] = pp->ppid;
+		n++;
+	}
+	return n;
+}
+
+static bool try_rdma_ops(struct drain *d, const struct fr_ev_rdma_ctrl *r, bool last_try)
+{
+	uint64_t addrs[3] = {r->addr, r->length, r->obj};
+	uint32_t lineage[4];
+	int n = lineage_of(d, r->c.pid, lineage);
+	return rdma_datapath_attach_lineage(d->rdma_dp, d->dsos, d->builder, lineage, n, addrs,
+					    d->quiet, last_try);
+}
+
+static void retry_rdma_ops(struct drain *d)
+{
+	uint64_t now = mono_ns();
+	int w = 0;
+	for (int i = 0; i < d->n_ops_retry; i++) {
+		struct pending_ops *p = &d->ops_retry[i];
+		bool last = now >= p->give_up_ns;
+		if (!try_rdma_ops(d, &p->ev, last) && !last)
+			d->ops_retry[w++] = *p;
+	}
+	d->n_ops_retry = w;
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct drain *d = ctx;
@@ -213,9 +255,25 @@ static int on_event(void *ctx, void *data, size_t size)
 		memcpy((char *)out + FR_EV_STACK_ID_OFFSET, &stack_id, sizeof(stack_id));
 	frec_builder_commit(d->builder, c->ts_ns);
 	atomic_fetch_add_explicit(&d->events[probe_of(c->h.type)], 1, memory_order_relaxed);
+	if (c->h.type == FR_EV_PROC_FORK) {
+		const struct fr_ev_proc *p = data;
+		d->parents[c->pid & 1023] = (struct pid_parent){c->pid, p->ppid};
+	}
+	bool rdma_ops = c->h.type == FR_EV_RDMA_CTRL &&
+			((const struct fr_ev_rdma_ctrl *)data)->func == FR_RDMA_OPS;
+	if (rdma_ops && d->rdma_dp) {
+		/* now, on this thread: the tracking thread would be milliseconds
+		 * later, and a program may post a millisecond after opening */
+		if (try_rdma_ops(d, data, false))
+			rdma_ops = false;
+		else if (d->n_ops_retry < 16) {
+			d->ops_retry[d->n_ops_retry].ev = *(const struct fr_ev_rdma_ctrl *)data;
+			d->ops_retry[d->n_ops_retry++].give_up_ns = mono_ns() + 1000000000ull;
+			rdma_ops = false;
+		}
+	}
 	if (d->on_proc && ((c->h.type >= FR_EV_PROC_FORK && c->h.type <= FR_EV_PROC_EXIT) ||
-			   (c->h.type == FR_EV_RDMA_CTRL &&
-			    ((const struct fr_ev_rdma_ctrl *)data)->func == FR_RDMA_OPS)))
+			   rdma_ops))
 		d->on_proc(d->on_proc_ctx, c);
 	return 0;
 }
@@ -232,12 +290,22 @@ static void maybe_flush(struct drain *d)
 static void *drain_main(void *arg)
 {
 	struct drain *d = arg;
+	/* A busy job can keep every CPU full: at plain priority this thread
+	 * would wait whole timeslices, while the ring fills and a data path
+	 * waits to be attached.  It uses little CPU, so ahead of the job. */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10);
 	struct timespec nap = {0, (long)d->period_us * 1000};
 
+	/* Events never wake us (a wakeup per event triples its cost to the
+	 * traced thread); the few that must be handled at once (an RDMA ops
+	 * table) force one, so wait in poll rather than sleep. */
+	(void)nap;
 	while (!atomic_load(&d->stop)) {
+		ring_buffer__poll(d->rb, (int)(d->period_us / 1000));
 		ring_buffer__consume(d->rb);
+		if (d->n_ops_retry)
+			retry_rdma_ops(d);
 		maybe_flush(d);
-		nanosleep(&nap, NULL);
 	}
 	ring_buffer__consume(d->rb);
 	frec_builder_flush(d->builder);
@@ -246,15 +314,19 @@ static void *drain_main(void *arg)
 
 int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 		struct stack_table *stacks, struct sym_collector *syms,
-		struct python_state *python, drain_proc_cb on_proc, void *ctx)
+		struct python_state *python, struct uprobe_family *rdma_dp,
+		struct dso_table *dsos, bool quiet, drain_proc_cb on_proc, void *ctx)
 {
 	memset(d, 0, sizeof(*d));
 	d->python = python;
+	d->rdma_dp = rdma_dp;
+	d->dsos = dsos;
+	d->quiet = quiet;
 	d->stacks = stacks;
 	d->syms = syms;
 	d->on_proc = on_proc;
 	d->on_proc_ctx = ctx;
-	d->period_us = 5000;
+	d->period_us = 1000; /* bounds how late an RDMA ops table is acted on */
 	d->flush_period_ns = 1000000000ull;
 	d->last_flush_ns = mono_ns();
 	d->builder = frec_builder_new(w, FR_CHUNK_EVENTS);

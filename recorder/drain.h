@@ -14,6 +14,8 @@
 #include "stack_table.h"
 #include "sym_collector.h"
 #include "python.h"
+#include "dso_table.h"
+#include "uprobe_family.h"
 
 struct ring_buffer;
 
@@ -28,6 +30,16 @@ struct drain {
 	drain_proc_cb on_proc;
 	void *on_proc_ctx;
 	struct python_state *python;     /* told about code objects in stacks */
+	/* rdma: attach the data path as soon as a context's ops table is seen
+	 * (setup to first post can take 2 ms); NULL without rdma probes */
+	struct uprobe_family *rdma_dp;
+	struct dso_table *dsos;
+	bool quiet;
+	struct pid_parent { uint32_t pid, ppid; } parents[1024]; /* from fork events */
+	/* ops tables whose provider mapping was not known yet: retried every
+	 * drain period, then handed to the tracking thread */
+	struct pending_ops { struct fr_ev_rdma_ctrl ev; uint64_t give_up_ns; } ops_retry[16];
+	int n_ops_retry;
 	/* dwarf mode: the latest FR_RING_USTACK of each thread, until its event */
 	struct pending_ustack {
 		uint32_t tid, tag;
@@ -49,7 +61,8 @@ struct drain {
 /* ring_fd: the BPF ring buffer map.  Returns 0 or -errno. */
 int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 		struct stack_table *stacks, struct sym_collector *syms,
-		struct python_state *python, drain_proc_cb on_proc, void *ctx);
+		struct python_state *python, struct uprobe_family *rdma_dp,
+		struct dso_table *dsos, bool quiet, drain_proc_cb on_proc, void *ctx);
 /* Drains what is left, flushes, joins.  Frees the builder. */
 void drain_stop(struct drain *d);
 

@@ -158,3 +158,15 @@ const struct dso *dso_table_get(const struct dso_table *t, uint32_t dso_id)
 		return NULL;
 	return &t->dsos[dso_id - 1];
 }
+
+bool dso_table_path(struct dso_table *t, uint32_t dso_id, char *buf, size_t len)
+{
+	bool ok = false;
+	pthread_mutex_lock(&t->lock);
+	if (dso_id && dso_id <= t->n_dsos && t->dsos[dso_id - 1].path) {
+		snprintf(buf, len, "%s", t->dsos[dso_id - 1].path);
+		ok = true;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ok;
+}

@@ -55,5 +55,8 @@ bool dso_table_find_mapping_locked(struct dso_table *t, uint32_t pid, uint64_t a
 				   struct mapping *out);
 
 const struct dso *dso_table_get(const struct dso_table *t, uint32_t dso_id);
+/* The path of dso_id copied under the lock (for threads other than the one
+ * adding files); false when unknown. */
+bool dso_table_path(struct dso_table *t, uint32_t dso_id, char *buf, size_t len);
 
 #endif

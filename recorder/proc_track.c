@@ -48,9 +48,10 @@ static int open_tracking_event(int cpu)
 		.sample_id_all = 1,
 		.use_clockid = 1,
 		.clockid = CLOCK_MONOTONIC,
-		/* wake the tracking thread at every mapping: probes on a new
-		 * library attach sooner, and mappings are rare */
-		.wakeup_events = 1,
+		/* wake the tracking thread at every mapping (1 byte of data):
+		 * probes on a new library attach sooner, and mappings are rare */
+		.watermark = 1,
+		.wakeup_watermark = 1,
 	};
 	int fd = (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0 && errno == EINVAL) {
@@ -573,7 +574,7 @@ static void handle_pending(struct proc_track *t)
 		if (p->type == FR_EV_RDMA_CTRL) {
 			if (t->rdma_dp)
 				rdma_datapath_attach(t->rdma_dp, t->dsos, t->builder, p->pid, p->addrs,
-						     t->quiet);
+						     t->quiet, true);
 		} else if (p->type == FR_EV_PROC_EXIT) {
 			if (t->cgroup_v2_path)
 				continue;
@@ -611,6 +612,8 @@ static void handle_pending(struct proc_track *t)
 static void *track_main(void *arg)
 {
 	struct proc_track *t = arg;
+	/* ahead of a job that keeps every CPU busy (see drain_main) */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10);
 
 	struct pollfd pfds[1024];
 	for (int i = 0; i < t->n_rings && i < 1024; i++)

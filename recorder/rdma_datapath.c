@@ -32,23 +32,43 @@ static void attach_record(struct frec_builder *b, uint32_t pid, uint16_t status,
 	frec_builder_commit(b, r->ts_ns);
 }
 
-void rdma_datapath_attach(struct uprobe_family *dp, struct dso_table *dsos,
+bool rdma_datapath_attach(struct uprobe_family *dp, struct dso_table *dsos,
 			  struct frec_builder *b, uint32_t pid, const uint64_t addrs[3],
-			  bool quiet)
+			  bool quiet, bool last_try)
 {
+	return rdma_datapath_attach_lineage(dp, dsos, b, &pid, 1, addrs, quiet, last_try);
+}
+
+bool rdma_datapath_attach_lineage(struct uprobe_family *dp, struct dso_table *dsos,
+				  struct frec_builder *b, const uint32_t *lineage, int n_lineage,
+				  const uint64_t addrs[3], bool quiet, bool last_try)
+{
+	uint32_t pid = lineage[0];
+	char path[4096];
+	bool all_mapped = true;
+
 	static const char *names[3] = {"post_send", "post_recv", "poll_cq"};
 	static const uint64_t cookies[3] = {RDMA_DP_POST_SEND, RDMA_DP_POST_RECV, RDMA_DP_POLL_CQ};
-	char kpath[4352], text[600];
+	char kpath[4352], text[4700];
 
 	for (int i = 0; i < 3; i++) {
 		struct mapping m;
 		struct attach_result res;
-		const struct dso *d;
 
 		if (!addrs[i])
 			continue;
-		if (!dso_table_find_mapping_locked(dsos, pid, addrs[i], &m) ||
-		    !(d = dso_table_get(dsos, m.dso_id))) {
+		bool found = false;
+		uint32_t via = pid;
+		for (int k = 0; k < n_lineage && !found; k++) {
+			/* a fork copies its parent's address space exactly */
+			found = dso_table_find_mapping_locked(dsos, lineage[k], addrs[i], &m) &&
+				dso_table_path(dsos, m.dso_id, path, sizeof(path));
+			via = lineage[k];
+		}
+		if (!found) {
+			all_mapped = false;
+			if (!last_try)
+				continue;
 			snprintf(text, sizeof(text), "%s at 0x%llx in pid %u: no file mapping covers "
 				 "the address (JIT code?); the data path is not traced", names[i],
 				 (unsigned long long)addrs[i], pid);
@@ -57,19 +77,19 @@ void rdma_datapath_attach(struct uprobe_family *dp, struct dso_table *dsos,
 			continue;
 		}
 		uint64_t offset = addrs[i] - m.start + m.pgoff;
-		snprintf(kpath, sizeof(kpath), "/proc/%u/root%s", pid, d->path);
+		snprintf(kpath, sizeof(kpath), "/proc/%u/root%s", via, path);
 		int rc = uprobe_family_attach_offset(dp, kpath, offset, cookies[i], 0, &res);
 		if (rc == 1)
 			continue;
 		if (rc < 0) {
-			snprintf(text, sizeof(text), "%s at %s+0x%llx: %s", names[i], d->path,
+			snprintf(text, sizeof(text), "%s at %s+0x%llx: %s", names[i], path,
 				 (unsigned long long)offset, res.error);
 			attach_record(b, pid, FR_ATTACH_FAILED, names[i], text);
 			fprintf(stderr, "flightrec: rdma: cannot attach %s\n", text);
 			continue;
 		}
 		snprintf(text, sizeof(text), "%s at %s+0x%llx (from the ops table of pid %u)%s",
-			 names[i], d->path, (unsigned long long)offset, pid,
+			 names[i], path, (unsigned long long)offset, pid,
 			 res.single_stepped ? "; its first instruction is single-stepped "
 					      "(about 15x the probe cost per call)" : "");
 		attach_record(b, pid, res.single_stepped ? FR_ATTACH_SINGLE_STEPPED : FR_ATTACH_OK,
@@ -77,4 +97,5 @@ void rdma_datapath_attach(struct uprobe_family *dp, struct dso_table *dsos,
 		if (!quiet || res.single_stepped)
 			fprintf(stderr, "flightrec: rdma: attached %s\n", text);
 	}
+	return all_mapped;
 }

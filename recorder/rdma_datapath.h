@@ -13,9 +13,19 @@
 #include "frec_writer.h"
 #include "uprobe_family.h"
 
-/* addrs: post_send, post_recv, poll_cq as read from the ops table. */
-void rdma_datapath_attach(struct uprobe_family *dp, struct dso_table *dsos,
+/* addrs: post_send, post_recv, poll_cq as read from the ops table.  Safe
+ * from any thread.  Returns false when an address has no known mapping yet
+ * (its mmap record not processed): the caller retries later, and on its
+ * last try (last_try) the failure is reported. */
+bool rdma_datapath_attach(struct uprobe_family *dp, struct dso_table *dsos,
 			  struct frec_builder *b, uint32_t pid, const uint64_t addrs[3],
-			  bool quiet);
+			  bool quiet, bool last_try);
+
+/* Same, with the process's ancestors (nearest first) whose mappings a
+ * freshly forked child still shares, for when the child's own copies of
+ * them are not recorded yet. */
+bool rdma_datapath_attach_lineage(struct uprobe_family *dp, struct dso_table *dsos,
+				  struct frec_builder *b, const uint32_t *lineage, int n,
+				  const uint64_t addrs[3], bool quiet, bool last_try);
 
 #endif

@@ -114,6 +114,7 @@ uint8_t *unwind_reduced_image(int fd, size_t *len)
 	ssh.sh_type = SHT_STRTAB;
 	gelf_update_shdr(ss, &ssh);
 	oeh.e_shstrndx = (GElf_Half)elf_ndxscn(ss);
+	oeh.e_phnum = (GElf_Half)nload; /* oeh predates gelf_newphdr */
 	gelf_update_ehdr(out, &oeh);
 	if (elf_update(out, ELF_C_WRITE) < 0)
 		goto out;

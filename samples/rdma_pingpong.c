@@ -70,7 +70,9 @@
  * Options: --unsignaled-chain N, --chains C, --open-after-ms M (sleep M ms
  * before the first verbs call, so the provider is loaded and the device
  * opened only then: a recorder started earlier must attach dynamically),
- * --fork.  Exit status 0 when every count matches the numbers above. */
+ * --fork, --settle-ms S (sleep S ms between connecting the QPs and the first
+ * post, as the out-of-band exchange of QP numbers takes in a real job).
+ * Exit status 0 when every count matches the numbers above. */
 #include <infiniband/verbs.h>
 
 #include <dlfcn.h>
@@ -652,13 +654,13 @@ static void full_io(int fd, void *p, size_t n, int writing)
 static void usage(void)
 {
 	fprintf(stderr, "usage: rdma_pingpong [--unsignaled-chain N] [--chains C] "
-			"[--open-after-ms M] [--fork]\n");
+			"[--open-after-ms M] [--settle-ms S] [--fork]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	int open_after_ms = 0, use_fork = 0;
+	int open_after_ms = 0, use_fork = 0, settle_ms = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--unsignaled-chain") && i + 1 < argc)
 			chain_n = atoi(argv[++i]);
@@ -666,6 +668,8 @@ int main(int argc, char **argv)
 			chains = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--open-after-ms") && i + 1 < argc)
 			open_after_ms = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--settle-ms") && i + 1 < argc)
+			settle_ms = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--fork"))
 			use_fork = 1;
 		else
@@ -740,6 +744,10 @@ int main(int argc, char **argv)
 	ibv_free_device_list(list);
 	for (int i = 0; i < nsides; i++)
 		connect_qp(&sides[i], 0);
+	if (settle_ms > 0) {
+		struct timespec ts = {settle_ms / 1000, (long)(settle_ms % 1000) * 1000000};
+		nanosleep(&ts, NULL);
+	}
 
 	run(sides, nsides);
 

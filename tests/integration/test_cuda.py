@@ -21,10 +21,11 @@ AT_PEAK = {"init_weights": 805_306_368, "alloc_io_buffers": 67_108_864,
 REAL_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 
 
-def by_leaf(folded):
+def by_caller(folded):
+    """bytes per function that called the allocating API (the leaf frame)"""
     out = {}
     for frames, value in folded.items():
-        out[frames[-1]] = out.get(frames[-1], 0) + value
+        out[frames[-2]] = out.get(frames[-2], 0) + value
     return out
 
 
@@ -58,15 +59,17 @@ class CudaTrain(frtest.Case):
         series = [s for s in self.memory["series"] if s["space"] == "device"]
         self.assertEqual(len(series), 1, series)
         self.assertEqual(series[0]["peak_bytes"], PEAK)
-        self.assertEqual(by_leaf(mem_folded(self.trace, "--at", "peak")), AT_PEAK)
+        folded = mem_folded(self.trace, "--at", "peak")
+        self.assertEqual(by_caller(folded), AT_PEAK)
+        self.assertEqual({f[-1] for f in folded}, {"cudaMalloc"})
 
     def test_alloc_graph(self):
         out = frtest.analyze("flame", self.trace, "--kind", "mem-alloc").stdout
         alloc = {}
         for line in out.splitlines():
             frames, _, v = line.rpartition(" ")
-            leaf = frames.split(";")[-1]
-            alloc[leaf] = alloc.get(leaf, 0) + int(v)
+            caller = frames.split(";")[-2]
+            alloc[caller] = alloc.get(caller, 0) + int(v)
         self.assertEqual(alloc["forward"], 1_073_741_824 * STEPS)
         self.assertEqual(alloc["init_weights"], 805_306_368)
 

@@ -136,10 +136,10 @@ static void test_model(const char *path)
 	CHECK_EQ_U64(r->files[0].peak_bytes, 5500);
 	CHECK_EQ_U64(r->files[0].peak_t_ns, 50001000);
 	char *f = folded(r->inuse);
-	CHECK_STR(f, "main;alloc_a 2000\nmain;alloc_b 3000\nmain;leak_fn 500\n");
+	CHECK_STR(f, "main;alloc_a;cudaMalloc 2000\nmain;alloc_b;cudaMalloc 3000\nmain;leak_fn;cuMemAlloc_v2 500\n");
 	free(f);
 	f = folded(r->alloc);
-	CHECK_STR(f, "main;alloc_a 3000\nmain;alloc_b 3000\nmain;leak_fn 500\n");
+	CHECK_STR(f, "main;alloc_a;cudaMalloc 3000\nmain;alloc_b;cudaMalloc 3000\nmain;leak_fn;cuMemAlloc_v2 500\n");
 	free(f);
 
 	const struct mem_series *d = find_series(r, 100, MEM_SPACE_DEVICE);
@@ -226,20 +226,20 @@ static char *flame_at(const char *path, const char *at)
 static void test_commands(const char *path)
 {
 	char *f = flame_at(path, "0.035");
-	CHECK_STR(f, "main;alloc_a 1000\nmain;alloc_b 3000\nmain;leak_fn 500\n");
+	CHECK_STR(f, "main;alloc_a;cudaMalloc 1000\nmain;alloc_b;cudaMalloc 3000\nmain;leak_fn;cuMemAlloc_v2 500\n");
 	free(f);
 	/* the free at 40 ms returns at 40.001 ms: before it, then after it */
 	f = flame_at(path, "0.040");
-	CHECK_STR(f, "main;alloc_a 1000\nmain;alloc_b 3000\nmain;leak_fn 500\n");
+	CHECK_STR(f, "main;alloc_a;cudaMalloc 1000\nmain;alloc_b;cudaMalloc 3000\nmain;leak_fn;cuMemAlloc_v2 500\n");
 	free(f);
 	f = flame_at(path, "0.0401");
-	CHECK_STR(f, "main;alloc_b 3000\nmain;leak_fn 500\n");
+	CHECK_STR(f, "main;alloc_b;cudaMalloc 3000\nmain;leak_fn;cuMemAlloc_v2 500\n");
 	free(f);
 	f = flame_at(path, "peak");
-	CHECK_STR(f, "main;alloc_a 2000\nmain;alloc_b 3000\nmain;leak_fn 500\n");
+	CHECK_STR(f, "main;alloc_a;cudaMalloc 2000\nmain;alloc_b;cudaMalloc 3000\nmain;leak_fn;cuMemAlloc_v2 500\n");
 	free(f);
 	f = flame_at(path, "1000"); /* after the end: what is left */
-	CHECK_STR(f, "main;leak_fn 500\n");
+	CHECK_STR(f, "main;leak_fn;cuMemAlloc_v2 500\n");
 	free(f);
 
 	struct run r = run(cmd_flame, (char *[]){ "flame", (char *)path, "--kind", "mem-inuse", NULL });

@@ -89,6 +89,7 @@ static void test_schema(void)
 		FR_REC_PROCESS, FR_REC_MAPPING, FR_REC_STACK, FR_REC_DSO,
 		FR_REC_CLOCK, FR_REC_STATS, FR_REC_SCHEMA, FR_REC_THREAD,
 		FR_REC_PROC_ENV, FR_REC_ATTACH, FR_REC_RDMA_COUNTERS,
+		FR_REC_USTACK, FR_REC_UNWIND, FR_REC_PYCODE, FR_REC_PYTHON,
 	};
 	CHECK_EQ_U64(n, sizeof(every_type) / sizeof(every_type[0]));
 	for (size_t i = 0; i < sizeof(every_type) / sizeof(every_type[0]); i++)

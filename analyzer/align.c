@@ -1,0 +1,241 @@
+/* Multi-file clock alignment (see align.h): the anchor offset of each file
+ * and the per-file correction estimated from simultaneous events.  Not for
+ * deciding which events are simultaneous: callers hand them in. */
+#include "align.h"
+#include "trace_set.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (sorts v); 0 when n is 0. */
+static int64_t median_i64(int64_t *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_i64);
+	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+int64_t align_anchor_offset_ns(const struct trace_file *f)
+{
+	size_t n = f->n_clock_pairs + 1;
+	int64_t small[64];
+	int64_t *d = n <= 64 ? small : malloc(n * sizeof(*d));
+	if (!d) /* out of memory: the header's pair alone */
+		return (int64_t)(f->hdr.start_real_ns - f->hdr.start_mono_ns);
+	size_t k = 0;
+	if (f->hdr.start_real_ns && f->hdr.start_mono_ns)
+		d[k++] = (int64_t)(f->hdr.start_real_ns - f->hdr.start_mono_ns);
+	for (size_t i = 0; i < f->n_clock_pairs; i++)
+		if (f->clock_pairs[i].real_ns && f->clock_pairs[i].mono_ns)
+			d[k++] = (int64_t)(f->clock_pairs[i].real_ns - f->clock_pairs[i].mono_ns);
+	int64_t off = k ? median_i64(d, k)
+			: (int64_t)(f->hdr.start_real_ns - f->hdr.start_mono_ns);
+	if (d != small)
+		free(d);
+	return off;
+}
+
+int64_t trace_set_time_offset_ns(struct trace_set *ts, size_t file_index)
+{
+	const struct trace_file *f = trace_set_file(ts, file_index);
+	if (!f)
+		return 0;
+	return align_anchor_offset_ns(f) + f->align.correction_ns;
+}
+
+void align_node_get(struct trace_set *ts, size_t file_index, struct align_node *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->file_index = file_index;
+	out->uncertainty_ns = -1;
+	const struct trace_file *f = trace_set_file(ts, file_index);
+	if (!f)
+		return;
+	out->host = f->hdr.host;
+	out->refined = f->align.refined;
+	out->n_sync = f->align.n_sync;
+	if (f->align.refined) {
+		out->skew_ns = -f->align.correction_ns;
+		out->uncertainty_ns = f->align.uncertainty_ns;
+		out->is_reference = f->align.reference;
+	}
+}
+
+/* ---- refinement ----------------------------------------------------------- */
+
+/* The events of one group on one file, reduced to their median time. */
+struct group_file {
+	uint64_t group;
+	uint32_t file_index;
+	int64_t t_ns;       /* anchor-aligned earliest exit */
+	int64_t entry_ns;   /* anchor-aligned latest entry; INT64_MIN unknown */
+	int64_t range_ns;   /* exits: max - min (0 for a single event) */
+};
+
+struct sync_t {
+	uint64_t group;
+	uint32_t file_index;
+	int64_t t_ns;
+	int64_t entry_ns;
+};
+
+static int cmp_sync(const void *a, const void *b)
+{
+	const struct sync_t *x = a, *y = b;
+	if (x->group != y->group)
+		return x->group < y->group ? -1 : 1;
+	if (x->file_index != y->file_index)
+		return x->file_index < y->file_index ? -1 : 1;
+	return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
+}
+
+/* Differences (t_a + corr_a) - t_b over the groups files a and b share, and
+ * the causality bounds on the correction of b: exits on b (corrected) not
+ * before entries on a, and the reverse. */
+static size_t shared_diffs(const struct group_file *gf, size_t n_gf, uint32_t a, int64_t corr_a,
+			   uint32_t b, int64_t *out, int64_t *lo, int64_t *hi)
+{
+	size_t k = 0;
+	*lo = INT64_MIN;
+	*hi = INT64_MAX;
+	for (size_t i = 0; i < n_gf;) {
+		size_t j = i;
+		const struct group_file *ga = NULL, *gb = NULL;
+		for (; j < n_gf && gf[j].group == gf[i].group; j++) {
+			if (gf[j].file_index == a)
+				ga = &gf[j];
+			else if (gf[j].file_index == b)
+				gb = &gf[j];
+		}
+		if (ga && gb) {
+			out[k++] = ga->t_ns + corr_a - gb->t_ns;
+			if (ga->entry_ns != INT64_MIN && ga->entry_ns + corr_a - gb->t_ns > *lo)
+				*lo = ga->entry_ns + corr_a - gb->t_ns;
+			if (gb->entry_ns != INT64_MIN && ga->t_ns + corr_a - gb->entry_ns < *hi)
+				*hi = ga->t_ns + corr_a - gb->entry_ns;
+		}
+		i = j;
+	}
+	return k;
+}
+
+int align_refine(struct trace_set *ts, const struct align_sync *ev, size_t n,
+		 struct frec_error *err)
+{
+	size_t n_files = trace_set_count(ts);
+	for (size_t i = 0; i < n_files; i++)
+		memset(&trace_set_file(ts, i)->align, 0, sizeof(struct ts_align));
+	if (!n || n_files < 2)
+		return 0;
+	struct sync_t *s = malloc(n * sizeof(*s));
+	struct group_file *gf = malloc(n * sizeof(*gf));
+	int64_t *tmp = malloc(n * sizeof(*tmp));
+	int64_t *ranges = malloc(n * sizeof(*ranges));
+	int64_t *anchor = calloc(n_files, sizeof(*anchor));
+	uint64_t *groups_of = calloc(n_files, sizeof(*groups_of));
+	if (!s || !gf || !tmp || !ranges || !anchor || !groups_of) {
+		free(s), free(gf), free(tmp), free(ranges), free(anchor), free(groups_of);
+		frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "out of memory aligning clocks");
+		return -1;
+	}
+	for (size_t i = 0; i < n_files; i++)
+		anchor[i] = align_anchor_offset_ns(trace_set_file(ts, i));
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].file_index >= n_files)
+			continue;
+		int64_t a = anchor[ev[i].file_index];
+		s[m++] = (struct sync_t){ ev[i].group, ev[i].file_index, (int64_t)ev[i].mono_ns + a,
+					  ev[i].entry_ns ? (int64_t)ev[i].entry_ns + a : INT64_MIN };
+	}
+	qsort(s, m, sizeof(*s), cmp_sync);
+
+	/* One entry per (group, file): its earliest exit, latest entry. */
+	size_t n_gf = 0, n_ranges = 0;
+	for (size_t i = 0; i < m;) {
+		size_t j = i;
+		int64_t entry = INT64_MIN;
+		while (j < m && s[j].group == s[i].group && s[j].file_index == s[i].file_index) {
+			if (s[j].entry_ns > entry)
+				entry = s[j].entry_ns;
+			j++;
+		}
+		gf[n_gf++] = (struct group_file){ s[i].group, s[i].file_index, s[i].t_ns, entry,
+						  s[j - 1].t_ns - s[i].t_ns };
+		if (j - i >= 2)
+			ranges[n_ranges++] = s[j - 1].t_ns - s[i].t_ns;
+		groups_of[s[i].file_index]++;
+		i = j;
+	}
+	double spread_ns = (double)median_i64(ranges, n_ranges);
+
+	size_t ref = 0;
+	for (size_t i = 1; i < n_files; i++)
+		if (groups_of[i] > groups_of[ref])
+			ref = i;
+	struct ts_align *ra = &trace_set_file(ts, ref)->align;
+	ra->refined = 1;
+	ra->reference = 1;
+	ra->n_sync = groups_of[ref];
+
+	/* Grow the set of refined files, each against the refined file it
+	 * shares the most groups with. */
+	for (int progress = 1; progress;) {
+		progress = 0;
+		for (size_t f = 0; f < n_files; f++) {
+			struct ts_align *fa = &trace_set_file(ts, f)->align;
+			if (fa->refined)
+				continue;
+			size_t best = SIZE_MAX, best_n = 0;
+			for (size_t g = 0; g < n_files; g++) {
+				const struct ts_align *ga = &trace_set_file(ts, g)->align;
+				if (g == f || !ga->refined)
+					continue;
+				int64_t lo, hi;
+				size_t k = shared_diffs(gf, n_gf, (uint32_t)g, ga->correction_ns,
+							(uint32_t)f, tmp, &lo, &hi);
+				if (k > best_n) {
+					best_n = k;
+					best = g;
+				}
+			}
+			if (best == SIZE_MAX || best_n < ALIGN_MIN_GROUPS)
+				continue;
+			const struct ts_align *ba = &trace_set_file(ts, best)->align;
+			int64_t lo, hi;
+			size_t k = shared_diffs(gf, n_gf, (uint32_t)best, ba->correction_ns,
+						(uint32_t)f, tmp, &lo, &hi);
+			int64_t corr = median_i64(tmp, k);
+			for (size_t i = 0; i < k; i++)
+				tmp[i] = llabs(tmp[i] - corr);
+			double mad = 1.4826 * (double)median_i64(tmp, k);
+			double unc = sqrt(mad * mad / (double)k + spread_ns * spread_ns / 4.0);
+			if (lo != INT64_MIN && hi != INT64_MAX && lo <= hi) {
+				if (corr < lo)
+					corr = lo;
+				if (corr > hi)
+					corr = hi;
+				double far = (double)(hi - corr > corr - lo ? hi - corr : corr - lo);
+				if (far < unc)
+					unc = far;
+			}
+			double chained = (double)ba->uncertainty_ns;
+			fa->refined = 1;
+			fa->correction_ns = corr;
+			fa->uncertainty_ns = (int64_t)llround(sqrt(unc * unc + chained * chained));
+			fa->n_sync = k;
+			progress = 1;
+		}
+	}
+	free(s), free(gf), free(tmp), free(ranges), free(anchor), free(groups_of);
+	return 0;
+}

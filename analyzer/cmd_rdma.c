@@ -1,0 +1,399 @@
+/* `flightrec-analyze rdma`: one row per local queue pair view of a
+ * connection (both ends labelled), latency by opcode and size bucket, error
+ * completions by status and class, empty polls and port counters; text or
+ * --json (the shape in CLI.md, with more fields).  Not the model
+ * (model_rdma.c): this file parses options and lays out the result. */
+#include "cli.h"
+#include "commands.h"
+#include "model_rdma.h"
+#include "trace_set.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char rdma_help[] =
+	"usage: " CLI_PROG " rdma FILE... [--pid PID] [--json]\n"
+	"\n"
+	"RDMA verbs traffic, one row per local queue pair (QP) of a connection; the\n"
+	"two QPs of a connection are two rows, each naming the other (joined across\n"
+	"the files by QP numbers and GIDs, so give every node's file):\n"
+	"  ops, bytes   work requests completed successfully (sends and receives)\n"
+	"               and their bytes; an unsignaled chain counts when the\n"
+	"               signaled request after it completes\n"
+	"  MB/s, ops/s  over the QP's active span (first post .. last completion)\n"
+	"  p50/p99/max  post -> completion latency of the successful send-queue\n"
+	"               requests: the completion event (poll_cq's return) minus the\n"
+	"               post call's entry, within 0.8%\n"
+	"  errors       error completions by status, flushes (IBV_WC_WR_FLUSH_ERR,\n"
+	"               the QP was already in error) counted apart, not as losses\n"
+	"then latency by opcode and size (<4K, 4K-64K, 64K-1M, >=1M), poll_cq\n"
+	"calls that found nothing (per recording), and port counter increases.\n"
+	"\n"
+	"options:\n"
+	"  --pid PID  only the QPs of process PID (their remote ends are still\n"
+	"             labelled only when that process talks to itself)\n"
+	"  --json     {\"connections\":[{\"local_qp\",\"remote_qp\",\"pid\",\"ops\",\n"
+	"             \"bytes\",\"latency_us\":{\"p50\",\"p99\",\"max\"},\"errors\",\n"
+	"             \"error_status\":{NAME:count}, ...}], \"counters\", \"files\"}\n"
+	"\n"
+	"examples:\n"
+	"  " CLI_PROG " rdma run.frec\n"
+	"  " CLI_PROG " rdma node1.frec node2.frec --json > rdma.json\n";
+
+struct rdma_args {
+	const char **files;
+	size_t n_files;
+	int json;
+	int filter_pid;
+	uint32_t pid;
+};
+
+static int rdma_parse(int argc, char **argv, struct rdma_args *a, FILE *out, FILE *errout)
+{
+	int only_files = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *value = NULL;
+		int m;
+		if (only_files || arg[0] != '-' || !arg[1]) {
+			a->files[a->n_files++] = arg;
+		} else if (strcmp(arg, "--") == 0) {
+			only_files = 1;
+		} else if (cli_is_help(arg)) {
+			fputs(rdma_help, out);
+			return -1;
+		} else if (strcmp(arg, "--json") == 0) {
+			a->json = 1;
+		} else if ((m = cli_option(argc, argv, &i, "--pid", NULL, &value, "rdma", errout))) {
+			if (m < 0)
+				return CLI_USAGE;
+			if (cli_parse_pid(value, &a->pid)) {
+				fprintf(errout, CLI_PROG " rdma: --pid '%s' is not a process id (a positive decimal number)\n", value);
+				return CLI_USAGE;
+			}
+			a->filter_pid = 1;
+		} else {
+			fprintf(errout, CLI_PROG " rdma: unknown option '%s' (see '" CLI_PROG " rdma --help')\n", arg);
+			return CLI_USAGE;
+		}
+	}
+	if (!a->n_files) {
+		fprintf(errout, CLI_PROG " rdma: no trace file given (usage: " CLI_PROG " rdma FILE...)\n");
+		return CLI_USAGE;
+	}
+	return 0;
+}
+
+static double span_s(const struct rdma_conn *c)
+{
+	return c->last_ns > c->first_ns ? (double)(c->last_ns - c->first_ns) / 1e9 : 0;
+}
+
+/* "node-a:1234" or "node-a:1234/r3" */
+static const char *endpoint(const struct rdma_endpoint *e, char *buf, size_t len)
+{
+	if (e->rank >= 0)
+		snprintf(buf, len, "%s:%u/r%" PRId64, e->host, e->pid, e->rank);
+	else
+		snprintf(buf, len, "%s:%u", e->host, e->pid);
+	return buf;
+}
+
+static const char *us(uint64_t ns, uint64_t count, char *buf, size_t len)
+{
+	if (!count)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.1f", (double)ns / 1e3);
+	return buf;
+}
+
+static void text_conn_notes(const struct rdma_conn *c, FILE *out)
+{
+	if (c->errors || c->other_status) {
+		fprintf(out, "      errors:");
+		for (uint32_t s = 1; s < RDMA_WC_STATUSES; s++)
+			if (s != RDMA_WC_WR_FLUSH_ERR && c->by_status[s])
+				fprintf(out, " %s x%" PRIu64 " (%s)", rdma_wc_status_name(s),
+					c->by_status[s], rdma_err_class_name(rdma_err_class_of(s)));
+		if (c->other_status)
+			fprintf(out, " unknown statuses x%" PRIu64, c->other_status);
+		fputc('\n', out);
+	}
+	if (c->flush_errors)
+		fprintf(out, "      flushed: %" PRIu64 " (IBV_WC_WR_FLUSH_ERR: the QP was already in "
+			"error; not losses)\n", c->flush_errors);
+	if (c->unmatched || c->missed || c->truncated || c->failed_posts || c->dropped ||
+	    c->outstanding) {
+		fprintf(out, "      also:");
+		if (c->unmatched)
+			fprintf(out, " %" PRIu64 " completions without their post in the trace;",
+				c->unmatched);
+		if (c->missed)
+			fprintf(out, " %" PRIu64 " requests whose completion event is missing;",
+				c->missed);
+		if (c->truncated)
+			fprintf(out, " %" PRIu64 " chains longer than the probe walks;", c->truncated);
+		if (c->failed_posts)
+			fprintf(out, " %" PRIu64 " requests rejected by the post call;", c->failed_posts);
+		if (c->dropped)
+			fprintf(out, " %" PRIu64 " requests dropped at a reset or destroy;", c->dropped);
+		if (c->outstanding)
+			fprintf(out, " %" PRIu64 " still in flight at the end;", c->outstanding);
+		fputc('\n', out);
+	}
+}
+
+static void rdma_text(const struct rdma_result *r, FILE *out)
+{
+	char l[96], rm[96], b[32], p[3][32], op[32];
+	fprintf(out, "RDMA: %zu queue pair view%s; %" PRIu64 " work requests posted, %" PRIu64
+		" completions, %" PRIu64 " control calls\n", r->n_conns, r->n_conns == 1 ? "" : "s",
+		r->posts, r->completions, r->ctrl_calls);
+	if (r->n_conns) {
+		fprintf(out, "\nconnections (latency: successful send-queue requests, post -> completion, us)\n");
+		fprintf(out, "  %-22s %8s    %-22s %8s %9s %10s %9s %9s %9s %9s %9s %7s\n", "local", "qp",
+			"remote", "qp", "ops", "bytes", "MB/s", "ops/s", "p50", "p99", "max", "errors");
+	}
+	for (size_t i = 0; i < r->n_conns; i++) {
+		const struct rdma_conn *c = &r->conns[i];
+		double s = span_s(c);
+		char mbs[32], opss[32], rqp[16];
+		if (s > 0) {
+			snprintf(mbs, sizeof(mbs), "%.2f", (double)c->bytes / s / 1e6);
+			snprintf(opss, sizeof(opss), "%.1f", (double)c->ops / s);
+		} else {
+			snprintf(mbs, sizeof(mbs), "-");
+			snprintf(opss, sizeof(opss), "-");
+		}
+		if (c->remote_qp_known)
+			snprintf(rqp, sizeof(rqp), "%u", c->remote_qp);
+		else
+			snprintf(rqp, sizeof(rqp), "?");
+		fprintf(out, "  %-22s %8u -> %-22s %8s %9" PRIu64 " %10s %9s %9s %9s %9s %9s %7" PRIu64 "\n",
+			endpoint(&c->local, l, sizeof(l)), c->qp_num,
+			c->joined ? endpoint(&c->remote, rm, sizeof(rm)) : "?", rqp, c->ops,
+			cli_bytes(c->bytes, b, sizeof(b)), mbs, opss,
+			us(c->latency.p50_ns, c->latency.count, p[0], 32),
+			us(c->latency.p99_ns, c->latency.count, p[1], 32),
+			us(c->latency.max_ns, c->latency.count, p[2], 32), c->errors);
+		text_conn_notes(c, out);
+	}
+	if (r->n_conns) {
+		fprintf(out, "\nlatency by opcode and size (post -> completion, us; receives wait for the peer)\n");
+		fprintf(out, "  %-22s %8s  %-20s %-7s %9s %10s %9s %9s %9s\n", "local", "qp", "opcode", "size",
+			"ops", "bytes", "p50", "p99", "max");
+	}
+	for (size_t i = 0; i < r->n_conns; i++) {
+		const struct rdma_conn *c = &r->conns[i];
+		for (size_t k = 0; k < c->n_rows; k++) {
+			const struct rdma_op_row *w = &c->rows[k];
+			fprintf(out, "  %-22s %8u  %-20s %-7s %9" PRIu64 " %10s %9s %9s %9s\n",
+				endpoint(&c->local, l, sizeof(l)), c->qp_num,
+				rdma_opcode_name(w->recv, w->opcode, op, sizeof(op)),
+				rdma_size_bucket_name(w->bucket), w->ops, cli_bytes(w->bytes, b, sizeof(b)),
+				us(w->latency.p50_ns, w->latency.count, p[0], 32),
+				us(w->latency.p99_ns, w->latency.count, p[1], 32),
+				us(w->latency.max_ns, w->latency.count, p[2], 32));
+		}
+	}
+	fprintf(out, "\npoll_cq calls that returned nothing (counted in the kernel, per recording)\n");
+	for (size_t i = 0; i < r->n_files; i++) {
+		const struct rdma_file_row *f = &r->files[i];
+		if (f->has_idle_polls)
+			fprintf(out, "  %-22s %12" PRIu64 "\n", f->host, f->idle_polls);
+		else
+			fprintf(out, "  %-22s %12s (not recorded: rdma probe off or an older recorder)\n",
+				f->host, "-");
+	}
+	fprintf(out, "\nport counters%s\n", r->n_counters ? " (increase over the recording; largest per second)" :
+		": none recorded");
+	if (r->n_counters)
+		fprintf(out, "  %-22s %-40s %14s %12s\n", "host", "counter", "increase", "max/s");
+	for (size_t i = 0; i < r->n_counters; i++) {
+		const struct rdma_counter_row *c = &r->counters[i];
+		fprintf(out, "  %-22s %-40s %14" PRIu64 " %12.1f\n", c->host, c->name, c->total,
+			c->max_per_s);
+	}
+}
+
+static void json_latency(const struct rdma_latency *l, FILE *out)
+{
+	if (!l->count) {
+		fputs("{\"p50\":null,\"p99\":null,\"max\":null,\"count\":0}", out);
+		return;
+	}
+	fprintf(out, "{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f,\"min\":%.3f,\"mean\":%.3f,\"count\":%" PRIu64 "}",
+		(double)l->p50_ns / 1e3, (double)l->p99_ns / 1e3, (double)l->max_ns / 1e3,
+		(double)l->min_ns / 1e3, (double)l->sum_ns / (double)l->count / 1e3, l->count);
+}
+
+static void json_endpoint(const char *prefix, const struct rdma_endpoint *e, FILE *out)
+{
+	fprintf(out, "\"%spid\":%u,\"%shost\":", prefix, e->pid, prefix);
+	cli_json_str(out, e->host);
+	fprintf(out, ",\"%scomm\":", prefix);
+	cli_json_str(out, e->comm);
+	if (e->rank >= 0)
+		fprintf(out, ",\"%srank\":%" PRId64, prefix, e->rank);
+	fprintf(out, ",\"%sfile\":%u", prefix, e->file);
+}
+
+static void json_conn(const struct rdma_conn *c, FILE *out)
+{
+	char op[32];
+	double s = span_s(c);
+	fprintf(out, "{\"local_qp\":%u,\"remote_qp\":", c->qp_num);
+	if (c->remote_qp_known)
+		fprintf(out, "%u", c->remote_qp);
+	else
+		fputs("null", out);
+	fputc(',', out);
+	json_endpoint("", &c->local, out);
+	fprintf(out, ",\"joined\":%s", c->joined ? "true" : "false");
+	if (c->joined) {
+		fputc(',', out);
+		json_endpoint("remote_", &c->remote, out);
+	}
+	if (c->has_rtr) {
+		fprintf(out, ",\"remote_gid\":\"");
+		for (int k = 0; k < 16; k += 2)
+			fprintf(out, "%s%02x%02x", k ? ":" : "", c->remote_gid[k], c->remote_gid[k + 1]);
+		fprintf(out, "\",\"dlid\":%u,\"path_mtu\":%u", c->dlid, c->path_mtu);
+	}
+	fprintf(out, ",\"ops\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"send_ops\":%" PRIu64
+		",\"send_bytes\":%" PRIu64 ",\"recv_ops\":%" PRIu64 ",\"recv_bytes\":%" PRIu64
+		",\"completions\":%" PRIu64 ",\"active_s\":%.6f,\"bytes_per_s\":",
+		c->ops, c->bytes, c->send_ops, c->send_bytes, c->recv_ops, c->recv_bytes,
+		c->completions, s);
+	if (s > 0)
+		fprintf(out, "%.1f,\"ops_per_s\":%.1f", (double)c->bytes / s, (double)c->ops / s);
+	else
+		fputs("null,\"ops_per_s\":null", out);
+	fputs(",\"latency_us\":", out);
+	json_latency(&c->latency, out);
+	fprintf(out, ",\"errors\":%" PRIu64 ",\"error_status\":{", c->errors);
+	int first = 1;
+	for (uint32_t k = 1; k < RDMA_WC_STATUSES; k++) {
+		if (k == RDMA_WC_WR_FLUSH_ERR || !c->by_status[k])
+			continue;
+		fprintf(out, "%s\"%s\":%" PRIu64, first ? "" : ",", rdma_wc_status_name(k), c->by_status[k]);
+		first = 0;
+	}
+	if (c->other_status)
+		fprintf(out, "%s\"unknown\":%" PRIu64, first ? "" : ",", c->other_status);
+	fputs("},\"error_class\":{", out);
+	for (int k = 0; k < RDMA_ERR_CLASSES; k++)
+		fprintf(out, "%s\"%s\":%" PRIu64, k ? "," : "", rdma_err_class_name((enum rdma_err_class)k),
+			c->by_class[k]);
+	fprintf(out, "},\"flush_errors\":%" PRIu64 ",\"unmatched_completions\":%" PRIu64
+		",\"missed_completions\":%" PRIu64 ",\"truncated_chains\":%" PRIu64
+		",\"failed_posts\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"outstanding\":%" PRIu64
+		",\"by_opcode\":[", c->flush_errors, c->unmatched, c->missed, c->truncated,
+		c->failed_posts, c->dropped, c->outstanding);
+	for (size_t k = 0; k < c->n_rows; k++) {
+		const struct rdma_op_row *w = &c->rows[k];
+		fprintf(out, "%s{\"opcode\":\"%s\",\"recv\":%s,\"size\":\"%s\",\"ops\":%" PRIu64
+			",\"bytes\":%" PRIu64 ",\"latency_us\":", k ? "," : "",
+			rdma_opcode_name(w->recv, w->opcode, op, sizeof(op)), w->recv ? "true" : "false",
+			rdma_size_bucket_name(w->bucket), w->ops, w->bytes);
+		json_latency(&w->latency, out);
+		fputc('}', out);
+	}
+	fputs("]}", out);
+}
+
+static void rdma_json(const struct rdma_result *r, FILE *out)
+{
+	fprintf(out, "{\"posts\":%" PRIu64 ",\"completions\":%" PRIu64 ",\"control_calls\":%" PRIu64
+		",\"ambiguous_joins\":%" PRIu64 ",\"connections\":[", r->posts, r->completions,
+		r->ctrl_calls, r->ambiguous_joins);
+	for (size_t i = 0; i < r->n_conns; i++) {
+		if (i)
+			fputc(',', out);
+		json_conn(&r->conns[i], out);
+	}
+	fputs("],\"counters\":[", out);
+	for (size_t i = 0; i < r->n_counters; i++) {
+		const struct rdma_counter_row *c = &r->counters[i];
+		fprintf(out, "%s{\"host\":", i ? "," : "");
+		cli_json_str(out, c->host);
+		fprintf(out, ",\"file\":%u,\"name\":", c->file);
+		cli_json_str(out, c->name);
+		fprintf(out, ",\"total\":%" PRIu64 ",\"max_delta\":%" PRIu64 ",\"max_per_s\":%.3f,"
+			"\"samples\":%" PRIu64 "}", c->total, c->max_delta, c->max_per_s, c->samples);
+	}
+	fputs("],\"files\":[", out);
+	for (size_t i = 0; i < r->n_files; i++) {
+		const struct rdma_file_row *f = &r->files[i];
+		fprintf(out, "%s{\"file\":%u,\"host\":", i ? "," : "", f->file);
+		cli_json_str(out, f->host);
+		fputs(",\"path\":", out);
+		cli_json_str(out, f->path);
+		fprintf(out, ",\"posts\":%" PRIu64 ",\"completions\":%" PRIu64 ",\"control_calls\":%" PRIu64
+			",\"idle_polls\":", f->posts, f->completions, f->ctrl_calls);
+		if (f->has_idle_polls)
+			fprintf(out, "%" PRIu64 "}", f->idle_polls);
+		else
+			fputs("null}", out);
+	}
+	fputs("]}\n", out);
+}
+
+int cmd_rdma(int argc, char **argv, FILE *out, FILE *errout)
+{
+	struct rdma_args a = { .files = calloc((size_t)argc + 1, sizeof(char *)) };
+	if (!a.files) {
+		fprintf(errout, CLI_PROG " rdma: out of memory\n");
+		return CLI_FAIL;
+	}
+	int rc = rdma_parse(argc, argv, &a, out, errout);
+	if (rc) {
+		free(a.files);
+		return rc < 0 ? CLI_OK : rc;
+	}
+	struct frec_error err = { .offset = -1 };
+	struct trace_set *ts;
+	rc = trace_set_open(a.files, a.n_files, &ts, &err);
+	free(a.files);
+	if (rc) {
+		cli_print_error(errout, &err);
+		return CLI_FAIL;
+	}
+	struct model_opts mo = { .filter_pid = a.filter_pid, .pid = a.pid };
+	void *rdma = trace_set_add_model(ts, &model_rdma_ops, &mo);
+	if (!rdma) {
+		fprintf(errout, CLI_PROG " rdma: out of memory\n");
+		trace_set_free(ts);
+		return CLI_FAIL;
+	}
+	if (trace_set_run(ts, &err)) {
+		cli_print_error(errout, &err);
+		trace_set_free(ts);
+		return CLI_FAIL;
+	}
+	cmd_warn_troubled(ts, errout);
+	const struct rdma_result *r = model_rdma_result(rdma);
+	if (!r->posts && !r->completions && !r->ctrl_calls && !r->n_counters) {
+		const char *path = trace_set_file(ts, 0)->path;
+		if (a.filter_pid)
+			fprintf(errout, CLI_PROG ": %s: no RDMA verbs calls of pid %u in this trace (see '"
+				CLI_PROG " info' for the processes)\n", path, a.pid);
+		else
+			fprintf(errout, CLI_PROG ": %s: no RDMA verbs calls nor port counters in this trace "
+				"(was the rdma probe attached? see '" CLI_PROG " info')\n", path);
+		trace_set_free(ts);
+		return CLI_FAIL;
+	}
+	if (a.json)
+		rdma_json(r, out);
+	else
+		rdma_text(r, out);
+	rc = CLI_OK;
+	if (fflush(out) || ferror(out)) {
+		fprintf(errout, CLI_PROG " rdma: write failed on standard output\n");
+		rc = CLI_FAIL;
+	}
+	trace_set_free(ts);
+	return rc;
+}

@@ -1,0 +1,304 @@
+/* `flightrec-analyze stragglers`: the per-rank table (rank, host, pid,
+ * steps, mean step, mean wait inside NCCL calls, straggler score), each
+ * node's clock skew, and the verdict with its evidence; text or --json (the
+ * shape /work/shared/CLI.md fixes, with extra fields).  Not the analysis
+ * (model_stragglers.c, model_nccl.c, align.c): this file parses options and
+ * lays out the result. */
+#include "align.h"
+#include "cli.h"
+#include "commands.h"
+#include "model_stragglers.h"
+#include "trace_set.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char stragglers_help[] =
+	"usage: " CLI_PROG " stragglers FILE... [--json] [--step-marker-less]\n"
+	"\n"
+	"Which rank of a distributed job the others wait for, and why.  Give one\n"
+	"trace per node; their clocks are aligned on the realtime anchors, then on\n"
+	"the exits of collectives (every rank leaves a blocking collective at the\n"
+	"same instant), and each node's estimated clock skew is shown.\n"
+	"\n"
+	"  ranks      processes that made NCCL calls; the rank is RANK from the\n"
+	"             launcher's environment, else the NCCL init rank\n"
+	"  steps      from --step-marker events when every rank has them, else\n"
+	"             every K-th collective (K: the period of the call sequence)\n"
+	"  wait       time inside NCCL calls per step\n"
+	"  score      fastest rank's median compute time per step over this\n"
+	"             rank's (1 = fastest; below 0.75 is flagged with '*')\n"
+	"  verdict    the rank latest to enter at least half of the collectives,\n"
+	"             when its median lateness exceeds the larger of 2% of the\n"
+	"             step and 3 MAD of the others' lateness; else none\n"
+	"  evidence   what it does in its compute segments that others do not:\n"
+	"             functions in its CPU samples, system call time, off-CPU time\n"
+	"\n"
+	"options:\n"
+	"  --json               one JSON object: ranks, straggler (or null), nodes\n"
+	"  --step-marker-less   ignore step-marker events; steps from the period\n"
+	"\n"
+	"examples:\n"
+	"  " CLI_PROG " stragglers nodeA.frec nodeB.frec\n"
+	"  " CLI_PROG " stragglers node*.frec --json > stragglers.json\n";
+
+struct stragglers_args {
+	const char **files;
+	size_t n_files;
+	int json;
+	int no_markers;
+};
+
+static int stragglers_parse(int argc, char **argv, struct stragglers_args *a, FILE *out,
+			    FILE *errout)
+{
+	int only_files = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		if (only_files || arg[0] != '-' || !arg[1]) {
+			a->files[a->n_files++] = arg;
+		} else if (strcmp(arg, "--") == 0) {
+			only_files = 1;
+		} else if (cli_is_help(arg)) {
+			fputs(stragglers_help, out);
+			return -1;
+		} else if (strcmp(arg, "--json") == 0) {
+			a->json = 1;
+		} else if (strcmp(arg, "--step-marker-less") == 0) {
+			a->no_markers = 1;
+		} else {
+			fprintf(errout, CLI_PROG " stragglers: unknown option '%s' (see '" CLI_PROG
+				" stragglers --help')\n", arg);
+			return CLI_USAGE;
+		}
+	}
+	if (!a->n_files) {
+		fprintf(errout, CLI_PROG " stragglers: no trace file given (usage: " CLI_PROG
+			" stragglers FILE...)\n");
+		return CLI_USAGE;
+	}
+	return 0;
+}
+
+static const char *steps_from(const struct nccl_result *nc)
+{
+	switch (nc->step_source) {
+	case NCCL_STEPS_MARKER: return "marker";
+	case NCCL_STEPS_PERIOD: return "period";
+	case NCCL_STEPS_EACH: return "each_collective";
+	}
+	return "unknown";
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* A number, or null when negative (unknown). */
+static void json_num(FILE *out, double v, const char *fmt)
+{
+	if (v < 0)
+		fputs("null", out);
+	else
+		fprintf(out, fmt, v);
+}
+
+static void stragglers_json(struct trace_set *ts, const struct stragglers_result *r, FILE *out)
+{
+	const struct nccl_result *nc = r->nccl;
+	fputs("{\"ranks\":[", out);
+	for (size_t i = 0; i < r->n_rows; i++) {
+		const struct straggler_row *row = &r->rows[i];
+		const struct nccl_rank *rk = &nc->ranks[i];
+		fprintf(out, "%s{\"rank\":%d,\"host\":", i ? "," : "", rk->rank);
+		cli_json_str(out, rk->host);
+		fprintf(out, ",\"pid\":%u,\"steps\":%zu,\"mean_step_ms\":", rk->pid, row->steps);
+		json_num(out, row->mean_step_ms, "%.3f");
+		fputs(",\"mean_wait_ms\":", out);
+		json_num(out, row->steps ? row->mean_wait_ms : -1, "%.3f");
+		fputs(",\"straggler_score\":", out);
+		json_num(out, row->score, "%.4f");
+		fprintf(out, ",\"file\":%u,\"rank_source\":\"%s\",\"local_rank\":%d,\"world_size\":%d"
+			",\"latest\":%" PRIu64 ",\"median_lateness_ms\":%.3f,\"median_compute_ms\":",
+			rk->file_index, rk->rank_from_env ? "env" : rk->rank >= 0 ? "nccl" : "unknown",
+			rk->local_rank, rk->world_size, row->latest, row->median_lateness_ms);
+		json_num(out, row->median_compute_ms, "%.3f");
+		fputc('}', out);
+	}
+	fputs("],\"straggler\":", out);
+	const struct straggler_verdict *v = &r->verdict;
+	if (!v->found) {
+		fputs("null", out);
+	} else {
+		const struct nccl_rank *rk = &nc->ranks[v->rank_index];
+		fprintf(out, "{\"rank\":%d,\"confidence\":%.3f,\"cost_ms_per_step\":%.3f,\"evidence\":",
+			rk->rank, v->confidence, v->cost_ms_per_step);
+		cli_json_str(out, v->evidence);
+		fprintf(out, ",\"since_step\":%d,\"host\":", v->since_step);
+		cli_json_str(out, rk->host);
+		fprintf(out, ",\"pid\":%u,\"latest\":%" PRIu64 ",\"collectives\":%" PRIu64
+			",\"median_lateness_ms\":%.3f,\"threshold_ms\":%.3f,\"frames\":[",
+			rk->pid, v->latest, v->collectives, v->median_lateness_ms, v->threshold_ms);
+		for (size_t i = 0; i < v->n_frames; i++) {
+			fprintf(out, "%s{\"name\":", i ? "," : "");
+			cli_json_str(out, v->frames[i].name);
+			fprintf(out, ",\"share\":%.4f,\"others_share\":%.4f}", v->frames[i].share,
+				v->frames[i].others_share);
+		}
+		fputs("],\"syscalls\":[", out);
+		for (size_t i = 0; i < v->n_syscalls; i++) {
+			fprintf(out, "%s{\"name\":", i ? "," : "");
+			cli_json_str(out, v->syscalls[i].name);
+			fprintf(out, ",\"calls\":%" PRIu64 ",\"ms_per_step\":%.3f,\"others_ms_per_step\":%.3f}",
+				v->syscalls[i].calls, v->syscalls[i].ms_per_step,
+				v->syscalls[i].others_ms_per_step);
+		}
+		fputs("],\"offcpu_share\":", out);
+		json_num(out, v->offcpu_share, "%.3f");
+		fprintf(out, ",\"samples\":%" PRIu64 "}", v->samples);
+	}
+	fputs(",\"no_straggler_reason\":", out);
+	if (v->found)
+		fputs("null", out);
+	else
+		cli_json_str(out, r->why_none);
+	fputs(",\"nodes\":[", out);
+	for (size_t i = 0; i < trace_set_count(ts); i++) {
+		struct align_node n;
+		align_node_get(ts, i, &n);
+		fprintf(out, "%s{\"file\":", i ? "," : "");
+		cli_json_str(out, trace_set_file(ts, i)->path);
+		fputs(",\"host\":", out);
+		cli_json_str(out, n.host ? n.host : "");
+		fprintf(out, ",\"reference\":%s,\"refined\":%s,\"skew_ms\":%.3f,\"uncertainty_ms\":",
+			n.is_reference ? "true" : "false", n.refined ? "true" : "false",
+			(double)n.skew_ns / 1e6);
+		json_num(out, n.uncertainty_ns < 0 ? -1 : (double)n.uncertainty_ns / 1e6, "%.3f");
+		fprintf(out, ",\"sync_events\":%" PRIu64 "}", n.n_sync);
+	}
+	fprintf(out, "],\"steps_from\":\"%s\",\"collectives_per_step\":%u,"
+		"\"complete_collectives\":%zu,\"median_step_ms\":", steps_from(nc), nc->period,
+		r->complete_collectives);
+	json_num(out, r->median_step_ms, "%.3f");
+	fprintf(out, ",\"unknown_comm_calls\":%" PRIu64 "}\n", nc->unknown_comm_calls);
+}
+
+static void stragglers_text(struct trace_set *ts, const struct stragglers_result *r, FILE *out)
+{
+	const struct nccl_result *nc = r->nccl;
+	size_t n_files = trace_set_count(ts);
+	fprintf(out, "stragglers: %zu rank%s on %zu node%s, %zu complete collectives; steps ",
+		nc->n_ranks, nc->n_ranks == 1 ? "" : "s", n_files, n_files == 1 ? "" : "s",
+		r->complete_collectives);
+	if (nc->step_source == NCCL_STEPS_MARKER)
+		fputs("from step markers\n", out);
+	else if (nc->step_source == NCCL_STEPS_PERIOD)
+		fprintf(out, "from the collective period (%u per step)\n", nc->period);
+	else
+		fputs("unknown (no period in the collectives: one step per collective)\n", out);
+	if (nc->unknown_comm_calls)
+		fprintf(out, "  %" PRIu64 " collectives on communicators whose init was not "
+			"recorded could not be matched\n", nc->unknown_comm_calls);
+	if (n_files > 1) {
+		fprintf(out, "\nnodes (clocks aligned on collective exits):\n");
+		fprintf(out, "  %-20s %-24s %12s %14s %6s\n", "HOST", "FILE", "SKEW", "UNCERTAINTY",
+			"SYNC");
+		for (size_t i = 0; i < n_files; i++) {
+			struct align_node n;
+			align_node_get(ts, i, &n);
+			char unc[32];
+			if (n.is_reference)
+				snprintf(unc, sizeof(unc), "(reference)");
+			else if (n.uncertainty_ns < 0)
+				snprintf(unc, sizeof(unc), "(anchors only)");
+			else
+				snprintf(unc, sizeof(unc), "+-%.3f ms", (double)n.uncertainty_ns / 1e6);
+			fprintf(out, "  %-20s %-24s %+9.3f ms %14s %6" PRIu64 "\n", n.host ? n.host : "",
+				base_name(trace_set_file(ts, i)->path), (double)n.skew_ns / 1e6, unc,
+				n.n_sync);
+		}
+	}
+	fprintf(out, "\n  %-5s %-20s %-8s %6s %13s %13s %7s %7s\n", "RANK", "HOST", "PID", "STEPS",
+		"MEAN STEP ms", "MEAN WAIT ms", "SCORE", "LATEST");
+	for (size_t i = 0; i < r->n_rows; i++) {
+		const struct straggler_row *row = &r->rows[i];
+		const struct nccl_rank *rk = &nc->ranks[i];
+		char rank[16], step[32], wait[32], score[32];
+		snprintf(rank, sizeof(rank), rk->rank >= 0 ? "%d" : "?", rk->rank);
+		snprintf(step, sizeof(step), row->steps ? "%.2f" : "-", row->mean_step_ms);
+		snprintf(wait, sizeof(wait), row->steps ? "%.2f" : "-", row->mean_wait_ms);
+		snprintf(score, sizeof(score), row->score >= 0 ? "%.2f%s" : "-", row->score,
+			 row->score >= 0 && row->score < STRAGGLER_SCORE_FLAG ? "*" : " ");
+		fprintf(out, "  %-5s %-20s %-8u %6zu %13s %13s %7s %7" PRIu64 "\n", rank, rk->host,
+			rk->pid, row->steps, step, wait, score, row->latest);
+	}
+	const struct straggler_verdict *v = &r->verdict;
+	if (!v->found) {
+		fprintf(out, "\nstraggler: none (%s)\n", r->why_none);
+		return;
+	}
+	const struct nccl_rank *rk = &nc->ranks[v->rank_index];
+	fprintf(out, "\nstraggler: rank %d (host %s, pid %u) since step %d, confidence %.2f, "
+		"costs %.2f ms per step\n", rk->rank, rk->host, rk->pid, v->since_step, v->confidence,
+		v->cost_ms_per_step);
+	fprintf(out, "  evidence: %s\n", v->evidence);
+}
+
+int cmd_stragglers(int argc, char **argv, FILE *out, FILE *errout)
+{
+	struct stragglers_args a = { .files = calloc((size_t)argc + 1, sizeof(char *)) };
+	if (!a.files) {
+		fprintf(errout, CLI_PROG " stragglers: out of memory\n");
+		return CLI_FAIL;
+	}
+	int rc = stragglers_parse(argc, argv, &a, out, errout);
+	if (rc) {
+		free(a.files);
+		return rc < 0 ? CLI_OK : rc;
+	}
+	struct frec_error err = { .offset = -1 };
+	struct trace_set *ts;
+	rc = trace_set_open(a.files, a.n_files, &ts, &err);
+	free(a.files);
+	if (rc) {
+		cli_print_error(errout, &err);
+		return CLI_FAIL;
+	}
+	void *strag = trace_set_add_model(ts, &model_stragglers_ops, NULL);
+	if (!strag) {
+		fprintf(errout, CLI_PROG " stragglers: out of memory\n");
+		trace_set_free(ts);
+		return CLI_FAIL;
+	}
+	if (a.no_markers)
+		model_stragglers_ignore_step_markers(strag);
+	if (trace_set_run(ts, &err)) {
+		cli_print_error(errout, &err);
+		trace_set_free(ts);
+		return CLI_FAIL;
+	}
+	cmd_warn_troubled(ts, errout);
+	const struct stragglers_result *r = model_stragglers_result(strag);
+	if (!r->nccl->n_ranks) {
+		fprintf(errout, CLI_PROG ": %s%s: no NCCL calls in %s (was the nccl probe attached? "
+			"see '" CLI_PROG " info')\n", trace_set_file(ts, 0)->path,
+			trace_set_count(ts) > 1 ? " ..." : "",
+			trace_set_count(ts) > 1 ? "these traces" : "this trace");
+		trace_set_free(ts);
+		return CLI_FAIL;
+	}
+	if (a.json)
+		stragglers_json(ts, r, out);
+	else
+		stragglers_text(ts, r, out);
+	rc = CLI_OK;
+	if (fflush(out) || ferror(out)) {
+		fprintf(errout, CLI_PROG " stragglers: write failed on standard output\n");
+		rc = CLI_FAIL;
+	}
+	trace_set_free(ts);
+	return rc;
+}

@@ -1,0 +1,141 @@
+/* `flightrec-analyze timeline`: Chrome trace event JSON for ui.perfetto.dev
+ * from one or many trace files.  Parses options, finds the origin (a first
+ * pass that only decodes: the JSON's times count from the earliest event,
+ * which is known only after reading every file), then streams the events
+ * through the writer (out_timeline.c).  Not the layout: see out_timeline.h. */
+#include "cli.h"
+#include "commands.h"
+#include "out_timeline.h"
+#include "trace_set.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char timeline_help[] =
+	"usage: " CLI_PROG " timeline FILE... -o OUT.json\n"
+	"\n"
+	"Write the traces (one file per node, aligned on one clock) as Chrome\n"
+	"trace event JSON, which ui.perfetto.dev and chrome://tracing open: one\n"
+	"track per process (named with host and rank), CUDA calls, system calls\n"
+	"and NCCL calls as slices on their thread, RDMA work requests as async\n"
+	"slices from post to completion, GPU memory in use as a counter, steps on\n"
+	"a track of their own.  CPU samples are left out (see 'flame' and\n"
+	"'report').  Times are microseconds from the earliest event.\n"
+	"\n"
+	"options:\n"
+	"  -o, --output OUT.json  where to write ('-' for standard output)\n"
+	"\n"
+	"examples:\n"
+	"  " CLI_PROG " timeline run.frec -o run.json    # then open it in ui.perfetto.dev\n"
+	"  " CLI_PROG " timeline node*.frec -o job.json\n";
+
+static int first_event(const char **files, size_t n, int64_t *origin, FILE *errout)
+{
+	struct frec_error err = { .offset = -1 };
+	struct trace_set *ts;
+	if (trace_set_open(files, n, &ts, &err) || trace_set_run(ts, &err)) {
+		cli_print_error(errout, &err);
+		if (ts)
+			trace_set_free(ts);
+		return -1;
+	}
+	*origin = out_timeline_first_event_ns(ts);
+	if (*origin == INT64_MAX) { /* no events: the earliest recording start */
+		for (size_t i = 0; i < trace_set_count(ts); i++) {
+			const struct trace_file *f = trace_set_file(ts, i);
+			int64_t s = (int64_t)f->hdr.start_real_ns;
+			if (s < *origin)
+				*origin = s;
+		}
+	}
+	trace_set_free(ts);
+	return 0;
+}
+
+int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
+{
+	const char **files = calloc((size_t)argc + 1, sizeof(*files));
+	size_t n_files = 0;
+	const char *output = NULL;
+	int only_files = 0;
+	if (!files) {
+		fprintf(errout, CLI_PROG " timeline: out of memory\n");
+		return CLI_FAIL;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *value = NULL;
+		int m;
+		if (only_files || a[0] != '-' || !a[1]) {
+			files[n_files++] = a;
+		} else if (strcmp(a, "--") == 0) {
+			only_files = 1;
+		} else if (cli_is_help(a)) {
+			fputs(timeline_help, out);
+			free(files);
+			return CLI_OK;
+		} else if ((m = cli_option(argc, argv, &i, "--output", "-o", &value, "timeline", errout))) {
+			if (m < 0) {
+				free(files);
+				return CLI_USAGE;
+			}
+			output = value;
+		} else {
+			fprintf(errout, CLI_PROG " timeline: unknown option '%s' (see '" CLI_PROG " timeline --help')\n", a);
+			free(files);
+			return CLI_USAGE;
+		}
+	}
+	if (!n_files || !output) {
+		fprintf(errout, CLI_PROG " timeline: %s (usage: " CLI_PROG " timeline FILE... -o OUT.json)\n",
+			!n_files ? "no trace file given" : "no output given");
+		free(files);
+		return CLI_USAGE;
+	}
+	int64_t origin;
+	if (first_event(files, n_files, &origin, errout)) {
+		free(files);
+		return CLI_FAIL;
+	}
+	struct frec_error err = { .offset = -1 };
+	struct trace_set *ts;
+	if (trace_set_open(files, n_files, &ts, &err)) {
+		cli_print_error(errout, &err);
+		free(files);
+		return CLI_FAIL;
+	}
+	free(files);
+	FILE *dst = out;
+	int to_file = strcmp(output, "-") != 0;
+	if (to_file && !(dst = fopen(output, "w"))) {
+		fprintf(errout, CLI_PROG ": %s: cannot create: %s\n", output, strerror(errno));
+		trace_set_free(ts);
+		return CLI_FAIL;
+	}
+	struct out_timeline *t = NULL;
+	int rc = CLI_FAIL;
+	if (out_timeline_begin(ts, dst, origin, &t, &err) || trace_set_run(ts, &err) ||
+	    out_timeline_end(t, ts, &err)) {
+		cli_print_error(errout, &err);
+	} else {
+		cmd_warn_troubled(ts, errout);
+		const struct out_timeline_stats *s = out_timeline_stats(t);
+		if (to_file)
+			fprintf(errout, CLI_PROG ": %s: %" PRIu64 " slices (%" PRIu64 " that did not nest "
+				"written as async), %" PRIu64 " async events, %" PRIu64 " counter values, %"
+				PRIu64 " steps\n", output, s->slices + s->demoted, s->demoted, s->async,
+				s->counters, s->steps);
+		rc = CLI_OK;
+	}
+	if (to_file && fclose(dst) && rc == CLI_OK) {
+		fprintf(errout, CLI_PROG ": %s: write failed: %s\n", output, strerror(errno));
+		rc = CLI_FAIL;
+	}
+	if (rc != CLI_OK && to_file)
+		unlink(output);
+	out_timeline_free(t);
+	trace_set_free(ts);
+	return rc;
+}

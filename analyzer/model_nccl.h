@@ -1,0 +1,135 @@
+/* The NCCL model: who the ranks are, their communicators, the collective
+ * instances matched across ranks (and nodes), and training steps.
+ *
+ *   rank        a process that made NCCL calls (a node = a trace file);
+ *               its global rank is RANK from the launcher environment, else
+ *               its rank in the largest communicator it initialized
+ *   communicator  identified across processes by the uid_hash of its
+ *               ncclCommInitRank(Config) (the same on every rank); within a
+ *               process a comm pointer maps to it
+ *   instance    (communicator, seq): seq is the index of the collective call
+ *               on that communicator in that process, in time order
+ *   step        from FR_EV_STEP (a --step-marker uprobe) when every rank has
+ *               them, else from the period K of the repeating (op, count,
+ *               communicator) sequence: every K-th collective
+ *
+ * finish() also aligns the clocks of the files: the exits of one instance
+ * are simultaneous across ranks (align_refine), and every call carries its
+ * times on the common timeline.  Not for straggler verdicts
+ * (model_stragglers.c) nor for output. */
+#ifndef FLIGHTREC_MODEL_NCCL_H
+#define FLIGHTREC_MODEL_NCCL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "model.h"
+
+extern const struct model_ops model_nccl_ops;
+
+#define NCCL_NONE UINT32_MAX
+
+/* One blocking NCCL call of a rank: a collective, or send/recv. */
+struct nccl_call {
+	uint64_t entry_ns;        /* CLOCK_MONOTONIC of the rank's node */
+	uint64_t exit_ns;
+	int64_t entry_common_ns;  /* on the common timeline (align.h) */
+	int64_t exit_common_ns;
+	uint64_t count;           /* elements */
+	uint64_t comm_ptr;        /* ncclComm_t in this process */
+	uint64_t seq;             /* collectives: index on its communicator here */
+	int64_t result;           /* ncclResult_t */
+	uint32_t comm_index;      /* into comms; NCCL_NONE: init not seen */
+	uint32_t instance;        /* into instances; NCCL_NONE: not matched */
+	uint32_t stack_id;
+	uint32_t tid;
+	int32_t step;             /* this rank's step index; -1 outside steps */
+	uint16_t func;            /* enum fr_nccl_func */
+	uint16_t datatype;
+};
+
+struct nccl_rank {
+	uint32_t file_index;
+	uint32_t pid;
+	int32_t rank;             /* global rank; -1 unknown */
+	int rank_from_env;        /* RANK came from the launcher environment */
+	int32_t local_rank;       /* -1 unknown */
+	int32_t world_size;       /* -1 unknown */
+	const char *host;         /* the file header's host */
+	struct nccl_call *calls;  /* entry order */
+	size_t n_calls;
+	/* step i spans [step_begin_ns[i], step_end_ns[i]) on the node's clock */
+	uint64_t *step_begin_ns;
+	uint64_t *step_end_ns;
+	size_t n_steps;
+};
+
+struct nccl_comm {
+	uint64_t uid_hash;        /* derived from the parent for split communicators;
+				   * 0: inferred (see inferred_ranks) */
+	int32_t nranks;           /* -1 unknown */
+	uint64_t instances;
+};
+
+struct nccl_member {
+	uint32_t rank_index;      /* into ranks */
+	uint32_t call_index;      /* into that rank's calls */
+};
+
+struct nccl_instance {
+	uint32_t comm_index;
+	uint16_t func;
+	int consistent;           /* every member: same function and count */
+	uint64_t seq;
+	uint64_t count;
+	size_t first_member;      /* into members */
+	uint32_t n_members;
+	int64_t first_entry_common_ns; /* instances are sorted by this */
+};
+
+enum nccl_step_source {
+	NCCL_STEPS_MARKER,        /* FR_EV_STEP events */
+	NCCL_STEPS_PERIOD,        /* every K-th collective */
+	NCCL_STEPS_EACH,          /* no period found: one step per collective */
+};
+
+struct nccl_result {
+	struct nccl_rank *ranks;  /* sorted by rank, then file and pid */
+	size_t n_ranks;
+	struct nccl_comm *comms;
+	size_t n_comms;
+	struct nccl_instance *instances;
+	size_t n_instances;
+	struct nccl_member *members; /* grouped by instance, by rank_index within */
+	size_t n_members;
+	enum nccl_step_source step_source;
+	uint32_t period;          /* collectives per step (PERIOD); 1 for EACH */
+	double period_match;      /* share of the sequence the period explains */
+	uint64_t events;          /* nccl events seen */
+	uint64_t step_events;     /* FR_EV_STEP events seen */
+	uint64_t unknown_comm_calls; /* collectives on a comm whose init was not seen
+				      * and that could not be inferred */
+	/* Ranks whose only communicator's init was not recorded (attach
+	 * latency, --pid): their comms form one inferred communicator, each
+	 * rank's call i matched to the reference rank's call i - lag, the lag
+	 * chosen so the exit times differ by the most constant amount (exits
+	 * of one instance are simultaneous; a wrong lag adds step jitter). */
+	uint32_t inferred_ranks;
+	uint64_t failed_calls;    /* result != ncclSuccess */
+};
+
+const struct nccl_result *model_nccl_result(const void *state);
+
+/* Ignore FR_EV_STEP events: steps come from the collective period. */
+void model_nccl_ignore_step_markers(void *state);
+
+/* 1 when func is a collective (all-reduce, all-gather, reduce-scatter,
+ * broadcast, reduce). */
+int nccl_is_collective(uint16_t func);
+const char *nccl_func_name(uint16_t func);
+
+/* The time one member was ready for its instance, on the common timeline:
+ * its entry into the call.  Hook: with RDMA data, the rank's first post for
+ * the instance is a better ready time. */
+int64_t nccl_member_ready_ns(const struct nccl_result *r, const struct nccl_member *m);
+
+#endif

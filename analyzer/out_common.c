@@ -1,0 +1,319 @@
+/* Shared helpers of the output writers (see out_common.h).  Not for
+ * analyses: models own those. */
+#include "out_common.h"
+#include "trace_set.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int64_t out_clock_offset_ns(struct trace_set *ts, size_t file_index)
+{
+	const struct trace_file *f = trace_set_file(ts, file_index);
+	if (!f)
+		return 0;
+	/* Hook: a per-node alignment (e.g. from FR_REC_CLOCK records or a
+	 * cross-node estimate) replaces this line. */
+	return (int64_t)(f->hdr.start_real_ns - f->hdr.start_mono_ns);
+}
+
+int out_process_rank(const struct trace_file *f, uint32_t pid, int64_t *rank)
+{
+	/* RANK from the launcher environment (FR_REC_PROC_ENV), decoded by
+	 * trace_set; -1 there when unknown. */
+	const struct ts_process *p = trace_file_process(f, pid);
+	if (!p || p->rank < 0)
+		return 0;
+	*rank = p->rank;
+	return 1;
+}
+
+uint16_t out_rec_type(const struct fr_rec_hdr *rec)
+{
+	uint16_t type;
+	memcpy(&type, (const uint8_t *)rec + offsetof(struct fr_rec_hdr, type), sizeof(type));
+	return type;
+}
+
+const char *out_cuda_func_name(uint32_t func)
+{
+	switch (func) {
+	case FR_CUDA_MALLOC: return "cudaMalloc";
+	case FR_CUDA_FREE: return "cudaFree";
+	case FR_CUDA_MALLOC_ASYNC: return "cudaMallocAsync";
+	case FR_CUDA_FREE_ASYNC: return "cudaFreeAsync";
+	case FR_CUDA_MALLOC_MANAGED: return "cudaMallocManaged";
+	case FR_CUDA_MALLOC_HOST: return "cudaMallocHost";
+	case FR_CUDA_HOST_ALLOC: return "cudaHostAlloc";
+	case FR_CUDA_FREE_HOST: return "cudaFreeHost";
+	case FR_CUDA_HOST_REGISTER: return "cudaHostRegister";
+	case FR_CUDA_HOST_UNREGISTER: return "cudaHostUnregister";
+	case FR_CUDA_MEMCPY: return "cudaMemcpy";
+	case FR_CUDA_MEMCPY_ASYNC: return "cudaMemcpyAsync";
+	case FR_CUDA_LAUNCH_KERNEL: return "cudaLaunchKernel";
+	case FR_CUDA_STREAM_SYNC: return "cudaStreamSynchronize";
+	case FR_CUDA_DEVICE_SYNC: return "cudaDeviceSynchronize";
+	case FR_CUDA_EVENT_SYNC: return "cudaEventSynchronize";
+	case FR_CUDA_SET_DEVICE: return "cudaSetDevice";
+	case FR_CU_MEM_ALLOC: return "cuMemAlloc";
+	case FR_CU_MEM_FREE: return "cuMemFree";
+	case FR_CU_MEM_ALLOC_ASYNC: return "cuMemAllocAsync";
+	case FR_CU_MEM_FREE_ASYNC: return "cuMemFreeAsync";
+	case FR_CU_MEM_CREATE: return "cuMemCreate";
+	case FR_CU_MEM_RELEASE: return "cuMemRelease";
+	case FR_CU_MEM_MAP: return "cuMemMap";
+	case FR_CU_MEM_UNMAP: return "cuMemUnmap";
+	case FR_CU_MEM_HOST_ALLOC: return "cuMemHostAlloc";
+	case FR_CU_LAUNCH_KERNEL: return "cuLaunchKernel";
+	case FR_CU_LAUNCH_KERNEL_EX: return "cuLaunchKernelEx";
+	case FR_CU_MEMCPY: return "cuMemcpy";
+	case FR_CU_MEMCPY_ASYNC: return "cuMemcpyAsync";
+	}
+	return NULL;
+}
+
+const char *out_nccl_func_name(uint32_t func)
+{
+	static const char *const names[] = {
+		NULL, "ncclAllReduce", "ncclReduceScatter", "ncclAllGather", "ncclBroadcast",
+		"ncclReduce", "ncclSend", "ncclRecv", "ncclGroupStart", "ncclGroupEnd",
+		"ncclCommInitRank", "ncclCommInitRankConfig", "ncclCommInitAll",
+		"ncclCommSplit", "ncclCommDestroy",
+	};
+	return func < sizeof(names) / sizeof(names[0]) ? names[func] : NULL;
+}
+
+const char *out_rdma_func_name(uint32_t func)
+{
+	static const char *const names[] = {
+		NULL, "ibv_open_device", "ibv_create_qp", "ibv_modify_qp", "ibv_destroy_qp",
+		"ibv_reg_mr", "ibv_dereg_mr", "ibv_create_cq", "ibv_reg_dmabuf_mr",
+		"ibv_create_qp_ex",
+	};
+	return func < sizeof(names) / sizeof(names[0]) ? names[func] : NULL;
+}
+
+const char *out_copy_kind_name(uint32_t kind)
+{
+	static const char *const names[] = { "H2H", "H2D", "D2H", "D2D", "default" };
+	return kind < 5 ? names[kind] : NULL;
+}
+
+const char *out_wc_status_name(uint32_t status)
+{
+	static const char *const names[] = {
+		"SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR", "LOC_PROT_ERR",
+		"WR_FLUSH_ERR", "MW_BIND_ERR", "BAD_RESP_ERR", "LOC_ACCESS_ERR",
+		"REM_INV_REQ_ERR", "REM_ACCESS_ERR", "REM_OP_ERR", "RETRY_EXC_ERR",
+		"RNR_RETRY_EXC_ERR", "LOC_RDD_VIOL_ERR", "REM_INV_RD_REQ_ERR", "REM_ABORT_ERR",
+		"INV_EECN_ERR", "INV_EEC_STATE_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR",
+		"GENERAL_ERR",
+	};
+	return status < sizeof(names) / sizeof(names[0]) ? names[status] : NULL;
+}
+
+enum out_cuda_mem_op out_cuda_mem_op(uint32_t func)
+{
+	switch (func) {
+	case FR_CUDA_MALLOC: case FR_CUDA_MALLOC_ASYNC: case FR_CUDA_MALLOC_MANAGED:
+	case FR_CUDA_MALLOC_HOST: case FR_CUDA_HOST_ALLOC: case FR_CU_MEM_ALLOC:
+	case FR_CU_MEM_ALLOC_ASYNC: case FR_CU_MEM_HOST_ALLOC:
+		return OUT_MEM_ALLOC;
+	case FR_CUDA_FREE: case FR_CUDA_FREE_ASYNC: case FR_CUDA_FREE_HOST:
+	case FR_CU_MEM_FREE: case FR_CU_MEM_FREE_ASYNC:
+		return OUT_MEM_FREE;
+	}
+	return OUT_MEM_NONE;
+}
+
+const char *out_cuda_mem_kind(uint32_t func)
+{
+	switch (func) {
+	case FR_CUDA_MALLOC_MANAGED: return "managed";
+	case FR_CUDA_MALLOC_HOST: case FR_CUDA_HOST_ALLOC: case FR_CU_MEM_HOST_ALLOC:
+	case FR_CUDA_FREE_HOST:
+		return "host_pinned";
+	}
+	return "device";
+}
+
+int out_nccl_is_collective(uint32_t func)
+{
+	return func >= FR_NCCL_ALL_REDUCE && func <= FR_NCCL_RECV;
+}
+
+/* One UTF-8 code point, or -1 for an invalid sequence (one byte used). */
+static int32_t utf8_next(const unsigned char *s, size_t *used)
+{
+	unsigned char c = s[0];
+	*used = 1;
+	if (c < 0x80)
+		return c;
+	int len;
+	int32_t cp, min;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2; cp = c & 0x1f; min = 0x80;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3; cp = c & 0x0f; min = 0x800;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4; cp = c & 0x07; min = 0x10000;
+	} else {
+		return -1;
+	}
+	for (int i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return -1;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return -1;
+	*used = (size_t)len;
+	return cp;
+}
+
+void out_json_str(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	fputc('"', f);
+	while (*s) {
+		size_t used;
+		int32_t cp = utf8_next(s, &used);
+		s += used;
+		if (cp < 0)
+			cp = 0xfffd;
+		if (cp >= 0x20 && cp < 0x7f && cp != '"' && cp != '\\' && cp != '<' &&
+		    cp != '>' && cp != '&' && cp != '\'') {
+			fputc(cp, f);
+		} else if (cp == '"' || cp == '\\') {
+			fputc('\\', f);
+			fputc(cp, f);
+		} else if (cp < 0x10000) {
+			fprintf(f, "\\u%04x", (unsigned)cp);
+		} else {
+			cp -= 0x10000;
+			fprintf(f, "\\u%04x\\u%04x", 0xd800u + ((unsigned)cp >> 10),
+				0xdc00u + ((unsigned)cp & 0x3ff));
+		}
+	}
+	fputc('"', f);
+}
+
+void out_html_text(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	while (*s) {
+		size_t used;
+		int32_t cp = utf8_next(s, &used);
+		s += used;
+		if (cp < 0 || (cp < 0x20 && cp != '\t' && cp != '\n'))
+			cp = 0xfffd;
+		switch (cp) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&#39;", f); break;
+		default:
+			if (cp < 0x7f)
+				fputc(cp, f);
+			else
+				fprintf(f, "&#x%x;", (unsigned)cp);
+		}
+	}
+}
+
+/* ---- live allocations: open addressing, backward-shift deletion ------- */
+
+static size_t alloc_hash(uint32_t file_index, uint32_t pid, uint64_t ptr)
+{
+	uint64_t h = ptr * 0x9e3779b97f4a7c15ull;
+	h ^= ((uint64_t)file_index << 32 | pid) * 0xc2b2ae3d27d4eb4full;
+	h ^= h >> 29;
+	return (size_t)h;
+}
+
+static int alloc_same(const struct out_alloc *s, uint32_t file_index, uint32_t pid, uint64_t ptr)
+{
+	return s->used && s->ptr == ptr && s->pid == pid && s->file_index == file_index;
+}
+
+void out_allocs_init(struct out_allocs *a)
+{
+	memset(a, 0, sizeof(*a));
+}
+
+void out_allocs_free(struct out_allocs *a)
+{
+	free(a->slots);
+	memset(a, 0, sizeof(*a));
+}
+
+static int allocs_grow(struct out_allocs *a)
+{
+	size_t cap = a->cap ? a->cap * 2 : 1024;
+	struct out_alloc *slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return -1;
+	for (size_t i = 0; i < a->cap; i++) {
+		const struct out_alloc *s = &a->slots[i];
+		if (!s->used)
+			continue;
+		size_t j = alloc_hash(s->file_index, s->pid, s->ptr) & (cap - 1);
+		while (slots[j].used)
+			j = (j + 1) & (cap - 1);
+		slots[j] = *s;
+	}
+	free(a->slots);
+	a->slots = slots;
+	a->cap = cap;
+	return 0;
+}
+
+int out_allocs_put(struct out_allocs *a, const struct out_alloc *al, struct out_alloc *replaced)
+{
+	if ((a->count + 1) * 4 > a->cap * 3 && allocs_grow(a))
+		return -1;
+	size_t mask = a->cap - 1;
+	size_t j = alloc_hash(al->file_index, al->pid, al->ptr) & mask;
+	while (a->slots[j].used) {
+		if (alloc_same(&a->slots[j], al->file_index, al->pid, al->ptr)) {
+			if (replaced)
+				*replaced = a->slots[j];
+			a->slots[j] = *al;
+			a->slots[j].used = 1;
+			return 1;
+		}
+		j = (j + 1) & mask;
+	}
+	a->slots[j] = *al;
+	a->slots[j].used = 1;
+	a->count++;
+	return 0;
+}
+
+int out_allocs_take(struct out_allocs *a, uint32_t file_index, uint32_t pid, uint64_t ptr,
+		    struct out_alloc *out)
+{
+	if (!a->cap)
+		return 0;
+	size_t mask = a->cap - 1;
+	size_t j = alloc_hash(file_index, pid, ptr) & mask;
+	while (a->slots[j].used && !alloc_same(&a->slots[j], file_index, pid, ptr))
+		j = (j + 1) & mask;
+	if (!a->slots[j].used)
+		return 0;
+	if (out)
+		*out = a->slots[j];
+	/* backward-shift deletion keeps every probe chain unbroken */
+	size_t hole = j;
+	for (size_t k = (j + 1) & mask; a->slots[k].used; k = (k + 1) & mask) {
+		size_t home = alloc_hash(a->slots[k].file_index, a->slots[k].pid, a->slots[k].ptr) & mask;
+		/* move k into the hole when its home is not in (hole, k] */
+		if ((k > hole && (home <= hole || home > k)) || (k < hole && home <= hole && home > k)) {
+			a->slots[hole] = a->slots[k];
+			hole = k;
+		}
+	}
+	memset(&a->slots[hole], 0, sizeof(a->slots[hole]));
+	a->count--;
+	return 1;
+}

@@ -1,0 +1,87 @@
+/* What the three user-facing writers (out_sqlite.c, out_timeline.c,
+ * out_report.c) share: the one place that says how a file's clock maps to
+ * the common (aligned) clock, how a process's rank is found, the names of
+ * CUDA / NCCL / RDMA codes, a JSON string writer that is safe inside HTML,
+ * and a table of live CUDA allocations (matched to their frees by file, pid
+ * and pointer) for writers that stream memory in use.
+ *
+ * Not for analyses: anything that deserves a result struct is a model
+ * (model_*.c).  The live-allocation table here only pairs raw events. */
+#ifndef FLIGHTREC_OUT_COMMON_H
+#define FLIGHTREC_OUT_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "../bpf/events.h"
+
+struct trace_set;
+struct trace_file;
+
+/* Common clock: aligned_ns = event ts (CLOCK_MONOTONIC of its node) +
+ * out_clock_offset_ns(ts, file).  Today the offset is the file header's
+ * realtime - monotonic anchor, so the common clock is UTC nanoseconds since
+ * the epoch.  A finer per-node alignment (trace_set) plugs in here and only
+ * here. */
+int64_t out_clock_offset_ns(struct trace_set *ts, size_t file_index);
+
+/* The launcher rank of a process (RANK from FR_REC_PROC_ENV): 1 and *rank
+ * when known, 0 when not.  The one place the writers ask. */
+int out_process_rank(const struct trace_file *f, uint32_t pid, int64_t *rank);
+
+/* The record type of rec (its header may be unaligned). */
+uint16_t out_rec_type(const struct fr_rec_hdr *rec);
+
+/* Names; NULL when the code is unknown. */
+const char *out_cuda_func_name(uint32_t func);
+const char *out_nccl_func_name(uint32_t func);
+const char *out_rdma_func_name(uint32_t func);
+const char *out_copy_kind_name(uint32_t kind);
+const char *out_wc_status_name(uint32_t status);
+
+/* What a CUDA call does to memory. */
+enum out_cuda_mem_op { OUT_MEM_NONE, OUT_MEM_ALLOC, OUT_MEM_FREE };
+enum out_cuda_mem_op out_cuda_mem_op(uint32_t func);
+/* Kind of memory an allocation function returns: "device", "managed",
+ * "host_pinned". */
+const char *out_cuda_mem_kind(uint32_t func);
+int out_nccl_is_collective(uint32_t func);
+
+/* JSON string literal: quotes included; everything outside printable ASCII
+ * and every one of < > & ' escaped as \uXXXX, so the text can sit inside an
+ * HTML <script> element; invalid UTF-8 becomes U+FFFD. */
+void out_json_str(FILE *f, const char *s);
+/* HTML text: markup characters escaped, invalid UTF-8 replaced. */
+void out_html_text(FILE *f, const char *s);
+
+/* ---- live CUDA allocations ------------------------------------------- */
+
+struct out_alloc {
+	uint64_t ptr;
+	uint64_t bytes;
+	uint64_t alloc_ns;   /* entry of the allocating call, file clock */
+	uint32_t file_index;
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t stack_id;
+	int32_t device;
+	uint16_t func;
+	uint16_t used;       /* internal */
+};
+
+struct out_allocs {
+	struct out_alloc *slots;
+	size_t cap;   /* power of two or 0 */
+	size_t count;
+};
+
+void out_allocs_init(struct out_allocs *a);
+void out_allocs_free(struct out_allocs *a);
+/* Adds a live allocation (replacing one at the same key, which is returned
+ * in *replaced when non-NULL and returns 1).  0 new, 1 replaced, -1 OOM. */
+int out_allocs_put(struct out_allocs *a, const struct out_alloc *al, struct out_alloc *replaced);
+/* Removes (file, pid, ptr) into *out; 1 found, 0 not. */
+int out_allocs_take(struct out_allocs *a, uint32_t file_index, uint32_t pid, uint64_t ptr,
+		    struct out_alloc *out);
+
+#endif

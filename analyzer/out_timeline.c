@@ -1,0 +1,563 @@
+/* The Chrome trace JSON writer (see out_timeline.h for the layout).  The
+ * only strings from the trace it writes are process names, host names and
+ * command lines, in the metadata events, always through out_json_str.
+ * Not for analyses. */
+#include "out_timeline.h"
+#include "hmap.h"
+#include "model.h"
+#include "out_common.h"
+#include "syscall_names.h"
+#include "trace_set.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Recent X slices kept per thread for the nesting check. */
+#define RECENT 32
+#define PID_BITS 22 /* Linux pid_max is at most 2^22 */
+#define STEPS_TID_BIT ((uint64_t)1 << 31)
+
+struct thread_state {
+	int64_t start[RECENT], end[RECENT]; /* ns from the origin */
+	uint32_t n, next;
+	int64_t forgot_max_end;  /* latest end among slices evicted from the ring */
+	int forgot;
+};
+
+struct out_timeline {
+	FILE *out;
+	struct trace_set *ts;
+	int64_t origin_ns;
+	int64_t *offsets;
+	size_t n_files;
+	int first;                 /* no event written yet (comma handling) */
+	uint64_t next_async_id;
+	struct hmap thread_idx;    /* (file << 32 | pid, tid) -> index + 1 */
+	struct thread_state *threads;
+	size_t n_threads, cap_threads;
+	struct hmap inuse;         /* (file << 32 | pid, device << 8 | kind) -> bytes */
+	struct hmap inuse_ts;      /* same key -> last ts written (ns from origin) + 1 */
+	struct hmap step_start;    /* (file, pid) -> start (ns from origin) + 1 */
+	struct hmap step_no;       /* (file, pid) -> steps seen */
+	struct hmap step_tid;      /* (file, pid) -> tid of the last step mark */
+	struct out_timeline_stats stats;
+};
+
+struct timeline_sink {
+	struct out_timeline *t;
+};
+
+static uint64_t jpid(uint32_t fi, uint32_t pid)
+{
+	return (uint64_t)fi << PID_BITS | (pid & ((1u << PID_BITS) - 1));
+}
+
+/* "12.345" microseconds from ns (exact, no floating point). */
+static void put_us(FILE *f, int64_t ns)
+{
+	if (ns < 0) {
+		fputc('-', f);
+		ns = ns == INT64_MIN ? INT64_MAX : -ns;
+	}
+	fprintf(f, "%" PRId64 ".%03d", ns / 1000, (int)(ns % 1000));
+}
+
+static void sep(struct out_timeline *t)
+{
+	fputs(t->first ? "\n" : ",\n", t->out);
+	t->first = 0;
+}
+
+static int64_t rel(struct out_timeline *t, uint32_t fi, uint64_t ts_ns)
+{
+	int64_t off = fi < t->n_files ? t->offsets[fi] : 0;
+	return (int64_t)ts_ns + off - t->origin_ns;
+}
+
+static struct thread_state *thread_of(struct out_timeline *t, uint32_t fi, uint32_t pid,
+				      uint32_t tid)
+{
+	int created;
+	uint64_t *v = hmap_slot(&t->thread_idx, (uint64_t)fi << 32 | pid, tid, &created);
+	if (!v)
+		return NULL;
+	if (created) {
+		if (t->n_threads == t->cap_threads) {
+			size_t cap = t->cap_threads ? t->cap_threads * 2 : 64;
+			struct thread_state *g = realloc(t->threads, cap * sizeof(*g));
+			if (!g)
+				return NULL;
+			t->threads = g;
+			t->cap_threads = cap;
+		}
+		memset(&t->threads[t->n_threads], 0, sizeof(t->threads[0]));
+		*v = ++t->n_threads;
+	}
+	return &t->threads[*v - 1];
+}
+
+static int nests(int64_t s, int64_t e, int64_t s2, int64_t e2)
+{
+	return e <= s2 || e2 <= s || (s2 <= s && e <= e2) || (s <= s2 && e2 <= e);
+}
+
+/* 1 when [s, e) nests with every slice the thread has as X: it is then
+ * remembered.  Slices evicted from the ring end at or before forgot_max_end,
+ * so a slice starting there or later cannot cross them; an earlier one
+ * cannot be checked and is not an X. */
+static int claim_x(struct thread_state *th, int64_t s, int64_t e)
+{
+	if (th->forgot && s < th->forgot_max_end)
+		return 0;
+	for (uint32_t k = 0; k < th->n; k++)
+		if (!nests(s, e, th->start[k], th->end[k]))
+			return 0;
+	if (th->n == RECENT) {
+		if (!th->forgot || th->end[th->next] > th->forgot_max_end)
+			th->forgot_max_end = th->end[th->next];
+		th->forgot = 1;
+	} else {
+		th->n++;
+	}
+	th->start[th->next] = s;
+	th->end[th->next] = e;
+	th->next = (th->next + 1) % RECENT;
+	return 1;
+}
+
+/* A slice on thread (fi, pid, tid): X when it nests, else an async pair. */
+static int slice(struct out_timeline *t, uint32_t fi, uint32_t pid, uint32_t tid,
+		 const char *name, const char *cat, uint64_t ts_ns, uint64_t dur_ns,
+		 const char *args)
+{
+	struct thread_state *th = thread_of(t, fi, pid, tid);
+	if (!th)
+		return -1;
+	int64_t s = rel(t, fi, ts_ns);
+	int64_t e = s + (int64_t)(dur_ns > INT64_MAX / 2 ? INT64_MAX / 2 : dur_ns);
+	FILE *f = t->out;
+	if (claim_x(th, s, e)) {
+		sep(t);
+		fprintf(f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"%s\",\"pid\":%" PRIu64
+			",\"tid\":%" PRIu64 ",\"ts\":", cat, name, jpid(fi, pid), jpid(fi, tid));
+		put_us(f, s);
+		fputs(",\"dur\":", f);
+		put_us(f, e - s);
+		fprintf(f, ",\"args\":{%s}}", args);
+		t->stats.slices++;
+		return 0;
+	}
+	uint64_t id = ++t->next_async_id;
+	sep(t);
+	fprintf(f, "{\"ph\":\"b\",\"cat\":\"%s.overlap\",\"name\":\"%s\",\"id\":\"0x%" PRIx64
+		"\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":", cat, name, id,
+		jpid(fi, pid), jpid(fi, tid));
+	put_us(f, s);
+	fprintf(f, ",\"args\":{%s%s\"tid\":%u}}", args, args[0] ? "," : "", tid);
+	sep(t);
+	fprintf(f, "{\"ph\":\"e\",\"cat\":\"%s.overlap\",\"name\":\"%s\",\"id\":\"0x%" PRIx64
+		"\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":", cat, name, id,
+		jpid(fi, pid), jpid(fi, tid));
+	put_us(f, e);
+	fputs("}", f);
+	t->stats.demoted++;
+	return 0;
+}
+
+static int kind_code(const char *kind)
+{
+	return kind[0] == 'd' ? 0 : kind[0] == 'm' ? 1 : 2;
+}
+
+/* Memory in use of (fi, pid, device, kind) changes by delta at ts_ns;
+ * counter timestamps never go back on one track. */
+static int counter(struct out_timeline *t, uint32_t fi, uint32_t pid, int32_t device,
+		   const char *kind, uint64_t ts_ns, int64_t delta)
+{
+	uint64_t ka = (uint64_t)fi << 32 | pid;
+	uint64_t kb = (uint64_t)(uint32_t)device << 8 | (uint64_t)kind_code(kind);
+	uint64_t *v = hmap_slot(&t->inuse, ka, kb, NULL);
+	if (!v)
+		return -1;
+	*v = (uint64_t)((int64_t)*v + delta);
+	uint64_t bytes = *v;
+	uint64_t *last = hmap_slot(&t->inuse_ts, ka, kb, NULL);
+	if (!last)
+		return -1;
+	int64_t ts = rel(t, fi, ts_ns);
+	if (*last && ts < (int64_t)(*last - 1))
+		ts = (int64_t)(*last - 1);
+	*last = (uint64_t)ts + 1;
+	sep(t);
+	fprintf(t->out, "{\"ph\":\"C\",\"name\":\"GPU memory in use (%s %d)\",\"pid\":%" PRIu64
+		",\"tid\":%" PRIu64 ",\"ts\":", kind, device, jpid(fi, pid), jpid(fi, pid));
+	put_us(t->out, ts);
+	fprintf(t->out, ",\"args\":{\"bytes\":%" PRIu64 "}}", bytes);
+	t->stats.counters++;
+	return 0;
+}
+
+static int feed_cuda(struct out_timeline *t, uint32_t fi, const struct fr_rec_hdr *rec,
+		     struct out_allocs *live)
+{
+	struct fr_ev_cuda ev;
+	memcpy(&ev, rec, sizeof(ev));
+	const char *name = out_cuda_func_name(ev.func);
+	char unknown[32], args[256];
+	if (!name) {
+		snprintf(unknown, sizeof(unknown), "cuda_func_%u", ev.func);
+		name = unknown;
+	}
+	int n = snprintf(args, sizeof(args), "\"result\":%" PRId64 ",\"device\":%d", ev.result,
+			 ev.device);
+	if (ev.bytes)
+		n += snprintf(args + n, sizeof(args) - (size_t)n, ",\"bytes\":%" PRIu64, ev.bytes);
+	if (ev.ptr)
+		n += snprintf(args + n, sizeof(args) - (size_t)n, ",\"ptr\":\"0x%" PRIx64 "\"", ev.ptr);
+	if ((ev.func == FR_CUDA_MEMCPY || ev.func == FR_CUDA_MEMCPY_ASYNC ||
+	     ev.func == FR_CU_MEMCPY || ev.func == FR_CU_MEMCPY_ASYNC) && out_copy_kind_name(ev.kind))
+		snprintf(args + n, sizeof(args) - (size_t)n, ",\"kind\":\"%s\"", out_copy_kind_name(ev.kind));
+	if (slice(t, fi, ev.c.pid, ev.c.tid, name, "cuda", ev.c.ts_ns, ev.duration_ns, args))
+		return -1;
+	enum out_cuda_mem_op op = out_cuda_mem_op(ev.func);
+	if (op == OUT_MEM_ALLOC && ev.result == 0 && ev.ptr) {
+		struct out_alloc al = { .ptr = ev.ptr, .bytes = ev.bytes, .file_index = fi,
+					.pid = ev.c.pid, .device = ev.device, .func = ev.func };
+		struct out_alloc old;
+		int r = out_allocs_put(live, &al, &old);
+		if (r < 0)
+			return -1;
+		uint64_t at = ev.c.ts_ns + ev.duration_ns;
+		if (r == 1 && counter(t, fi, ev.c.pid, old.device, out_cuda_mem_kind(old.func), at,
+				      -(int64_t)old.bytes))
+			return -1;
+		return counter(t, fi, ev.c.pid, ev.device, out_cuda_mem_kind(ev.func), at,
+			       (int64_t)ev.bytes);
+	}
+	if (op == OUT_MEM_FREE && ev.result == 0 && ev.ptr) {
+		struct out_alloc al;
+		if (out_allocs_take(live, fi, ev.c.pid, ev.ptr, &al))
+			return counter(t, fi, al.pid, al.device, out_cuda_mem_kind(al.func),
+				       ev.c.ts_ns, -(int64_t)al.bytes);
+	}
+	return 0;
+}
+
+static int feed_step(struct out_timeline *t, uint32_t fi, uint32_t pid, uint32_t tid, uint64_t ts_ns)
+{
+	uint64_t key = (uint64_t)fi << 32 | pid;
+	uint64_t *start = hmap_slot(&t->step_start, key, 0, NULL);
+	if (!start)
+		return -1;
+	int64_t now = rel(t, fi, ts_ns);
+	if (*start) {
+		int64_t s = (int64_t)(*start - 1);
+		if (now < s)
+			return 0; /* out of order: the current step keeps going */
+		uint64_t *no = hmap_slot(&t->step_no, key, 0, NULL);
+		if (!no)
+			return -1;
+		sep(t);
+		fprintf(t->out, "{\"ph\":\"X\",\"cat\":\"step\",\"name\":\"step %" PRIu64
+			"\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":", *no,
+			jpid(fi, pid), STEPS_TID_BIT | jpid(fi, pid));
+		put_us(t->out, s);
+		fputs(",\"dur\":", t->out);
+		put_us(t->out, now - s);
+		fputs(",\"args\":{}}", t->out);
+		++*no;
+		t->stats.steps++;
+	}
+	*start = (uint64_t)now + 1;
+	(void)tid;
+	return 0;
+}
+
+struct timeline_sink_state {
+	struct out_timeline *t;
+	struct out_allocs live;
+};
+
+static int sink_feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
+{
+	struct timeline_sink_state *ss = state;
+	struct out_timeline *t = ss->t;
+	if (!t)
+		return -1;
+	uint16_t type = out_rec_type(rec);
+	char args[192];
+	switch (type) {
+	case FR_EV_SYSCALL: {
+		struct fr_ev_syscall ev;
+		memcpy(&ev, rec, sizeof(ev));
+		char unknown[32];
+		const char *name = ev.nr < 1024 ? syscall_name(ev.nr) : NULL;
+		if (!name) {
+			snprintf(unknown, sizeof(unknown), "syscall_%u", ev.nr);
+			name = unknown;
+		}
+		int n = snprintf(args, sizeof(args), "\"ret\":%" PRId64, ev.ret);
+		if (ev.sc_flags & FR_SYSCALL_HAS_FD)
+			n += snprintf(args + n, sizeof(args) - (size_t)n, ",\"fd\":%" PRId64, ev.fd);
+		if (ev.sc_flags & FR_SYSCALL_HAS_BYTES)
+			snprintf(args + n, sizeof(args) - (size_t)n, ",\"bytes\":%" PRIu64, ev.count);
+		return slice(t, fi, ev.c.pid, ev.c.tid, name, "syscall", ev.c.ts_ns, ev.duration_ns, args);
+	}
+	case FR_EV_CUDA:
+		return feed_cuda(t, fi, rec, &ss->live);
+	case FR_EV_NCCL: {
+		struct fr_ev_nccl ev;
+		memcpy(&ev, rec, sizeof(ev));
+		const char *name = out_nccl_func_name(ev.func);
+		char unknown[32];
+		if (!name) {
+			snprintf(unknown, sizeof(unknown), "nccl_func_%u", ev.func);
+			name = unknown;
+		}
+		snprintf(args, sizeof(args), "\"count\":%" PRIu64 ",\"datatype\":%u,\"comm\":\"0x%" PRIx64
+			 "\",\"peer\":%d,\"result\":%" PRId64, ev.count, ev.datatype, ev.comm, ev.peer,
+			 ev.result);
+		return slice(t, fi, ev.c.pid, ev.c.tid, name, "nccl", ev.c.ts_ns, ev.duration_ns, args);
+	}
+	case FR_EV_RDMA_POST: {
+		struct fr_ev_rdma_post ev;
+		memcpy(&ev, rec, sizeof(ev));
+		int completes = (ev.flags & (FR_RDMA_POST_RECV | FR_RDMA_POST_SIGNALED)) &&
+				!(ev.flags & FR_RDMA_POST_FAILED);
+		sep(t);
+		if (completes)
+			fprintf(t->out, "{\"ph\":\"b\",\"cat\":\"rdma\",\"name\":\"qp %u\",\"id\":\"%u:%u:0x%"
+				PRIx64 "\",", ev.qp_num, fi, ev.qp_num, ev.wr_id);
+		else
+			fprintf(t->out, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"rdma\",\"name\":\"qp %u %s\",",
+				ev.qp_num, ev.flags & FR_RDMA_POST_FAILED ? "post failed" : "unsignaled post");
+		fprintf(t->out, "\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":",
+			jpid(fi, ev.c.pid), jpid(fi, ev.c.tid));
+		put_us(t->out, rel(t, fi, ev.c.ts_ns));
+		fprintf(t->out, ",\"args\":{\"wr_id\":\"0x%" PRIx64 "\",\"opcode\":%u,\"bytes\":%" PRIu64
+			",\"recv\":%s,\"result\":%d}}", ev.wr_id, ev.opcode, ev.bytes,
+			ev.flags & FR_RDMA_POST_RECV ? "true" : "false", ev.result);
+		if (completes)
+			t->stats.async++;
+		else
+			t->stats.instants++;
+		return 0;
+	}
+	case FR_EV_RDMA_CQE: {
+		struct fr_ev_rdma_cqe ev;
+		memcpy(&ev, rec, sizeof(ev));
+		const char *status = out_wc_status_name(ev.status);
+		sep(t);
+		fprintf(t->out, "{\"ph\":\"e\",\"cat\":\"rdma\",\"name\":\"qp %u\",\"id\":\"%u:%u:0x%" PRIx64
+			"\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":", ev.qp_num, fi, ev.qp_num,
+			ev.wr_id, jpid(fi, ev.c.pid), jpid(fi, ev.c.tid));
+		put_us(t->out, rel(t, fi, ev.c.ts_ns));
+		fprintf(t->out, ",\"args\":{\"status\":\"%s\",\"byte_len\":%u}}", status ? status : "unknown",
+			ev.byte_len);
+		t->stats.async++;
+		return 0;
+	}
+	case FR_EV_STEP: {
+		struct fr_ev_step ev;
+		memcpy(&ev, rec, sizeof(ev));
+		return feed_step(t, fi, ev.c.pid, ev.c.tid, ev.c.ts_ns);
+	}
+	}
+	return 0; /* cpu samples, process events: not on the timeline */
+}
+
+static void *sink_create(const struct model_opts *opts)
+{
+	(void)opts;
+	struct timeline_sink_state *s = calloc(1, sizeof(*s));
+	if (s)
+		out_allocs_init(&s->live);
+	return s;
+}
+
+static int sink_finish(void *state, struct trace_set *ts, struct frec_error *err)
+{
+	(void)state;
+	(void)ts;
+	(void)err;
+	return 0;
+}
+
+static void sink_destroy(void *state)
+{
+	struct timeline_sink_state *s = state;
+	if (!s)
+		return;
+	out_allocs_free(&s->live);
+	free(s);
+}
+
+static const struct model_ops timeline_sink_ops = {
+	.name = "timeline-sink",
+	.create = sink_create,
+	.feed = sink_feed,
+	.finish = sink_finish,
+	.destroy = sink_destroy,
+};
+
+int out_timeline_begin(struct trace_set *ts, FILE *out, int64_t origin_ns,
+		       struct out_timeline **tp, struct frec_error *err)
+{
+	struct out_timeline *t = calloc(1, sizeof(*t));
+	if (!t)
+		goto oom;
+	t->out = out;
+	t->ts = ts;
+	t->origin_ns = origin_ns;
+	t->first = 1;
+	t->n_files = trace_set_count(ts);
+	hmap_init(&t->thread_idx);
+	hmap_init(&t->inuse);
+	hmap_init(&t->inuse_ts);
+	hmap_init(&t->step_start);
+	hmap_init(&t->step_no);
+	hmap_init(&t->step_tid);
+	t->offsets = calloc(t->n_files ? t->n_files : 1, sizeof(*t->offsets));
+	struct timeline_sink_state *s = trace_set_add_model(ts, &timeline_sink_ops, NULL);
+	if (!t->offsets || !s) {
+		out_timeline_free(t);
+		goto oom;
+	}
+	s->t = t;
+	for (size_t i = 0; i < t->n_files; i++)
+		t->offsets[i] = out_clock_offset_ns(ts, i);
+	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"flightrec-analyze timeline\","
+	      "\"time\":\"microseconds from the earliest event, all files on one clock\","
+	      "\"cpu_samples\":\"omitted (see flame / report)\","
+	      "\"overlap\":\"slices that do not nest on their thread are async, category *.overlap\"},"
+	      "\"traceEvents\":[", out);
+	*tp = t;
+	return 0;
+oom:
+	frec_error_set(err, "timeline", -1, ENOMEM, "out of memory");
+	return -1;
+}
+
+static void meta_event(struct out_timeline *t, const char *what, uint64_t pid, uint64_t tid,
+		       const char *key, const char *value, int64_t number, int is_number)
+{
+	sep(t);
+	fprintf(t->out, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64
+		",\"ts\":0,\"args\":{\"%s\":", what, pid, tid, key);
+	if (is_number)
+		fprintf(t->out, "%" PRId64, number);
+	else
+		out_json_str(t->out, value);
+	fputs("}}", t->out);
+}
+
+static void name_process(struct out_timeline *t, uint32_t fi, const struct trace_file *f,
+			 uint32_t pid)
+{
+	const struct ts_process *p = trace_file_process(f, pid);
+	char name[256];
+	int64_t rank;
+	int has_rank = out_process_rank(f, pid, &rank);
+	int n = snprintf(name, sizeof(name), "%s (pid %u) %s", p && p->comm[0] ? p->comm : "process",
+			 pid, f->hdr.host[0] ? f->hdr.host : "?");
+	if (has_rank)
+		snprintf(name + n, sizeof(name) - (size_t)n, " rank %" PRId64, rank);
+	meta_event(t, "process_name", jpid(fi, pid), 0, "name", name, 0, 0);
+	if (p && p->cmdline[0])
+		meta_event(t, "process_labels", jpid(fi, pid), 0, "labels", p->cmdline, 0, 0);
+	meta_event(t, "process_sort_index", jpid(fi, pid), 0, "sort_index", NULL,
+		   has_rank ? rank : (int64_t)jpid(fi, pid) + 1000000, 1);
+}
+
+int out_timeline_end(struct out_timeline *t, struct trace_set *ts, struct frec_error *err)
+{
+	/* the last step of each process runs to its file's last event */
+	for (size_t k = 0; k < t->step_start.cap; k++) {
+		const struct hmap_slot *s = &t->step_start.slots[k];
+		if (!s->used || !s->value)
+			continue;
+		uint32_t fi = (uint32_t)(s->key_a >> 32);
+		const struct trace_file *f = trace_set_file(ts, fi);
+		if (f && f->last_event_ns)
+			feed_step(t, fi, (uint32_t)s->key_a, 0, f->last_event_ns);
+	}
+	/* names: every process of the files, every thread that had a slice */
+	for (size_t i = 0; i < trace_set_count(ts); i++) {
+		const struct trace_file *f = trace_set_file(ts, i);
+		for (size_t k = 0; k < f->n_procs; k++)
+			name_process(t, (uint32_t)i, f, f->procs[k].pid);
+	}
+	for (size_t k = 0; k < t->thread_idx.cap; k++) {
+		const struct hmap_slot *s = &t->thread_idx.slots[k];
+		if (!s->used)
+			continue;
+		uint32_t fi = (uint32_t)(s->key_a >> 32), pid = (uint32_t)s->key_a;
+		uint32_t tid = (uint32_t)s->key_b;
+		const struct trace_file *f = trace_set_file(ts, fi);
+		if (!f)
+			continue;
+		if (!trace_file_process(f, pid))
+			name_process(t, fi, f, pid);
+		const struct ts_process *p = trace_file_process(f, pid);
+		char name[64];
+		/* thread names are not kept by the decoder yet: the main thread
+		 * takes the process's comm, the others their tid */
+		if (tid == pid && p && p->comm[0])
+			snprintf(name, sizeof(name), "%s", p->comm);
+		else
+			snprintf(name, sizeof(name), "tid %u", tid);
+		meta_event(t, "thread_name", jpid(fi, pid), jpid(fi, tid), "name", name, 0, 0);
+	}
+	for (size_t k = 0; k < t->step_no.cap; k++) {
+		const struct hmap_slot *s = &t->step_no.slots[k];
+		if (!s->used)
+			continue;
+		uint32_t fi = (uint32_t)(s->key_a >> 32), pid = (uint32_t)s->key_a;
+		meta_event(t, "thread_name", jpid(fi, pid), STEPS_TID_BIT | jpid(fi, pid), "name",
+			   "steps", 0, 0);
+		meta_event(t, "thread_sort_index", jpid(fi, pid), STEPS_TID_BIT | jpid(fi, pid),
+			   "sort_index", NULL, -1, 1);
+	}
+	fputs("\n]}\n", t->out);
+	if (fflush(t->out) || ferror(t->out)) {
+		frec_error_set(err, "timeline", -1, EIO, "write failed: %s", strerror(errno ? errno : EIO));
+		return -1;
+	}
+	return 0;
+}
+
+const struct out_timeline_stats *out_timeline_stats(const struct out_timeline *t)
+{
+	return &t->stats;
+}
+
+void out_timeline_free(struct out_timeline *t)
+{
+	if (!t)
+		return;
+	hmap_free(&t->thread_idx);
+	hmap_free(&t->inuse);
+	hmap_free(&t->inuse_ts);
+	hmap_free(&t->step_start);
+	hmap_free(&t->step_no);
+	hmap_free(&t->step_tid);
+	free(t->threads);
+	free(t->offsets);
+	free(t);
+}
+
+int64_t out_timeline_first_event_ns(struct trace_set *ts)
+{
+	int64_t first = INT64_MAX;
+	for (size_t i = 0; i < trace_set_count(ts); i++) {
+		const struct trace_file *f = trace_set_file(ts, i);
+		if (!f->events || !f->first_event_ns)
+			continue;
+		int64_t t = (int64_t)f->first_event_ns + out_clock_offset_ns(ts, i);
+		if (t < first)
+			first = t;
+	}
+	return first;
+}

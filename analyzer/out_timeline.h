@@ -1,0 +1,55 @@
+/* The timeline output: Chrome trace event JSON (the "JSON trace" format
+ * ui.perfetto.dev and chrome://tracing open), written while the decoder
+ * streams the events, so memory holds only per-thread and per-counter state.
+ *
+ * Layout: one process track per traced process (per file: the same pid on
+ * two nodes is two tracks), named "comm (pid P) host H rank R"; CUDA calls,
+ * system calls and NCCL calls are complete ("X") slices on their thread; a
+ * slice that would overlap an earlier slice of its thread without nesting
+ * (or that cannot be checked against the thread's recent slices) is written
+ * as an async slice ("b"/"e") instead, so the X slices of every thread nest
+ * strictly; RDMA work requests are async slices from post to completion;
+ * GPU memory in use is a counter ("C") per process and device; steps are
+ * slices on a "steps" track of their process.  CPU samples are omitted (the
+ * flame graph and the report show them).  ts/dur are microseconds from the
+ * origin (the earliest event of all files on the common clock,
+ * out_clock_offset_ns).
+ *
+ * Not for: analyses (models), or the command line (cmd_timeline.c). */
+#ifndef FLIGHTREC_OUT_TIMELINE_H
+#define FLIGHTREC_OUT_TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "frec_error.h"
+
+struct trace_set;
+struct out_timeline;
+
+struct out_timeline_stats {
+	uint64_t slices;        /* X */
+	uint64_t demoted;       /* written async because they did not nest */
+	uint64_t async;         /* b/e pairs and halves (rdma) */
+	uint64_t counters;      /* C */
+	uint64_t instants;      /* i */
+	uint64_t steps;
+};
+
+/* Registers the streaming writer with ts (before trace_set_run) and writes
+ * the document's head to out.  origin_ns: common-clock time of ts 0. */
+int out_timeline_begin(struct trace_set *ts, FILE *out, int64_t origin_ns,
+		       struct out_timeline **t, struct frec_error *err);
+
+/* After trace_set_run: the last steps, the process and thread names, the
+ * document's tail.  Returns 0 or -1 (err filled: write failed). */
+int out_timeline_end(struct out_timeline *t, struct trace_set *ts, struct frec_error *err);
+
+const struct out_timeline_stats *out_timeline_stats(const struct out_timeline *t);
+void out_timeline_free(struct out_timeline *t);
+
+/* The earliest event of all files on the common clock (after a pass of
+ * trace_set_run); INT64_MAX when there is none. */
+int64_t out_timeline_first_event_ns(struct trace_set *ts);
+
+#endif

@@ -1,0 +1,202 @@
+#!/usr/bin/env node
+/* Browser test of the HTML report (out_report.c + analyzer/web/report.js):
+ * make_report_trace writes synthetic traces, `flightrec-analyze report`
+ * turns them into pages, and the system's headless Chromium opens them from
+ * file:// with every non-file request aborted and counted.  Checks what a
+ * user sees: no console errors, no network requests, the sections for the
+ * data recorded (and "no ... in this trace" for the others), the drops
+ * warning, a click on a flame frame zooms, the process selector switches
+ * graphs, and hostile names render as text (no alert, no injected element).
+ * Screenshots land in OUTDIR (report.png, report-zoomed.png, hostile.png).
+ *
+ * Not for: the numbers (tests/unit/test_analyzer_report.c) or downloading
+ * browsers: exits 77 (ctest SKIP) without /usr/bin/chromium (or
+ * $FLIGHTREC_CHROMIUM) or node_modules/playwright-core.
+ *
+ * usage: node report.test.js MAKE_REPORT_TRACE FLIGHTREC_ANALYZE OUTDIR */
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { execFileSync } = require('child_process');
+
+const SKIP = 77;
+const CHROMIUM = process.env.FLIGHTREC_CHROMIUM || '/usr/bin/chromium';
+const HOSTILE = '<img src=x onerror=alert(1)>';
+
+function skip(why) {
+	console.log('browser.report: SKIP: ' + why);
+	process.exit(SKIP);
+}
+
+const [makeTrace, analyze, outDir] = process.argv.slice(2);
+if (!makeTrace || !analyze || !outDir) {
+	console.error('usage: node report.test.js MAKE_REPORT_TRACE FLIGHTREC_ANALYZE OUTDIR');
+	process.exit(2);
+}
+if (!fs.existsSync(CHROMIUM))
+	skip(CHROMIUM + ' not found (apt-get install chromium, or set FLIGHTREC_CHROMIUM)');
+let chromium;
+try {
+	({ chromium } = require('playwright-core'));
+} catch (e) {
+	skip('playwright-core not installed: run `npm ci` in ' + __dirname);
+}
+
+let passes = 0, failures = 0;
+function check(cond, what) {
+	if (cond) passes++;
+	else { failures++; console.error('FAIL: ' + what); }
+}
+
+fs.mkdirSync(outDir, { recursive: true });
+execFileSync(makeTrace, [outDir], { stdio: 'inherit' });
+for (const name of ['report', 'hostile'])
+	execFileSync(analyze, ['report', path.join(outDir, name + '.frec'), '-o', path.join(outDir, name + '.html')],
+		{ stdio: 'inherit' });
+
+async function openPage(ctx, file, state) {
+	const page = await ctx.newPage();
+	page.on('console', (m) => { if (m.type() === 'error') state.errors.push(file + ': console: ' + m.text()); });
+	page.on('pageerror', (e) => state.errors.push(file + ': pageerror: ' + e));
+	page.on('request', (r) => { if (!r.url().startsWith('file:')) state.requests.push(r.url()); });
+	page.on('dialog', async (d) => { state.dialogs.push(d.type() + ': ' + d.message()); await d.dismiss(); });
+	await page.goto('file://' + path.resolve(outDir, file));
+	await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+	await page.waitForSelector('#cpu .fg-frame', { timeout: 20000 });
+	return page;
+}
+
+function frameCenters() {
+	return Array.from(document.querySelectorAll('#cpu .fg-frame')).filter((g) => g.getBoundingClientRect().width > 0)
+		.map((g) => {
+			const r = g.querySelector('rect').getBoundingClientRect(), t = g.querySelector('text');
+			return { label: t ? t.textContent : '', cx: r.left + r.width / 2, cy: r.top + r.height / 2, w: r.width };
+		});
+}
+
+async function testReport(ctx, state) {
+	const page = await openPage(ctx, 'report.html', state);
+	const info = await page.evaluate(() => {
+		const text = (id) => { const e = document.getElementById(id); return e ? e.textContent : null; };
+		return {
+			ids: Array.from(document.querySelectorAll('section.fr-section')).map((s) => s.id),
+			h1: document.querySelector('h1').textContent,
+			drops: document.querySelector('.fr-drops') ? document.querySelector('.fr-drops').textContent : null,
+			mem: text('gpu-memory'), strag: text('stragglers'), rdma: text('rdma'),
+			cuda: text('cuda'), copies: text('copies'), sys: text('syscalls'),
+			options: Array.from(document.querySelectorAll('#fr-cpu-select option')).map((o) => o.textContent),
+			navLinks: document.querySelectorAll('.fr-nav a').length,
+			bars: document.querySelectorAll('#syscalls .fr-bar').length,
+		};
+	});
+	check(JSON.stringify(info.ids) === JSON.stringify(['summary', 'cpu', 'gpu-memory', 'cuda', 'copies',
+		'stragglers', 'rdma', 'syscalls']), 'sections in order: ' + JSON.stringify(info.ids));
+	check(info.h1.startsWith('flightrec report: python train.py'), 'title: ' + info.h1);
+	check(info.drops && info.drops.includes('Dropped events: 3'), 'drops warning visible: ' + info.drops);
+	check(info.mem.includes('No CUDA allocation events in this trace'), 'gpu memory says why: ' + info.mem);
+	check(info.strag.includes('No NCCL events in this trace'), 'stragglers says why');
+	check(info.rdma.includes('No RDMA events in this trace'), 'rdma says why');
+	check(info.cuda.includes('cudaMemcpy') && info.cuda.includes('cudaLaunchKernel'), 'cuda table');
+	check(info.copies.includes('H2D') && info.copies.includes('3.0 MiB'), 'copies table: ' + info.copies);
+	check(info.sys.includes('read') && info.bars === 2, 'syscalls chart and table');
+	check(info.options.length === 3 && info.options[0] === 'all processes', 'process selector: ' + JSON.stringify(info.options));
+	check(info.navLinks === 8, 'navigation links');
+	await page.screenshot({ path: path.join(outDir, 'report.png'), fullPage: true });
+
+	/* click a frame: it zooms */
+	const fs0 = await page.evaluate(frameCenters);
+	const workA = fs0.find((f) => f.label === 'work_a');
+	check(!!workA, 'work_a frame drawn: ' + JSON.stringify(fs0.map((f) => f.label)));
+	if (workA) {
+		await page.mouse.click(workA.cx, workA.cy);
+		const zoom = await page.evaluate(() => document.querySelector('#cpu .fg-svg').getAttribute('data-zoom'));
+		check(zoom !== '0', 'click zooms (data-zoom ' + zoom + ')');
+		const fz = await page.evaluate(frameCenters);
+		const z = fz.find((f) => f.label === 'work_a');
+		check(z && z.w > workA.w * 1.2, 'zoomed frame wider (' + (z && z.w) + ' vs ' + workA.w + ')');
+		await page.screenshot({ path: path.join(outDir, 'report-zoomed.png'), fullPage: true });
+		await page.keyboard.press('Escape');
+		const unz = await page.evaluate(() => document.querySelector('#cpu .fg-svg').getAttribute('data-zoom'));
+		check(unz === '0', 'Escape over the graph unzooms');
+	}
+	/* the selector switches to another process's graph */
+	await page.selectOption('#fr-cpu-select', '2');
+	const shown = await page.evaluate(() => {
+		const boxes = Array.from(document.querySelectorAll('#cpu .fr-flame')).filter((b) => b.style.display !== 'none');
+		return boxes.length === 1 ? boxes[0].querySelector('.fg-title').textContent : null;
+	});
+	check(shown && shown.includes('loader (pid 200)'), 'selector shows the loader graph: ' + shown);
+	/* search in the graph */
+	await page.selectOption('#fr-cpu-select', '0');
+	const input = await page.$('#cpu .fr-flame:not([style*="none"]) input[type=search]');
+	await input.fill('work_');
+	const matched = await page.evaluate(() => Array.from(document.querySelectorAll('#cpu .fg-matched'))
+		.map((e) => e.textContent).filter((t) => t).join());
+	check(matched.startsWith('Matched: '), 'search matches: ' + matched);
+	await page.close();
+}
+
+async function testHostile(ctx, state) {
+	const page = await openPage(ctx, 'hostile.html', state);
+	await page.waitForTimeout(300);
+	const dom = await page.evaluate(() => ({
+		imgs: document.getElementsByTagName('img').length,
+		bold: document.getElementsByTagName('b').length,
+		handlers: Array.from(document.querySelectorAll('*')).filter((e) =>
+			e.hasAttribute('onerror') || e.hasAttribute('onload')).length,
+		scripts: document.getElementsByTagName('script').length,
+		procs: document.getElementById('summary').textContent,
+		labels: Array.from(document.querySelectorAll('#cpu .fg-frame text')).map((t) => t.textContent),
+		options: Array.from(document.querySelectorAll('#fr-cpu-select option')).map((o) => o.textContent),
+	}));
+	check(dom.imgs === 0 && dom.bold === 0 && dom.handlers === 0 && dom.scripts === 3,
+		'no element injected: ' + JSON.stringify({ imgs: dom.imgs, bold: dom.bold, handlers: dom.handlers, scripts: dom.scripts }));
+	check(dom.procs.includes('evil ' + HOSTILE), 'hostile command line shown as text');
+	check(dom.options.some((o) => o.includes('evil</script>')), 'hostile comm shown as text in the selector');
+	/* the hostile process is the busiest: its graph is one option away */
+	const idx = dom.options.findIndex((o) => o.includes('evil</script>'));
+	await page.selectOption('#fr-cpu-select', String(idx));
+	const labels = await page.evaluate(() => Array.from(document.querySelectorAll('#cpu .fr-flame'))
+		.filter((b) => b.style.display !== 'none')
+		.flatMap((b) => Array.from(b.querySelectorAll('.fg-frame text')).map((t) => t.textContent)));
+	check(labels.includes(HOSTILE), 'hostile frame label literal: ' + JSON.stringify(labels));
+	await page.screenshot({ path: path.join(outDir, 'hostile.png'), fullPage: true });
+	await page.close();
+}
+
+async function main() {
+	const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'flightrec-chromium-'));
+	const state = { errors: [], requests: [], dialogs: [], blocked: 0 };
+	let ctx;
+	try {
+		ctx = await chromium.launchPersistentContext(profile, {
+			executablePath: CHROMIUM,
+			headless: true,
+			viewport: { width: 1280, height: 900 },
+			args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+				'--disable-background-networking', '--disable-component-update', '--disable-sync'],
+		});
+		await ctx.route('**/*', (route) => {
+			if (route.request().url().startsWith('file:')) return route.continue();
+			state.blocked++;
+			return route.abort();
+		});
+		await testReport(ctx, state);
+		await testHostile(ctx, state);
+	} finally {
+		if (ctx) await ctx.close();
+		fs.rmSync(profile, { recursive: true, force: true });
+	}
+	check(state.errors.length === 0, 'no console errors: ' + JSON.stringify(state.errors));
+	check(state.requests.length === 0 && state.blocked === 0,
+		'no network requests: ' + JSON.stringify(state.requests) + ', blocked ' + state.blocked);
+	check(state.dialogs.length === 0, 'no dialogs: ' + JSON.stringify(state.dialogs));
+	console.log('browser.report: ' + passes + ' checks passed, ' + failures + ' failed; screenshots in ' + path.resolve(outDir));
+	process.exit(failures ? 1 : 0);
+}
+
+main().catch((e) => {
+	console.error('browser.report: ' + (e && e.stack ? e.stack : e));
+	process.exit(1);
+});

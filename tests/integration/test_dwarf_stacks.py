@@ -1,0 +1,128 @@
+"""--stack dwarf against --stack fp on real probes: a C program built with
+-O2 -fomit-frame-pointer gives the whole chain from main to the leaf in
+dwarf mode and a cut-short one in fp mode (both asserted, so the test proves
+the difference); unwinding still works once the program is gone; and a
+Python program's functions appear above the native frames (CPU samples of a
+pure-Python function, and GPU allocations made through ctypes)."""
+import os
+import shutil
+import sys
+import frtest
+
+CHAIN = ["main", "level_one", "level_two", "level_three", "burn_cpu"]
+PY_PROG = r'''
+import ctypes, sys, time
+lib = ctypes.CDLL(sys.argv[1])
+def linear_layer(n):
+    p = ctypes.c_void_p()
+    lib.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(n))
+    return p
+def forward(n):
+    return linear_layer(n)
+def train_step():
+    held = []
+    for _ in range(4):
+        held.append(forward(1 << 20))
+    return held
+def busy_python(seconds):
+    end = time.time() + seconds
+    s = 0
+    while time.time() < end:
+        for i in range(1000):
+            s += i * i
+    return s
+def main():
+    train_step()
+    busy_python(1.5)
+main()
+'''
+
+
+def chain_of(frames):
+    """The CHAIN functions in frames, in order."""
+    return [f for f in frames if f in CHAIN]
+
+
+class DwarfVersusFp(frtest.Case):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = frtest.workdir("dwarf_stacks")
+        # a private copy of the program, so it can be removed afterwards
+        cls.prog = os.path.join(cls.dir, "deep_chain")
+        shutil.copy(frtest.sample("deep_chain"), cls.prog)
+        cls.fp = os.path.join(cls.dir, "fp.frec")
+        cls.dwarf = os.path.join(cls.dir, "dwarf.frec")
+        frtest.record(cls.fp, ["--probes", "cpu", "--stack", "fp"], ["--", cls.prog, "1.5"])
+        frtest.record(cls.dwarf, ["--probes", "cpu", "--stack", "dwarf"], ["--", cls.prog, "1.5"])
+
+    def burn_samples(self, trace):
+        return {f: n for f, n in frtest.folded(trace).items() if "burn_cpu" in f}
+
+    def test_dwarf_gives_the_whole_chain(self):
+        stacks = self.burn_samples(self.dwarf)
+        total = sum(stacks.values())
+        self.assertGreater(total, 50, stacks)
+        full = sum(n for f, n in stacks.items() if chain_of(f) == CHAIN)
+        self.assertGreaterEqual(full / total, 0.9, stacks)
+
+    def test_fp_is_cut_short(self):
+        stacks = self.burn_samples(self.fp)
+        self.assertGreater(sum(stacks.values()), 50, stacks)
+        self.assertFalse(any(chain_of(f) == CHAIN for f in stacks), stacks)
+
+    def test_after_the_program_is_gone(self):
+        os.rename(self.prog, self.prog + ".gone")
+        try:
+            stacks = self.burn_samples(self.dwarf)
+            full = sum(n for f, n in stacks.items() if chain_of(f) == CHAIN)
+            self.assertGreaterEqual(full / sum(stacks.values()), 0.9, stacks)
+        finally:
+            os.rename(self.prog + ".gone", self.prog)
+
+
+def pythons():
+    seen, out = set(), []
+    for exe in (sys.executable, "/usr/bin/python3"):
+        real = os.path.realpath(exe)
+        if os.path.exists(real) and real not in seen:
+            seen.add(real)
+            out.append(exe)
+    return out
+
+
+class PythonStacks(frtest.Case):
+    def test_python_chain_above_native(self):
+        lib = os.path.join(frtest.SAMPLES, "cudart", "libcudart.so.12")
+        for exe in pythons():
+            with self.subTest(python=exe):
+                d = frtest.workdir("dwarf_python")
+                script = os.path.join(d, "train.py")
+                with open(script, "w") as f:
+                    f.write(PY_PROG)
+                trace = os.path.join(d, "py.frec")
+                frtest.record(trace, ["--probes", "cpu,cuda", "--stack", "dwarf"],
+                              ["--", exe, script, lib])
+                out = frtest.analyze("flame", trace, "--kind", "mem-alloc").stdout
+                rows = [l.rpartition(" ") for l in out.splitlines()]
+                names = [[fr.split(" (")[0] for fr in frames.split(";")] for frames, _, _ in rows]
+                total = sum(int(v) for _, _, v in rows)
+                self.assertEqual(total, 4 << 20, out)
+                for frames in names:
+                    i = frames.index("train_step")
+                    self.assertEqual(frames[i:i + 3], ["train_step", "forward", "linear_layer"], frames)
+                    self.assertEqual(frames[-1], "cudaMalloc", frames)
+                    # native ctypes frames between the Python caller and cudaMalloc
+                    self.assertGreater(len(frames) - (i + 3), 1, frames)
+                self.assertRegex(out, r"linear_layer \(.*train\.py:\d+\)")
+                cpu = frtest.folded(trace)
+                busy = {f: n for f, n in cpu.items()
+                        if any(fr.startswith("busy_python (") for fr in f)}
+                self.assertGreater(sum(busy.values()), 40, cpu)
+                for f in busy:
+                    pyf = [fr.split(" (")[0] for fr in f if " (" in fr]
+                    self.assertIn("main", pyf, f)
+                    self.assertLess(pyf.index("main"), pyf.index("busy_python"), f)
+
+
+if __name__ == "__main__":
+    frtest.main()

@@ -1,0 +1,116 @@
+/* The report output as a file: a synthetic trace (the standard one, a
+ * process whose function is named like markup, CUDA calls, drops) through
+ * `flightrec-analyze report`; checks the page is self-contained (CSP, no
+ * external script/style/link), hostile names appear only escaped, the data
+ * of every section with data is there and the others say why not, and the
+ * size stays bounded for a large flame tree.  Drawing is checked in
+ * Chromium by tests/browser/report.test.js. */
+#include "check.h"
+#include "test_analyzer_common.h"
+
+#include "commands.h"
+
+#include <unistd.h>
+
+#define HOSTILE "<img src=x onerror=alert(1)>"
+
+static void hostile_body(struct synth *s, unsigned wide)
+{
+	synth_process(s, 300, 1, "evil</script>", "evil " HOSTILE);
+	synth_mapping(s, 300, 0x600000, 0x700000, 0, 9, "/opt/<b>evil</b>");
+	uint64_t ips[] = { 0x600010, 0x601010 };
+	synth_stack(s, 50, 300, ips, 0, 2);
+	synth_samples(s, 300, 300, 50, 20);
+	/* a wide tree: many distinct leaves */
+	for (unsigned i = 0; i < wide; i++) {
+		uint64_t w[] = { 0x610000 + 16ull * i, 0x601010 };
+		synth_stack(s, 100 + i, 300, w, 0, 2);
+		synth_samples(s, 300, 300, 100 + i, 1);
+	}
+	struct synth_sym syms[2] = { { 0x0, 0x100, HOSTILE }, { 0x1000, 0x100, "evil_main" } };
+	synth_dso(s, 9, 0, "/opt/<b>evil</b>", syms, 2);
+	for (int i = 0; i < 3; i++) {
+		s->ts_ns += 1000;
+		struct fr_ev_cuda ev = { .c = { .ts_ns = s->ts_ns, .pid = 100, .tid = 100 },
+					 .func = FR_CUDA_MEMCPY, .duration_ns = 1000 * (uint64_t)(i + 1),
+					 .bytes = 1 << 20, .kind = FR_COPY_H2D };
+		synth_raw(s->ev, &ev, sizeof(ev), FR_EV_CUDA, s->ts_ns);
+	}
+}
+
+static char *report_of(const char *trace, const char *out)
+{
+	char *argv[] = { "report", (char *)trace, "-o", (char *)out, NULL };
+	CHECK_EQ_U64(cmd_report(4, argv, stdout, stderr), 0);
+	FILE *f = fopen(out, "r");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *text = calloc(1, (size_t)len + 1);
+	if (fread(text, 1, (size_t)len, f) != (size_t)len)
+		text[0] = '\0';
+	fclose(f);
+	return text;
+}
+
+int main(void)
+{
+	char trace[512], out[512];
+	synth_path("analyzer_report.frec", trace, sizeof(trace));
+	synth_path("analyzer_report.html", out, sizeof(out));
+	struct synth s;
+	CHECK_EQ_U64(synth_open(&s, trace), 0);
+	std_trace_body(&s);
+	hostile_body(&s, 50);
+	CHECK_EQ_U64(synth_close(&s, 522, 3), 0);
+
+	char *html = report_of(trace, out);
+	CHECK(html != NULL);
+	if (!html)
+		return check_finish();
+	CHECK(strncmp(html, "<!DOCTYPE html>", 15) == 0);
+	CHECK(strstr(html, "http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'") != NULL);
+	CHECK(strstr(html, "<script src") == NULL && strstr(html, "<link") == NULL &&
+	      strstr(html, "@import") == NULL);
+	/* hostile strings only escaped */
+	CHECK(strstr(html, HOSTILE) == NULL);
+	CHECK(strstr(html, "evil</script>") == NULL);
+	CHECK(strstr(html, "<b>evil") == NULL);
+	CHECK(strstr(html, "\\u003cimg src=x onerror=alert(1)\\u003e") != NULL);
+	/* exactly the report's three scripts end */
+	size_t ends = 0;
+	for (const char *p = html; (p = strstr(p, "</script>")); p++)
+		ends++;
+	CHECK_EQ_U64(ends, 3);
+	/* sections: data where the trace has it, null (the page says why) elsewhere */
+	CHECK(strstr(html, "\"cpu\":{\"samples\":492") != NULL);
+	CHECK(strstr(html, "{\"label\":\"all processes\"") != NULL);
+	CHECK(strstr(html, "trainer (pid 100) on node-a") != NULL);
+	CHECK(strstr(html, "\"cuda\":{\"events\":3") != NULL);
+	CHECK(strstr(html, "{\"kind\":\"H2D\",\"calls\":3,\"bytes\":3145728,\"total_ns\":6000}") != NULL);
+	CHECK(strstr(html, "\"mem\":null") != NULL);
+	CHECK(strstr(html, "\"stragglers\":null") != NULL);
+	CHECK(strstr(html, "\"rdma\":null") != NULL);
+	CHECK(strstr(html, "{\"name\":\"read\",\"count\":2,\"total_ns\":3000000") != NULL);
+	CHECK(strstr(html, "{\"probe\":\"cpu\",\"events\":522,\"drops\":3}") != NULL);
+	CHECK(strstr(html, "\"presence\":{\"cpu_samples\":492,\"cuda_events\":3") != NULL);
+	size_t small = strlen(html);
+	free(html);
+
+	/* size bound: 100k distinct stacks still give a bounded page */
+	synth_path("analyzer_report_wide.frec", trace, sizeof(trace));
+	CHECK_EQ_U64(synth_open(&s, trace), 0);
+	std_trace_body(&s);
+	hostile_body(&s, 100000);
+	CHECK_EQ_U64(synth_close(&s, 0, 0), 0);
+	html = report_of(trace, out);
+	CHECK(html != NULL);
+	size_t big = html ? strlen(html) : 0;
+	printf("report sizes: %zu bytes (small), %zu bytes (100k stacks)\n", small, big);
+	CHECK(big < 8u << 20);
+	CHECK(html && strstr(html, "\"omitted\":") != NULL);
+	free(html);
+	return check_finish();
+}

@@ -1,0 +1,316 @@
+/* The sqlite output end to end: a synthetic trace (the standard one plus
+ * CUDA, NCCL, RDMA and step events and a hostile command line) through
+ * `flightrec-analyze sqlite`, then every example query of
+ * analyzer/SQLITE_SCHEMA.md run by name, with answers checked against the
+ * analyzer's own outputs (flame folded, the syscalls model) and against the
+ * events written. */
+#include "check.h"
+#include "test_analyzer_common.h"
+
+#include "commands.h"
+#include "model_syscalls.h"
+#include "syscall_names.h"
+#include "trace_set.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#define HOSTILE "x'); DROP TABLE processes; -- <img src=x onerror=alert(1)>"
+
+static void cuda(struct synth *s, uint32_t pid, uint16_t func, uint32_t stack_id, uint64_t ptr,
+		 uint64_t bytes, int64_t result, uint64_t dur)
+{
+	s->ts_ns += 100000;
+	struct fr_ev_cuda ev = { .c = { .ts_ns = s->ts_ns, .pid = pid, .tid = pid }, .func = func,
+				 .stack_id = stack_id, .duration_ns = dur, .result = result,
+				 .ptr = ptr, .bytes = bytes, .device = 0 };
+	synth_raw(s->ev, &ev, sizeof(ev), FR_EV_CUDA, s->ts_ns);
+}
+
+static void nccl(struct synth *s, uint32_t pid, uint16_t func, uint64_t dur)
+{
+	s->ts_ns += 1000000;
+	struct fr_ev_nccl ev = { .c = { .ts_ns = s->ts_ns, .pid = pid, .tid = pid }, .func = func,
+				 .duration_ns = dur, .comm = 0xc0, .count = 1024, .peer = -1,
+				 .rank = -1, .nranks = -1 };
+	synth_raw(s->ev, &ev, sizeof(ev), FR_EV_NCCL, s->ts_ns);
+}
+
+static void rdma(struct synth *s, uint32_t pid, uint64_t wr_id, uint64_t latency)
+{
+	s->ts_ns += 100000;
+	struct fr_ev_rdma_post p = { .c = { .ts_ns = s->ts_ns, .pid = pid, .tid = pid },
+				     .wr_id = wr_id, .bytes = 4096, .qp_num = 7, .opcode = 0,
+				     .num_sge = 1, .flags = FR_RDMA_POST_SIGNALED };
+	synth_raw(s->ev, &p, sizeof(p), FR_EV_RDMA_POST, s->ts_ns);
+	struct fr_ev_rdma_cqe c = { .c = { .ts_ns = s->ts_ns + latency, .pid = pid, .tid = pid },
+				    .wr_id = wr_id, .qp_num = 7, .byte_len = 4096 };
+	synth_raw(s->ev, &c, sizeof(c), FR_EV_RDMA_CQE, s->ts_ns + latency);
+}
+
+static void step(struct synth *s, uint32_t pid)
+{
+	s->ts_ns += 5000000;
+	struct fr_ev_step ev = { .c = { .ts_ns = s->ts_ns, .pid = pid, .tid = pid } };
+	synth_raw(s->ev, &ev, sizeof(ev), FR_EV_STEP, s->ts_ns);
+}
+
+static int write_trace(const char *path)
+{
+	struct synth s;
+	if (synth_open(&s, path))
+		return -1;
+	std_trace_body(&s);
+	synth_process(&s, 300, 1, "evil", HOSTILE);
+	{ /* launcher environment of pid 300: RANK=3 */
+		static const char env[] = "LOCAL_RANK=1\0RANK=3\0WORLD_SIZE=4";
+		uint8_t buf[sizeof(struct fr_rec_proc_env) + FR_ALIGN8(sizeof(env))] = { 0 };
+		struct fr_rec_proc_env r = { .ts_ns = s.ts_ns, .pid = 300, .len = sizeof(env) };
+		memcpy(buf, &r, sizeof(r));
+		memcpy(buf + sizeof(r), env, sizeof(env));
+		synth_raw(s.meta, buf, sizeof(buf), FR_REC_PROC_ENV, s.ts_ns);
+	}
+	cuda(&s, 100, FR_CUDA_MALLOC, 1, 0xa000, 1000, 0, 5000);   /* A */
+	cuda(&s, 100, FR_CUDA_MALLOC, 2, 0xb000, 500, 0, 5000);    /* B, leaks */
+	cuda(&s, 100, FR_CUDA_FREE, 1, 0xa000, 0, 0, 2000);        /* A freed */
+	cuda(&s, 100, FR_CUDA_MALLOC, 1, 0xc000, 2000, 0, 5000);   /* C, leaks: peak 2500 */
+	cuda(&s, 100, FR_CUDA_MALLOC, 1, 0, 1ull << 40, 2, 9000);  /* out of memory */
+	cuda(&s, 100, FR_CUDA_MEMCPY, 1, 0xc000, 4096, 0, 7000);
+	step(&s, 100);
+	nccl(&s, 100, FR_NCCL_ALL_REDUCE, 400000);
+	nccl(&s, 100, FR_NCCL_ALL_REDUCE, 900000);
+	nccl(&s, 100, FR_NCCL_ALL_REDUCE, 100000);
+	nccl(&s, 100, FR_NCCL_ALL_GATHER, 700000);
+	nccl(&s, 100, FR_NCCL_GROUP_START, 50);
+	step(&s, 100);
+	rdma(&s, 100, 1, 10000);
+	rdma(&s, 100, 2, 30000);
+	return synth_close(&s, 522, 3);
+}
+
+/* The SQL of the named example query from SQLITE_SCHEMA.md (static buffer). */
+static const char *doc_query(const char *name)
+{
+	static char *doc;
+	static char sql[8192];
+	if (!doc) {
+		char path[1024];
+		snprintf(path, sizeof(path), "%s", __FILE__);
+		char *at = strstr(path, "tests/unit/test_analyzer_sqlite.c");
+		if (!at)
+			return NULL;
+		strcpy(at, "analyzer/SQLITE_SCHEMA.md");
+		FILE *f = fopen(path, "r");
+		if (!f)
+			return NULL;
+		doc = calloc(1, 1 << 17);
+		size_t n = fread(doc, 1, (1 << 17) - 1, f);
+		doc[n] = '\0';
+		fclose(f);
+	}
+	char marker[128];
+	snprintf(marker, sizeof(marker), "-- query: %s\n", name);
+	const char *start = strstr(doc, marker);
+	if (!start)
+		return NULL;
+	const char *end = strstr(start, "```");
+	if (!end || (size_t)(end - start) >= sizeof(sql))
+		return NULL;
+	memcpy(sql, start, (size_t)(end - start));
+	sql[end - start] = '\0';
+	return sql;
+}
+
+/* Rows of a query as text: columns joined by '|', rows by '\n'. */
+static char *rows_of(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	if (!sql || sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		fprintf(stderr, "prepare: %s\n%s\n", sqlite3_errmsg(db), sql ? sql : "(no sql)");
+		return NULL;
+	}
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		for (int c = 0; c < sqlite3_column_count(st); c++) {
+			const unsigned char *v = sqlite3_column_text(st, c);
+			fprintf(m, "%s%s", c ? "|" : "", v ? (const char *)v : "NULL");
+		}
+		fputc('\n', m);
+	}
+	if (rc != SQLITE_DONE)
+		fprintf(stderr, "step: %s\n", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	fclose(m);
+	return text;
+}
+
+static char *run_cmd(int (*cmd)(int, char **, FILE *, FILE *), char **argv, int argc, int *rc)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	*rc = cmd(argc, argv, m, stderr);
+	fclose(m);
+	return text;
+}
+
+static int cmp_value_desc(const void *a, const void *b)
+{
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	long vx = atol(strrchr(x, ' ') + 1), vy = atol(strrchr(y, ' ') + 1);
+	if (vx != vy)
+		return vx > vy ? -1 : 1;
+	return strcmp(x, y);
+}
+
+int main(void)
+{
+	char trace[512], db_path[512];
+	synth_path("analyzer_sqlite.frec", trace, sizeof(trace));
+	synth_path("analyzer_sqlite.db", db_path, sizeof(db_path));
+	CHECK_EQ_U64(write_trace(trace), 0);
+	unlink(db_path);
+
+	int rc;
+	char *argv[] = { "sqlite", trace, "-o", db_path, NULL };
+	free(run_cmd(cmd_sqlite, argv, 4, &rc));
+	CHECK_EQ_U64(rc, 0);
+	/* refuses to overwrite without --force */
+	free(run_cmd(cmd_sqlite, argv, 4, &rc));
+	CHECK_EQ_U64(rc, 1);
+
+	sqlite3 *db;
+	CHECK(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+	char *v = rows_of(db, "SELECT value FROM meta WHERE key = 'schema_version'");
+	CHECK_STR(v, "1\n");
+	free(v);
+	v = rows_of(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
+			"WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name)");
+	CHECK_STR(v, "allocations,collectives,cpu_samples,cuda_calls,damaged_regions,drops,"
+		     "enum_copy_kinds,enum_cuda_funcs,enum_nccl_funcs,enum_rdma_funcs,enum_syscalls,"
+		     "enum_wc_status,files,frames,hosts,memory_inuse,meta,nccl_calls,process_events,"
+		     "processes,rdma_completions,rdma_connections,rdma_ctrl_calls,rdma_ops,rdma_posts,"
+		     "stack_frames,stacks,step_marks,steps,syscalls,threads\n");
+	free(v);
+
+	/* top stacks by samples == flame folded sorted by value */
+	char *fargv[] = { "flame", trace, NULL };
+	char *folded = run_cmd(cmd_flame, fargv, 2, &rc);
+	CHECK_EQ_U64(rc, 0);
+	char *lines[64];
+	size_t n_lines = 0;
+	for (char *save, *tok = strtok_r(folded, "\n", &save); tok && n_lines < 64;
+	     tok = strtok_r(NULL, "\n", &save))
+		lines[n_lines++] = tok;
+	qsort(lines, n_lines, sizeof(*lines), cmp_value_desc);
+	char want[4096] = "";
+	for (size_t i = 0; i < n_lines && i < 10; i++) {
+		char *sp = strrchr(lines[i], ' ');
+		*sp = '|';
+		strcat(want, lines[i]);
+		strcat(want, "\n");
+		*sp = ' ';
+	}
+	v = rows_of(db, doc_query("top_stacks_by_samples"));
+	CHECK_STR(v, want);
+	CHECK(v && strncmp(v, "main;work_a|300\n", 16) == 0);
+	free(v);
+	free(folded);
+
+	/* syscall counts == the syscalls model (what info prints) */
+	struct trace_set *ts;
+	struct frec_error err;
+	const char *paths[] = { trace };
+	CHECK_EQ_U64(trace_set_open(paths, 1, &ts, &err), 0);
+	void *sc = trace_set_add_model(ts, &model_syscalls_ops, NULL);
+	CHECK_EQ_U64(trace_set_run(ts, &err), 0);
+	struct syscall_stat top[16];
+	size_t n_top = model_syscalls_top(sc, 0, top, 16);
+	char expect[1024] = "";
+	for (size_t i = 0; i < n_top; i++) {
+		char line[128];
+		snprintf(line, sizeof(line), "%s|%" PRIu64 "|%" PRIu64 "|%" PRIu64 "|%" PRIu64 "\n",
+			 syscall_name(top[i].nr), top[i].count, top[i].total_ns, top[i].max_ns, top[i].failed);
+		strcat(expect, line);
+	}
+	trace_set_free(ts);
+	v = rows_of(db, doc_query("syscalls_by_time"));
+	CHECK_STR(v, expect);
+	CHECK_STR(expect, "read|2|3000000|2000000|1\nwrite|1|500000|500000|0\n");
+	free(v);
+
+	v = rows_of(db, doc_query("cuda_api_summary"));
+	CHECK_STR(v, "cudaMalloc|4|24000|1\ncudaMemcpy|1|7000|0\ncudaFree|1|2000|0\n");
+	free(v);
+	v = rows_of(db, doc_query("top_stacks_by_bytes_at_peak"));
+	CHECK_STR(v, "main;work_a|2000\nmain;work_b|500\n");
+	free(v);
+	v = rows_of(db, "SELECT max(inuse_bytes), count(*) FROM memory_inuse");
+	CHECK_STR(v, "2500|4\n");
+	free(v);
+	v = rows_of(db, "SELECT pid, address, size_bytes FROM (" /* leaks, as the doc lists them */
+			"SELECT pid, printf('0x%x', address) AS address, size_bytes FROM allocations "
+			"WHERE failed = 0 AND free_ns IS NULL) ORDER BY size_bytes DESC");
+	CHECK_STR(v, "100|0xc000|2000\n100|0xb000|500\n");
+	free(v);
+	v = rows_of(db, doc_query("leaks"));
+	CHECK(v && strstr(v, "100|0|0xc000|2000|") == v);
+	free(v);
+	v = rows_of(db, doc_query("failed_allocations"));
+	CHECK(v && strncmp(v, "100|0|1099511627776|2|", 22) == 0);
+	free(v);
+	/* A: freed at the free call's entry, alive from the malloc's return */
+	v = rows_of(db, "SELECT free_ns - alloc_ns FROM allocations WHERE address = 40960");
+	CHECK_STR(v, "195000\n"); /* 2 x 100 us apart, minus the 5 us malloc */
+	free(v);
+
+	v = rows_of(db, doc_query("slowest_collectives_per_rank"));
+	CHECK_STR(v, "NULL|100|ncclAllReduce|900000\nNULL|100|ncclAllGather|700000\n"
+		     "NULL|100|ncclAllReduce|400000\n");
+	free(v);
+	v = rows_of(db, doc_query("rdma_latency_from_raw"));
+	CHECK_STR(v, "0|100|7|2|10000|30000|30000\n");
+	free(v);
+	v = rows_of(db, doc_query("rdma_latency_percentiles"));
+	CHECK_STR(v, ""); /* rdma_ops: filled by the rdma model */
+	free(v);
+	v = rows_of(db, doc_query("drops_and_damage"));
+	CHECK(v && strstr(v, "|drops|cpu|3\n") != NULL);
+	free(v);
+
+	/* values are bound, not pasted: the hostile command line is data */
+	v = rows_of(db, "SELECT cmdline FROM processes WHERE pid = 300");
+	CHECK_STR(v, HOSTILE "\n");
+	free(v);
+	v = rows_of(db, "SELECT pid, rank FROM processes ORDER BY pid");
+	CHECK_STR(v, "100|NULL\n200|NULL\n300|3\n");
+	free(v);
+	/* common clock: file clock + offset */
+	v = rows_of(db, "SELECT min(c.ts_ns) - f.clock_offset_ns, f.clock_offset_ns FROM cpu_samples c "
+			"JOIN files f USING (file_id)");
+	CHECK_STR(v, "1010000000|1714564799123000000\n");
+	free(v);
+	v = rows_of(db, "SELECT count(*), sum(depth) FROM stacks");
+	CHECK_STR(v, "6|14\n");
+	free(v);
+	v = rows_of(db, "SELECT name, symbol, dso, kind FROM frames WHERE name IN "
+			"('schedule_[k]', 'libx.so+0x1900', 'foo::bar()') ORDER BY name");
+	CHECK_STR(v, "foo::bar()|foo::bar()|/usr/bin/trainer|native\n"
+		     "libx.so+0x1900|NULL|/usr/lib/libx.so|native\n"
+		     "schedule_[k]|schedule|[kernel.kallsyms]|kernel\n");
+	free(v);
+	v = rows_of(db, "SELECT count(*) FROM step_marks");
+	CHECK_STR(v, "2\n");
+	free(v);
+	v = rows_of(db, "SELECT tid, events FROM threads WHERE pid = 100 ORDER BY tid");
+	CHECK(v && strncmp(v, "100|", 4) == 0 && strstr(v, "\n101|100\n"));
+	free(v);
+	v = rows_of(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%'");
+	CHECK_STR(v, "18\n");
+	free(v);
+	sqlite3_close(db);
+	return check_finish();
+}

@@ -1,0 +1,356 @@
+/* The timeline output: a synthetic trace with nested and crossing slices on
+ * one thread, allocations, RDMA work requests and steps, through
+ * `flightrec-analyze timeline`; the JSON is parsed by a strict validator
+ * here and checked: every event has ph, ts, pid, tid, name (dur for X); X
+ * slices on one thread nest; counters never go back in time; the crossing
+ * slice became async; names of hostile processes are escaped. */
+#include "check.h"
+#include "test_analyzer_common.h"
+
+#include "commands.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <unistd.h>
+
+/* ---- a strict little JSON parser that keeps the fields tests need ---- */
+
+struct ev {
+	char ph[4], name[96], id[48];
+	double ts, dur, bytes;
+	double pid, tid;
+	int has_ts, has_dur, has_pid, has_tid, has_name, has_bytes;
+};
+
+struct parser {
+	const char *p;
+	int ok;
+	struct ev *evs;
+	size_t n, cap;
+};
+
+static void ws(struct parser *ps)
+{
+	while (*ps->p && isspace((unsigned char)*ps->p))
+		ps->p++;
+}
+
+static int lit(struct parser *ps, const char *w)
+{
+	size_t n = strlen(w);
+	if (strncmp(ps->p, w, n))
+		return 0;
+	ps->p += n;
+	return 1;
+}
+
+/* A string into buf (may be NULL); \uXXXX kept as '?'. */
+static int str(struct parser *ps, char *buf, size_t len)
+{
+	size_t n = 0;
+	if (*ps->p != '"')
+		return 0;
+	ps->p++;
+	while (*ps->p && *ps->p != '"') {
+		char c = *ps->p++;
+		if ((unsigned char)c < 0x20)
+			return 0;
+		if (c == '\\') {
+			char e = *ps->p++;
+			if (e == 'u') {
+				for (int i = 0; i < 4; i++)
+					if (!isxdigit((unsigned char)*ps->p++))
+						return 0;
+				c = '?';
+			} else if (strchr("\"\\/bfnrt", e)) {
+				c = e == 'n' ? '\n' : e;
+			} else {
+				return 0;
+			}
+		}
+		if (buf && n + 1 < len)
+			buf[n++] = c;
+	}
+	if (buf)
+		buf[n] = '\0';
+	if (*ps->p != '"')
+		return 0;
+	ps->p++;
+	return 1;
+}
+
+static int num(struct parser *ps, double *v)
+{
+	char *end;
+	const char *s = ps->p;
+	if (*s == '-')
+		s++;
+	if (!isdigit((unsigned char)*s))
+		return 0;
+	*v = strtod(ps->p, &end);
+	ps->p = end;
+	return 1;
+}
+
+static int value(struct parser *ps, int depth, struct ev *ev, const char *key);
+
+static int object(struct parser *ps, int depth, struct ev *ev)
+{
+	ps->p++; /* { */
+	ws(ps);
+	if (*ps->p == '}') {
+		ps->p++;
+		return 1;
+	}
+	for (;;) {
+		char key[64];
+		ws(ps);
+		if (!str(ps, key, sizeof(key)))
+			return 0;
+		ws(ps);
+		if (*ps->p++ != ':')
+			return 0;
+		ws(ps);
+		if (!value(ps, depth + 1, ev, key))
+			return 0;
+		ws(ps);
+		if (*ps->p == ',') {
+			ps->p++;
+			continue;
+		}
+		if (*ps->p == '}') {
+			ps->p++;
+			return 1;
+		}
+		return 0;
+	}
+}
+
+static int array(struct parser *ps, int depth, int events)
+{
+	ps->p++; /* [ */
+	ws(ps);
+	if (*ps->p == ']') {
+		ps->p++;
+		return 1;
+	}
+	for (;;) {
+		ws(ps);
+		if (events) {
+			if (*ps->p != '{')
+				return 0;
+			if (ps->n == ps->cap)
+				ps->evs = realloc(ps->evs, (ps->cap = ps->cap ? 2 * ps->cap : 256) * sizeof(*ps->evs));
+			struct ev *ev = &ps->evs[ps->n++];
+			memset(ev, 0, sizeof(*ev));
+			if (!object(ps, depth + 1, ev))
+				return 0;
+		} else if (!value(ps, depth + 1, NULL, NULL)) {
+			return 0;
+		}
+		ws(ps);
+		if (*ps->p == ',') {
+			ps->p++;
+			continue;
+		}
+		if (*ps->p == ']') {
+			ps->p++;
+			return 1;
+		}
+		return 0;
+	}
+}
+
+/* depth: 1 document members, 3 event members, 4 args members */
+static int value(struct parser *ps, int depth, struct ev *ev, const char *key)
+{
+	double v;
+	if (*ps->p == '{') {
+		/* only the event's args object keeps fields ("bytes") */
+		struct ev *inner = ev && depth == 3 && key && strcmp(key, "args") == 0 ? ev : NULL;
+		return object(ps, depth, inner);
+	}
+	if (*ps->p == '[')
+		return array(ps, depth, depth == 1 && key && strcmp(key, "traceEvents") == 0);
+	if (*ps->p == '"') {
+		char buf[96];
+		if (!str(ps, buf, sizeof(buf)))
+			return 0;
+		if (ev && depth == 3 && key) {
+			if (!strcmp(key, "ph"))
+				snprintf(ev->ph, sizeof(ev->ph), "%.3s", buf);
+			else if (!strcmp(key, "name"))
+				snprintf(ev->name, sizeof(ev->name), "%s", buf), ev->has_name = 1;
+			else if (!strcmp(key, "id"))
+				snprintf(ev->id, sizeof(ev->id), "%.47s", buf);
+		}
+		return 1;
+	}
+	if (lit(ps, "true") || lit(ps, "false") || lit(ps, "null"))
+		return 1;
+	if (!num(ps, &v))
+		return 0;
+	if (ev && key) {
+		if (depth == 3 && !strcmp(key, "ts"))
+			ev->ts = v, ev->has_ts = 1;
+		else if (depth == 3 && !strcmp(key, "dur"))
+			ev->dur = v, ev->has_dur = 1;
+		else if (depth == 3 && !strcmp(key, "pid"))
+			ev->pid = v, ev->has_pid = 1;
+		else if (depth == 3 && !strcmp(key, "tid"))
+			ev->tid = v, ev->has_tid = 1;
+		else if (depth == 4 && !strcmp(key, "bytes"))
+			ev->bytes = v, ev->has_bytes = 1;
+	}
+	return 1;
+}
+
+static int parse(const char *text, struct parser *ps)
+{
+	memset(ps, 0, sizeof(*ps));
+	ps->p = text;
+	ws(ps);
+	if (*ps->p != '{' || !object(ps, 0, NULL))
+		return 0;
+	ws(ps);
+	return *ps->p == '\0';
+}
+
+/* ---- the trace ---- */
+
+static void cuda(struct synth *s, uint32_t tid, uint16_t func, uint64_t ts, uint64_t dur,
+		 uint64_t ptr, uint64_t bytes)
+{
+	struct fr_ev_cuda ev = { .c = { .ts_ns = ts, .pid = 100, .tid = tid }, .func = func,
+				 .duration_ns = dur, .ptr = ptr, .bytes = bytes };
+	synth_raw(s->ev, &ev, sizeof(ev), FR_EV_CUDA, ts);
+}
+
+static void sysc(struct synth *s, uint32_t tid, uint64_t ts, uint64_t dur)
+{
+	struct fr_ev_syscall ev = { .c = { .ts_ns = ts, .pid = 100, .tid = tid }, .nr = 16,
+				    .duration_ns = dur };
+	synth_raw(s->ev, &ev, sizeof(ev), FR_EV_SYSCALL, ts);
+}
+
+static int write_trace(const char *path)
+{
+	struct synth s;
+	if (synth_open(&s, path))
+		return -1;
+	synth_process(&s, 100, 1, "<img src=x>", "python train.py");
+	uint64_t t = 2000000000ull;
+	/* nested: a syscall inside a cudaMalloc (arrives first: it ends first) */
+	sysc(&s, 100, t + 1000, 2000);
+	cuda(&s, 100, FR_CUDA_MALLOC, t, 10000, 0x1000, 4096);
+	/* crossing: starts inside the cudaMalloc above, ends after it */
+	sysc(&s, 100, t + 8000, 5000);
+	/* a free that arrives before the allocation it frees ended: the
+	 * counter must not go back in time */
+	cuda(&s, 101, FR_CUDA_MALLOC, t + 20000, 50000, 0x2000, 100);
+	cuda(&s, 100, FR_CUDA_FREE, t + 30000, 1000, 0x1000, 0);
+	/* many short syscalls then a long call around them all (ring eviction) */
+	for (int i = 0; i < 100; i++)
+		sysc(&s, 102, t + 100000 + 1000 * (uint64_t)i, 500);
+	cuda(&s, 102, FR_CUDA_DEVICE_SYNC, t + 99000, 200000, 0, 0);
+	for (int i = 0; i < 3; i++) {
+		struct fr_ev_step st = { .c = { .ts_ns = t + 1000000ull * (uint64_t)i, .pid = 100, .tid = 100 } };
+		synth_raw(s.ev, &st, sizeof(st), FR_EV_STEP, st.c.ts_ns);
+	}
+	struct fr_ev_rdma_post p = { .c = { .ts_ns = t + 5000, .pid = 100, .tid = 100 }, .wr_id = 9,
+				     .qp_num = 3, .flags = FR_RDMA_POST_SIGNALED };
+	synth_raw(s.ev, &p, sizeof(p), FR_EV_RDMA_POST, p.c.ts_ns);
+	struct fr_ev_rdma_cqe c = { .c = { .ts_ns = t + 9000, .pid = 100, .tid = 100 }, .wr_id = 9,
+				    .qp_num = 3 };
+	synth_raw(s.ev, &c, sizeof(c), FR_EV_RDMA_CQE, c.c.ts_ns);
+	return synth_close(&s, 0, 0);
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct ev *x = *(const struct ev *const *)a, *y = *(const struct ev *const *)b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->dur > y->dur ? -1 : x->dur < y->dur; /* outer first */
+}
+
+int main(void)
+{
+	char trace[512], out[512];
+	synth_path("analyzer_timeline.frec", trace, sizeof(trace));
+	synth_path("analyzer_timeline.json", out, sizeof(out));
+	CHECK_EQ_U64(write_trace(trace), 0);
+	char *argv[] = { "timeline", trace, "-o", out, NULL };
+	CHECK_EQ_U64(cmd_timeline(4, argv, stdout, stderr), 0);
+
+	FILE *f = fopen(out, "r");
+	CHECK(f != NULL);
+	char *text = calloc(1, 1 << 20);
+	size_t n = fread(text, 1, (1 << 20) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	struct parser ps;
+	CHECK(parse(text, &ps));
+	CHECK(ps.n > 100);
+	CHECK(strstr(text, "<img") == NULL); /* escaped as \u003c */
+
+	size_t n_x = 0, n_b = 0, n_e = 0, n_c = 0, n_steps = 0, n_overlap = 0;
+	struct ev **xs = calloc(ps.n, sizeof(*xs));
+	double last_counter = -1, first_ts = 1e300;
+	for (size_t i = 0; i < ps.n; i++) {
+		struct ev *e = &ps.evs[i];
+		CHECK(e->ph[0] && e->has_pid && e->has_tid && e->has_name && e->has_ts);
+		if (!strcmp(e->ph, "X")) {
+			CHECK(e->has_dur && e->dur >= 0);
+			xs[n_x++] = e;
+			if (!strncmp(e->name, "step ", 5))
+				n_steps++;
+		} else if (!strcmp(e->ph, "b")) {
+			n_b++;
+			CHECK(e->id[0]);
+		} else if (!strcmp(e->ph, "e")) {
+			n_e++;
+		} else if (!strcmp(e->ph, "C")) {
+			CHECK(e->has_bytes);
+			CHECK(e->ts >= last_counter); /* one counter track in this trace */
+			last_counter = e->ts;
+			n_c++;
+		}
+		if (e->ph[0] != 'M' && e->ts < first_ts)
+			first_ts = e->ts;
+		if (strstr(text, "syscall.overlap"))
+			n_overlap = 1;
+	}
+	CHECK(fabs(first_ts) < 1e-9); /* times count from the earliest event */
+	CHECK_EQ_U64(n_c, 3);       /* two allocations, one free */
+	CHECK_EQ_U64(n_steps, 3);
+	CHECK(n_b >= 2 && n_b == n_e);
+	CHECK(n_overlap);
+	/* X slices of one thread nest: sorted by start (outer first), each
+	 * either ends before the next starts or contains it */
+	qsort(xs, n_x, sizeof(*xs), cmp_start);
+	size_t bad = 0;
+	for (size_t i = 0; i < n_x; i++) {
+		for (size_t j = i + 1; j < n_x && xs[j]->pid == xs[i]->pid && xs[j]->tid == xs[i]->tid; j++) {
+			double ei = xs[i]->ts + xs[i]->dur, sj = xs[j]->ts, ej = sj + xs[j]->dur;
+			if (sj >= ei - 1e-9)
+				break;
+			if (ej > ei + 1e-9)
+				bad++;
+		}
+	}
+	CHECK_EQ_U64(bad, 0);
+	/* the crossing syscall is async, the nested one an X */
+	CHECK(strstr(text, "\"cat\":\"syscall.overlap\",\"name\":\"mmap\"") != NULL ||
+	      strstr(text, "\"cat\":\"syscall.overlap\",\"name\":\"ioctl\"") != NULL);
+	CHECK(strstr(text, "\"ph\":\"X\",\"cat\":\"cuda\",\"name\":\"cudaMalloc\"") != NULL);
+	CHECK(strstr(text, "\"name\":\"process_name\"") != NULL);
+	free(xs);
+	free(ps.evs);
+	free(text);
+	return check_finish();
+}
