@@ -21,7 +21,11 @@ static int64_t median_i64(int64_t *v, size_t n)
 	if (!n)
 		return 0;
 	qsort(v, n, sizeof(*v), cmp_i64);
-	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+	if (n % 2)
+		return v[n / 2];
+	/* sorted, so the unsigned difference is exact: no overflow */
+	uint64_t lo = (uint64_t)v[n / 2 - 1], hi = (uint64_t)v[n / 2];
+	return (int64_t)(lo + (hi - lo) / 2);
 }
 
 int64_t align_anchor_offset_ns(const struct trace_file *f)
@@ -49,7 +53,8 @@ int64_t trace_set_time_offset_ns(struct trace_set *ts, size_t file_index)
 	const struct trace_file *f = trace_set_file(ts, file_index);
 	if (!f)
 		return 0;
-	return align_anchor_offset_ns(f) + f->align.correction_ns;
+	/* wrapping: anchors from a hostile file may be anything */
+	return (int64_t)((uint64_t)align_anchor_offset_ns(f) + (uint64_t)f->align.correction_ns);
 }
 
 void align_node_get(struct trace_set *ts, size_t file_index, struct align_node *out)

@@ -1,5 +1,7 @@
 /* Shared helpers of the subcommands; see cli.h. */
 #include "cli.h"
+#include "commands.h"
+#include "trace_set.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -107,4 +109,36 @@ void cli_json_str(FILE *out, const char *s)
 			fputc(*p, out);
 	}
 	fputc('"', out);
+}
+
+struct trace_set *cli_open_with_model(const char *cmd, const char *const *files, size_t n,
+				      const struct model_ops *ops, const struct model_opts *mo,
+				      void **state, FILE *errout)
+{
+	struct frec_error err = { .offset = -1 };
+	struct trace_set *ts;
+
+	if (trace_set_open(files, n, &ts, &err)) {
+		cli_print_error(errout, &err);
+		return NULL;
+	}
+	*state = trace_set_add_model(ts, ops, mo);
+	if (!*state) {
+		fprintf(errout, CLI_PROG " %s: out of memory\n", cmd);
+		trace_set_free(ts);
+		return NULL;
+	}
+	return ts;
+}
+
+int cli_run_set(struct trace_set *ts, FILE *errout)
+{
+	struct frec_error err = { .offset = -1 };
+	if (trace_set_run(ts, &err)) {
+		cli_print_error(errout, &err);
+		trace_set_free(ts);
+		return CLI_FAIL;
+	}
+	cmd_warn_troubled(ts, errout);
+	return CLI_OK;
 }

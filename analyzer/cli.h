@@ -39,6 +39,18 @@ void cli_print_error(FILE *errout, const struct frec_error *err);
 
 
 
+/* The common start of a one-model command: open the files and register the
+ * model (its state in *state).  NULL after printing one line to errout. */
+struct trace_set;
+struct model_ops;
+struct model_opts;
+struct trace_set *cli_open_with_model(const char *cmd, const char *const *files, size_t n,
+				      const struct model_ops *ops, const struct model_opts *mo,
+				      void **state, FILE *errout);
+/* The pass over the files; warns about damaged or incomplete ones.  On
+ * failure prints one line, frees ts and returns CLI_FAIL. */
+int cli_run_set(struct trace_set *ts, FILE *errout);
+
 /* Writes s as a JSON string literal (quotes included, control characters and
  * invalid bytes escaped). */
 void cli_json_str(FILE *out, const char *s);

@@ -140,8 +140,9 @@ static void print_event(FILE *out, const struct dump_args *a, struct symbolizer 
 	} else if (rec->type == FR_EV_CUDA && rec->size >= sizeof(struct fr_ev_cuda)) {
 		struct fr_ev_cuda e;
 		memcpy(&e, rec, sizeof(e));
+		const char *name = cuda_func_name(e.func); /* NULL: a func it does not know */
 		fputs(",\"name\":", out);
-		cli_json_str(out, cuda_func_name(e.func));
+		cli_json_str(out, name ? name : "?");
 		fprintf(out, ",\"func\":%u,\"flags\":%u,\"result\":%" PRId64 ",\"duration_ns\":%" PRIu64
 			",\"ptr\":%" PRIu64 ",\"src\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"stream\":%" PRIu64
 			",\"kind\":%u,\"device\":%d", e.func, e.flags, e.result, e.duration_ns, e.ptr, e.src,

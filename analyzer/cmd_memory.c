@@ -356,27 +356,16 @@ int cmd_memory(int argc, char **argv, FILE *out, FILE *errout)
 		free(a.files);
 		return rc < 0 ? CLI_OK : rc;
 	}
-	struct frec_error err = { .offset = -1 };
-	struct trace_set *ts;
-	rc = trace_set_open(a.files, a.n_files, &ts, &err);
-	free(a.files);
-	if (rc) {
-		cli_print_error(errout, &err);
-		return CLI_FAIL;
-	}
 	struct model_opts mo = { .filter_pid = a.filter_pid, .pid = a.pid };
-	void *mem = trace_set_add_model(ts, &model_mem_ops, &mo);
-	if (!mem) {
-		fprintf(errout, CLI_PROG " memory: out of memory\n");
-		trace_set_free(ts);
+	void *mem;
+	struct trace_set *ts = cli_open_with_model("memory", (const char *const *)a.files,
+						     a.n_files, &model_mem_ops, &mo,
+						     &mem, errout);
+	free(a.files);
+	if (!ts)
 		return CLI_FAIL;
-	}
-	if (trace_set_run(ts, &err)) {
-		cli_print_error(errout, &err);
-		trace_set_free(ts);
+	if (cli_run_set(ts, errout))
 		return CLI_FAIL;
-	}
-	cmd_warn_troubled(ts, errout);
 	const struct mem_result *r = model_mem_result(mem);
 	if (!r->mem_events) {
 		const char *path = trace_set_file(ts, 0)->path;

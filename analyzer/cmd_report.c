@@ -4,6 +4,10 @@
  * page (out_report.c, web/report.js). */
 #include "cli.h"
 #include "commands.h"
+#include "model_cuda.h"
+#include "model_mem.h"
+#include "model_rdma.h"
+#include "model_stragglers.h"
 #include "model_syscalls.h"
 #include "out_report.h"
 #include "out_report_data.h"
@@ -29,6 +33,55 @@ static const char report_help[] =
 	"examples:\n"
 	"  " CLI_PROG " report run.frec -o report.html\n"
 	"  " CLI_PROG " report node*.frec -o job.html\n";
+
+/* The in-use graphs at REPORT_SNAPSHOTS instants spread evenly over the
+ * device-memory activity of the first pass: a second pass whose only
+ * models are model_mem states, each frozen at one instant (the instants are
+ * known only once the first pass has seen the events).  NULL *out_ts when
+ * the trace has no device allocations. */
+#define REPORT_SNAPSHOTS 20
+
+static int mem_snapshots(const char *const *files, size_t n_files, const void *mem,
+			 struct trace_set **out_ts, const void **snaps, size_t *n_snaps,
+			 struct frec_error *err)
+{
+	const struct mem_result *r = model_mem_result(mem);
+	uint64_t lo = UINT64_MAX, hi = 0;
+	*out_ts = NULL;
+	*n_snaps = 0;
+	for (size_t i = 0; r && i < r->n_series; i++) {
+		const struct mem_series *se = &r->series[i];
+		if (se->space != MEM_SPACE_DEVICE || !se->allocs)
+			continue;
+		if (se->first_t_ns < lo)
+			lo = se->first_t_ns;
+		if (se->last_t_ns > hi)
+			hi = se->last_t_ns;
+	}
+	if (lo == UINT64_MAX)
+		return 0;
+	struct trace_set *ts;
+	if (trace_set_open(files, n_files, &ts, err))
+		return -1;
+	size_t n = hi > lo ? REPORT_SNAPSHOTS : 1;
+	for (size_t k = 0; k < n; k++) {
+		uint64_t at = n > 1 ? lo + (uint64_t)((double)(hi - lo) * (double)k / (double)(n - 1)) : lo;
+		void *m = trace_set_add_model(ts, &model_mem_ops, NULL);
+		if (!m || model_mem_set_at(m, ts, at)) {
+			frec_error_set(err, "report", -1, ENOMEM, "out of memory");
+			trace_set_free(ts);
+			return -1;
+		}
+		snaps[k] = m;
+	}
+	if (trace_set_run(ts, err)) {
+		trace_set_free(ts);
+		return -1;
+	}
+	*n_snaps = n;
+	*out_ts = ts;
+	return 0;
+}
 
 int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 {
@@ -76,32 +129,44 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 		free(files);
 		return CLI_FAIL;
 	}
-	free(files);
 	struct report_collect *collect = report_collect_attach(ts, &err);
 	void *syscalls = collect ? trace_set_add_model(ts, &model_syscalls_ops, NULL) : NULL;
-	/* HOOK: model_mem, model_cuda, stragglers and rdma register here and
-	 * pass their result into `in` below. */
+	void *mem = syscalls ? trace_set_add_model(ts, &model_mem_ops, NULL) : NULL;
+	void *cuda = mem ? trace_set_add_model(ts, &model_cuda_ops, NULL) : NULL;
+	void *strag = cuda ? trace_set_add_model(ts, &model_stragglers_ops, NULL) : NULL;
+	void *rdma = strag ? trace_set_add_model(ts, &model_rdma_ops, NULL) : NULL;
 	const struct report_data *data = NULL;
-	if (!syscalls) {
+	if (!rdma) {
 		frec_error_set(&err, "report", -1, ENOMEM, "out of memory");
 		cli_print_error(errout, &err);
+		free(files);
 		trace_set_free(ts);
 		return CLI_FAIL;
 	}
-	if (trace_set_run(ts, &err) || !(data = report_collect_result(collect, ts, &err))) {
+	struct trace_set *snap_ts = NULL;
+	const void *snaps[REPORT_SNAPSHOTS];
+	size_t n_snaps = 0;
+	if (trace_set_run(ts, &err) || !(data = report_collect_result(collect, ts, &err)) ||
+	    mem_snapshots(files, n_files, mem, &snap_ts, snaps, &n_snaps, &err)) {
 		cli_print_error(errout, &err);
+		free(files);
 		trace_set_free(ts);
 		return CLI_FAIL;
 	}
+	free(files);
 	cmd_warn_troubled(ts, errout);
 	FILE *dst = out;
 	int to_file = strcmp(output, "-") != 0;
 	if (to_file && !(dst = fopen(output, "w"))) {
 		fprintf(errout, CLI_PROG ": %s: cannot create: %s\n", output, strerror(errno));
 		trace_set_free(ts);
+		if (snap_ts)
+			trace_set_free(snap_ts);
 		return CLI_FAIL;
 	}
-	struct out_report_input in = { .ts = ts, .data = data, .syscalls = syscalls };
+	struct out_report_input in = { .ts = ts, .data = data, .syscalls = syscalls, .mem = mem,
+				       .mem_snapshots = snaps, .n_mem_snapshots = n_snaps,
+				       .cuda = cuda, .stragglers = strag, .rdma = rdma };
 	int rc = out_report_write(dst, &in, &err) ? CLI_FAIL : CLI_OK;
 	if (to_file && fclose(dst))
 		rc = CLI_FAIL;
@@ -111,5 +176,7 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 			unlink(output);
 	}
 	trace_set_free(ts);
+	if (snap_ts)
+		trace_set_free(snap_ts);
 	return rc;
 }

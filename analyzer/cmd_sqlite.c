@@ -5,6 +5,12 @@
  * never leaves a half-written OUT.db behind. */
 #include "cli.h"
 #include "commands.h"
+#include "align.h"
+#include "model_mem.h"
+#include "model_nccl.h"
+#include "model_rdma.h"
+#include "model_stragglers.h"
+#include "out_common.h"
 #include "out_sqlite.h"
 #include "trace_set.h"
 
@@ -21,8 +27,10 @@ static const char sqlite_help[] =
 	"database: processes with host and rank, threads, stacks and frames, CPU\n"
 	"samples, system calls, CUDA calls and allocations, memory in use over\n"
 	"time, NCCL calls, RDMA work requests and completions, step marks, drops\n"
-	"per probe and damaged regions.  Times are nanoseconds on a common clock\n"
-	"(UTC since the epoch).  The schema is documented in SQLITE_SCHEMA.md\n"
+	"per probe and damaged regions; and what the models derive: collectives\n"
+	"matched across ranks, steps, RDMA connections with latency percentiles,\n"
+	"GPU memory peaks with their top stacks.  Times are nanoseconds on a\n"
+	"common clock (UTC since the epoch; nodes aligned on collective exits).  The schema is documented in SQLITE_SCHEMA.md\n"
 	"and versioned in the meta table.\n"
 	"\n"
 	"options:\n"
@@ -34,6 +42,168 @@ static const char sqlite_help[] =
 	"  " CLI_PROG " sqlite node*.frec -o job.db\n"
 	"  sqlite3 run.db \"SELECT e.name, count(*), sum(duration_ns)/1e6 AS ms FROM syscalls\n"
 	"      JOIN enum_syscalls e USING(nr) GROUP BY nr ORDER BY ms DESC LIMIT 10\"\n";
+
+/* ncclDataType_t sizes: int8, uint8, int32, uint32, int64, uint64, float16,
+ * float32, float64, bfloat16, fp8 e4m3, fp8 e5m2; 0 unknown. */
+static uint64_t nccl_type_size(uint16_t t)
+{
+	static const uint8_t sz[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
+	return t < sizeof(sz) ? sz[t] : 0;
+}
+
+static int put_nccl(struct out_sqlite *db, struct trace_set *ts, const struct nccl_result *nc)
+{
+	/* per instance: the latest ready time (what the others wait for) */
+	int64_t *latest = calloc(nc->n_instances ? nc->n_instances : 1, sizeof(*latest));
+	if (!latest)
+		return -1;
+	for (size_t k = 0; k < nc->n_instances; k++) {
+		const struct nccl_instance *in = &nc->instances[k];
+		latest[k] = INT64_MIN;
+		for (uint32_t m = 0; m < in->n_members; m++) {
+			int64_t r = nccl_member_ready_ns(nc, &nc->members[in->first_member + m]);
+			if (r > latest[k])
+				latest[k] = r;
+		}
+	}
+	int rc = 0;
+	for (size_t i = 0; !rc && i < nc->n_ranks; i++) {
+		const struct nccl_rank *rk = &nc->ranks[i];
+		int64_t off = out_clock_offset_ns(ts, rk->file_index);
+		/* time inside NCCL calls per step */
+		int64_t *wait = calloc(rk->n_steps ? rk->n_steps : 1, sizeof(*wait));
+		if (!wait) {
+			rc = -1;
+			break;
+		}
+		for (size_t c = 0; !rc && c < rk->n_calls; c++) {
+			const struct nccl_call *call = &rk->calls[c];
+			if (call->step >= 0 && (size_t)call->step < rk->n_steps)
+				wait[call->step] += (int64_t)(call->exit_ns - call->entry_ns);
+			if (!nccl_is_collective(call->func))
+				continue;
+			int64_t w = -1;
+			if (call->instance != NCCL_NONE && call->instance < nc->n_instances) {
+				struct nccl_member me = { .rank_index = (uint32_t)i, .call_index = (uint32_t)c };
+				int64_t mine = nccl_member_ready_ns(nc, &me);
+				w = latest[call->instance] > mine ? latest[call->instance] - mine : 0;
+			}
+			struct out_sqlite_collective row = {
+				.file_index = rk->file_index, .pid = rk->pid, .rank = rk->rank,
+				.comm_uid_hash = call->comm_index != NCCL_NONE && call->comm_index < nc->n_comms
+						 ? nc->comms[call->comm_index].uid_hash : 0,
+				.collective_seq = call->seq, .func = call->func, .count = call->count,
+				.bytes = call->count * nccl_type_size(call->datatype), .datatype = call->datatype,
+				.start_ns = call->entry_common_ns, .end_ns = call->exit_common_ns,
+				.wait_ns = w, .step = call->step,
+			};
+			rc = out_sqlite_put_collective(db, &row);
+		}
+		for (size_t s = 0; !rc && s < rk->n_steps; s++) {
+			int64_t dur = (int64_t)(rk->step_end_ns[s] - rk->step_begin_ns[s]);
+			struct out_sqlite_step row = {
+				.file_index = rk->file_index, .pid = rk->pid, .rank = rk->rank, .step = s,
+				.start_ns = (int64_t)rk->step_begin_ns[s] + off,
+				.end_ns = (int64_t)rk->step_end_ns[s] + off,
+				.wait_ns = wait[s], .compute_ns = dur > wait[s] ? dur - wait[s] : 0,
+			};
+			rc = out_sqlite_put_step(db, &row);
+		}
+		free(wait);
+	}
+	free(latest);
+	return rc;
+}
+
+static struct out_sqlite_latency latency_of(const struct rdma_latency *l)
+{
+	struct out_sqlite_latency o = { .count = l->count, .p50_ns = l->p50_ns, .p99_ns = l->p99_ns,
+					.min_ns = l->min_ns, .max_ns = l->max_ns,
+					.mean_ns = l->count ? l->sum_ns / l->count : 0 };
+	return o;
+}
+
+static int put_rdma(struct out_sqlite *db, struct trace_set *ts, const struct rdma_result *r)
+{
+	for (size_t i = 0; i < r->n_conns; i++) {
+		const struct rdma_conn *c = &r->conns[i];
+		int64_t off = out_clock_offset_ns(ts, c->local.file);
+		struct out_sqlite_rdma_conn row = {
+			.conn_id = i + 1, .file_index = c->local.file, .pid = c->local.pid,
+			.local_qp = c->qp_num, .rank = c->local.rank,
+			.remote_qp_known = c->remote_qp_known, .remote_qp = c->remote_qp,
+			.remote_conn_id = c->joined ? c->remote_conn + 1 : 0,
+			.remote_file_index = c->remote.file, .remote_pid = c->remote.pid,
+			.remote_rank = c->joined ? c->remote.rank : -1,
+			.ops = c->ops, .bytes = c->bytes, .send_ops = c->send_ops, .recv_ops = c->recv_ops,
+			.errors = c->errors, .flush_errors = c->flush_errors,
+			.retry_exhausted = c->by_class[RDMA_ERR_RETRY_EXHAUSTED],
+			.rnr_retry_exhausted = c->by_class[RDMA_ERR_RNR_RETRY_EXHAUSTED],
+			.remote_nak = c->by_class[RDMA_ERR_REMOTE_NAK],
+			.local_errors = c->by_class[RDMA_ERR_LOCAL],
+			.other_errors = c->by_class[RDMA_ERR_OTHER],
+			.outstanding = c->outstanding, .latency = latency_of(&c->latency),
+			.first_ns = c->first_ns ? (int64_t)c->first_ns + off : 0,
+			.last_ns = c->last_ns ? (int64_t)c->last_ns + off : 0,
+		};
+		if (out_sqlite_put_rdma_conn(db, &row))
+			return -1;
+		for (size_t k = 0; k < c->n_rows; k++) {
+			const struct rdma_op_row *o = &c->rows[k];
+			char buf[32];
+			struct out_sqlite_rdma_op op = {
+				.conn_id = i + 1, .file_index = c->local.file, .pid = c->local.pid,
+				.qp_num = c->qp_num, .is_recv = o->recv, .opcode = o->opcode,
+				.opcode_name = rdma_opcode_name(o->recv, o->opcode, buf, sizeof(buf)),
+				.size_bucket = rdma_size_bucket_name(o->bucket), .ops = o->ops,
+				.bytes = o->bytes, .latency = latency_of(&o->latency),
+			};
+			if (out_sqlite_put_rdma_op(db, &op))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int put_mem(struct out_sqlite *db, struct trace_set *ts, const struct mem_result *r)
+{
+	for (size_t i = 0; i < r->n_series; i++) {
+		const struct mem_series *se = &r->series[i];
+		const struct trace_file *f = trace_set_file(ts, se->file);
+		const char *kind = se->space == MEM_SPACE_DEVICE ? "device" : "host_pinned";
+		int caching = 0;
+		for (size_t k = 0; k < r->n_procs; k++)
+			if (r->procs[k].file == se->file && r->procs[k].pid == se->pid)
+				caching = r->procs[k].caching_allocator;
+		struct out_sqlite_mem_series row = {
+			.file_index = se->file, .pid = se->pid, .device = se->device, .mem_kind = kind,
+			.allocs = se->allocs, .alloc_bytes = se->alloc_bytes, .frees = se->frees,
+			.failed = se->failed_allocs, .before_frees = se->before_frees,
+			.peak_bytes = se->peak_bytes,
+			.peak_ns = f ? (int64_t)(f->hdr.start_mono_ns + se->peak_t_ns) +
+					       out_clock_offset_ns(ts, se->file) : 0,
+			.end_bytes = se->end_bytes, .end_count = se->end_count,
+			.caching_allocator = caching,
+		};
+		if (out_sqlite_put_mem_series(db, &row))
+			return -1;
+		for (int which = 0; which < 2; which++) {
+			const struct mem_stack_bytes *sb = which ? se->top_leaks : se->top_at_peak;
+			size_t n = which ? se->n_top_leaks : se->n_top_at_peak;
+			for (size_t k = 0; k < n; k++) {
+				struct out_sqlite_mem_stack st = {
+					.file_index = se->file, .pid = se->pid, .device = se->device,
+					.mem_kind = kind, .kind = which ? "leak" : "peak",
+					.position = (int)k + 1, .stack_id = sb[k].stack_id,
+					.bytes = sb[k].bytes, .allocations = sb[k].count,
+				};
+				if (out_sqlite_put_mem_stack(db, &st))
+					return -1;
+			}
+		}
+	}
+	return 0;
+}
 
 int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout)
 {
@@ -104,6 +274,15 @@ int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout)
 		cli_print_error(errout, &err);
 		goto out;
 	}
+	/* the models that fill collectives, steps, rdma_*, memory_*; the nccl
+	 * model inside stragglers also aligns the files' clocks */
+	void *mem = trace_set_add_model(ts, &model_mem_ops, NULL);
+	void *strag = mem ? trace_set_add_model(ts, &model_stragglers_ops, NULL) : NULL;
+	void *rdma = strag ? trace_set_add_model(ts, &model_rdma_ops, NULL) : NULL;
+	if (!rdma) {
+		fprintf(errout, CLI_PROG " sqlite: out of memory\n");
+		goto out;
+	}
 	if (trace_set_run(ts, &err)) {
 		if (out_sqlite_error(db))
 			fprintf(errout, CLI_PROG ": %s: %s\n", tmp, out_sqlite_error(db));
@@ -112,6 +291,15 @@ int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout)
 		goto out;
 	}
 	cmd_warn_troubled(ts, errout);
+	const struct stragglers_result *sr = model_stragglers_result(strag);
+	if (out_sqlite_align(db, ts, &err) || (sr && sr->nccl && put_nccl(db, ts, sr->nccl)) ||
+	    put_rdma(db, ts, model_rdma_result(rdma)) || put_mem(db, ts, model_mem_result(mem))) {
+		if (out_sqlite_error(db))
+			fprintf(errout, CLI_PROG ": %s: %s\n", tmp, out_sqlite_error(db));
+		else
+			cli_print_error(errout, &err);
+		goto out;
+	}
 	if (out_sqlite_finish(db, ts, &err)) {
 		cli_print_error(errout, &err);
 		goto out;

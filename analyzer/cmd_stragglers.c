@@ -259,28 +259,17 @@ int cmd_stragglers(int argc, char **argv, FILE *out, FILE *errout)
 		free(a.files);
 		return rc < 0 ? CLI_OK : rc;
 	}
-	struct frec_error err = { .offset = -1 };
-	struct trace_set *ts;
-	rc = trace_set_open(a.files, a.n_files, &ts, &err);
+	void *strag;
+	struct trace_set *ts = cli_open_with_model("stragglers", (const char *const *)a.files,
+						     a.n_files, &model_stragglers_ops, NULL,
+						     &strag, errout);
 	free(a.files);
-	if (rc) {
-		cli_print_error(errout, &err);
+	if (!ts)
 		return CLI_FAIL;
-	}
-	void *strag = trace_set_add_model(ts, &model_stragglers_ops, NULL);
-	if (!strag) {
-		fprintf(errout, CLI_PROG " stragglers: out of memory\n");
-		trace_set_free(ts);
-		return CLI_FAIL;
-	}
 	if (a.no_markers)
 		model_stragglers_ignore_step_markers(strag);
-	if (trace_set_run(ts, &err)) {
-		cli_print_error(errout, &err);
-		trace_set_free(ts);
+	if (cli_run_set(ts, errout))
 		return CLI_FAIL;
-	}
-	cmd_warn_troubled(ts, errout);
 	const struct stragglers_result *r = model_stragglers_result(strag);
 	if (!r->nccl->n_ranks) {
 		fprintf(errout, CLI_PROG ": %s%s: no NCCL calls in %s (was the nccl probe attached? "

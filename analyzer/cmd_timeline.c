@@ -1,10 +1,13 @@
 /* `flightrec-analyze timeline`: Chrome trace event JSON for ui.perfetto.dev
- * from one or many trace files.  Parses options, finds the origin (a first
- * pass that only decodes: the JSON's times count from the earliest event,
- * which is known only after reading every file), then streams the events
- * through the writer (out_timeline.c).  Not the layout: see out_timeline.h. */
+ * from one or many trace files.  Parses options, finds the clock offsets and
+ * the origin (a first pass with only model_nccl, which aligns the nodes on
+ * collective exits: the JSON's times count from the earliest event, and
+ * both are known only after reading every file), then streams the events
+ * through the writer (out_timeline.c) with those offsets.  Not the layout: see out_timeline.h. */
 #include "cli.h"
 #include "commands.h"
+#include "model_nccl.h"
+#include "out_common.h"
 #include "out_timeline.h"
 #include "trace_set.h"
 
@@ -32,16 +35,22 @@ static const char timeline_help[] =
 	"  " CLI_PROG " timeline run.frec -o run.json    # then open it in ui.perfetto.dev\n"
 	"  " CLI_PROG " timeline node*.frec -o job.json\n";
 
-static int first_event(const char **files, size_t n, int64_t *origin, FILE *errout)
+static int first_event(const char **files, size_t n, int64_t *origin, int64_t *offsets,
+		       FILE *errout)
 {
 	struct frec_error err = { .offset = -1 };
-	struct trace_set *ts;
-	if (trace_set_open(files, n, &ts, &err) || trace_set_run(ts, &err)) {
+	struct trace_set *ts = NULL;
+	if (trace_set_open(files, n, &ts, &err) || !trace_set_add_model(ts, &model_nccl_ops, NULL) ||
+	    trace_set_run(ts, &err)) {
+		if (!err.what[0])
+			frec_error_set(&err, "timeline", -1, ENOMEM, "out of memory");
 		cli_print_error(errout, &err);
 		if (ts)
 			trace_set_free(ts);
 		return -1;
 	}
+	for (size_t i = 0; i < n; i++)
+		offsets[i] = out_clock_offset_ns(ts, i);
 	*origin = out_timeline_first_event_ns(ts);
 	if (*origin == INT64_MAX) { /* no events: the earliest recording start */
 		for (size_t i = 0; i < trace_set_count(ts); i++) {
@@ -95,7 +104,11 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 		return CLI_USAGE;
 	}
 	int64_t origin;
-	if (first_event(files, n_files, &origin, errout)) {
+	int64_t *offsets = calloc(n_files, sizeof(*offsets));
+	if (!offsets || first_event(files, n_files, &origin, offsets, errout)) {
+		if (!offsets)
+			fprintf(errout, CLI_PROG " timeline: out of memory\n");
+		free(offsets);
 		free(files);
 		return CLI_FAIL;
 	}
@@ -104,6 +117,7 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 	if (trace_set_open(files, n_files, &ts, &err)) {
 		cli_print_error(errout, &err);
 		free(files);
+		free(offsets);
 		return CLI_FAIL;
 	}
 	free(files);
@@ -112,11 +126,13 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 	if (to_file && !(dst = fopen(output, "w"))) {
 		fprintf(errout, CLI_PROG ": %s: cannot create: %s\n", output, strerror(errno));
 		trace_set_free(ts);
+		free(offsets);
 		return CLI_FAIL;
 	}
 	struct out_timeline *t = NULL;
 	int rc = CLI_FAIL;
-	if (out_timeline_begin(ts, dst, origin, &t, &err) || trace_set_run(ts, &err) ||
+	if (out_timeline_begin(ts, dst, origin, &t, &err) ||
+	    out_timeline_set_offsets(t, offsets, n_files) || trace_set_run(ts, &err) ||
 	    out_timeline_end(t, ts, &err)) {
 		cli_print_error(errout, &err);
 	} else {
@@ -137,5 +153,6 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 		unlink(output);
 	out_timeline_free(t);
 	trace_set_free(ts);
+	free(offsets);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /* Shared helpers of the output writers (see out_common.h).  Not for
  * analyses: models own those. */
 #include "out_common.h"
+#include "align.h"
 #include "trace_set.h"
 
 #include <stdlib.h>
@@ -8,12 +9,10 @@
 
 int64_t out_clock_offset_ns(struct trace_set *ts, size_t file_index)
 {
-	const struct trace_file *f = trace_set_file(ts, file_index);
-	if (!f)
-		return 0;
-	/* Hook: a per-node alignment (e.g. from FR_REC_CLOCK records or a
-	 * cross-node estimate) replaces this line. */
-	return (int64_t)(f->hdr.start_real_ns - f->hdr.start_mono_ns);
+	/* align.h: the median realtime anchor of the file (header and CLOCK
+	 * records read so far), plus the cross-node correction once a model
+	 * that knows simultaneous events (model_nccl) has run. */
+	return trace_set_time_offset_ns(ts, file_index);
 }
 
 int out_process_rank(const struct trace_file *f, uint32_t pid, int64_t *rank)

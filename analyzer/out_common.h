@@ -19,10 +19,12 @@ struct trace_set;
 struct trace_file;
 
 /* Common clock: aligned_ns = event ts (CLOCK_MONOTONIC of its node) +
- * out_clock_offset_ns(ts, file).  Today the offset is the file header's
- * realtime - monotonic anchor, so the common clock is UTC nanoseconds since
- * the epoch.  A finer per-node alignment (trace_set) plugs in here and only
- * here. */
+ * out_clock_offset_ns(ts, file) = trace_set_time_offset_ns (align.h): UTC
+ * nanoseconds since the epoch on the reference node's realtime clock.  The
+ * value grows more exact as the pass reads CLOCK records and once
+ * model_nccl's finish has refined it across nodes, so streaming writers take
+ * it before the pass and correct to the final value after it (out_sqlite.c
+ * rewrites its times; out_timeline.c is given the offsets of a first pass). */
 int64_t out_clock_offset_ns(struct trace_set *ts, size_t file_index);
 
 /* The launcher rank of a process (RANK from FR_REC_PROC_ENV): 1 and *rank

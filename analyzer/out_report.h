@@ -9,13 +9,13 @@
  *
  * Not for gathering data (models, out_report_data.c) nor the command line.
  *
- * Hooks: the sections for models still being written take their result
- * through the members marked HOOK below; NULL means "this build has no such
- * model", and the page then says what the trace holds instead of inventing
- * numbers. */
+ * Each model section takes its model's state through out_report_input; a
+ * NULL state, or a model that saw none of its events, writes null and the
+ * page says what the trace holds instead of inventing numbers. */
 #ifndef FLIGHTREC_OUT_REPORT_H
 #define FLIGHTREC_OUT_REPORT_H
 
+#include <stddef.h>
 #include <stdio.h>
 #include "frec_error.h"
 
@@ -26,16 +26,18 @@ struct out_report_input {
 	struct trace_set *ts;             /* after trace_set_run */
 	const struct report_data *data;   /* out_report_data.c: cpu, cuda table, counts */
 	const void *syscalls;             /* model_syscalls state, NULL when not run */
-	/* HOOK: model_mem result (in use over time, in-use snapshots, alloc
-	 * graph, leaks, failed allocations) */
-	const void *mem;
-	/* HOOK: model_cuda result (replaces the simple CUDA table; pinned vs
-	 * pageable copies) */
-	const void *cuda;
-	/* HOOK: stragglers model result (rank x step heatmap, verdict) */
-	const void *stragglers;
-	/* HOOK: rdma model result (connections, latency histograms) */
-	const void *rdma;
+	/* model states (what trace_set_add_model returned); NULL: not run, and
+	 * the section says what the trace holds instead */
+	const void *mem;          /* model_mem: peak, in use over time, alloc graph,
+				     leaks, failed allocations */
+	/* model_mem states of a second pass, each set to one instant
+	 * (model_mem_set_at): the in-use graphs of the report's time slider */
+	const void *const *mem_snapshots;
+	size_t n_mem_snapshots;
+	const void *cuda;         /* model_cuda: API table with self time, copies
+				     pinned/pageable, async-then-sync */
+	const void *stragglers;   /* model_stragglers: verdict, rank x step heatmaps */
+	const void *rdma;         /* model_rdma: connections, latency by opcode/size */
 };
 
 /* Max flame frames embedded per graph (the "all" graph gets twice this). */

@@ -213,13 +213,14 @@ static int build_cpu(struct report_collect *c, struct trace_set *ts, struct frec
 	hmap_init(&per_proc);
 	for (size_t i = 0; i < c->counts.cap; i++) {
 		const struct hmap_slot *s = &c->counts.slots[i];
-		uint64_t *n;
-		if (s->used && !(n = hmap_slot(&per_proc, s->key_a, 0, NULL))) {
+		if (!s->used)
+			continue;
+		uint64_t *n = hmap_slot(&per_proc, s->key_a, 0, NULL);
+		if (!n) {
 			hmap_free(&per_proc);
 			return -1;
 		}
-		if (s->used)
-			*n += s->value;
+		*n += s->value;
 	}
 	struct report_proc_tree *all = calloc(per_proc.count ? per_proc.count : 1, sizeof(*all));
 	size_t n_all = 0;

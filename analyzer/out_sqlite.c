@@ -79,11 +79,24 @@ static const char schema_sql[] =
 	" qp_num INTEGER, wr_id INTEGER, status INTEGER, opcode INTEGER, byte_len INTEGER,"
 	" src_qp INTEGER, vendor_err INTEGER, cq INTEGER);\n"
 	"CREATE TABLE rdma_connections(conn_id INTEGER PRIMARY KEY, file_id INTEGER, pid INTEGER,"
-	" local_qp INTEGER, remote_qp INTEGER, ops INTEGER, bytes INTEGER, errors INTEGER,"
+	" rank INTEGER, local_qp INTEGER, remote_qp INTEGER, remote_file_id INTEGER,"
+	" remote_pid INTEGER, remote_rank INTEGER, remote_conn_id INTEGER, ops INTEGER,"
+	" bytes INTEGER, send_ops INTEGER, recv_ops INTEGER, errors INTEGER, flush_errors INTEGER,"
+	" retry_exhausted INTEGER, rnr_retry_exhausted INTEGER, remote_nak INTEGER,"
+	" local_errors INTEGER, other_errors INTEGER, outstanding INTEGER, latency_count INTEGER,"
+	" p50_ns INTEGER, p99_ns INTEGER, min_ns INTEGER, max_ns INTEGER, mean_ns INTEGER,"
 	" first_ns INTEGER, last_ns INTEGER);\n"
 	"CREATE TABLE rdma_ops(conn_id INTEGER, file_id INTEGER, pid INTEGER, qp_num INTEGER,"
-	" wr_id INTEGER, opcode INTEGER, status INTEGER, bytes INTEGER, post_ns INTEGER,"
-	" complete_ns INTEGER, latency_ns INTEGER);\n"
+	" is_recv INTEGER, opcode INTEGER, opcode_name TEXT, size_bucket TEXT, ops INTEGER,"
+	" bytes INTEGER, latency_count INTEGER, p50_ns INTEGER, p99_ns INTEGER, min_ns INTEGER,"
+	" max_ns INTEGER, mean_ns INTEGER);\n"
+	"CREATE TABLE memory_series(file_id INTEGER, pid INTEGER, device INTEGER, mem_kind TEXT,"
+	" allocs INTEGER, alloc_bytes INTEGER, frees INTEGER, failed INTEGER, before_frees INTEGER,"
+	" peak_bytes INTEGER, peak_ns INTEGER, end_bytes INTEGER, end_count INTEGER,"
+	" caching_allocator INTEGER);\n"
+	"CREATE TABLE memory_top_stacks(file_id INTEGER, pid INTEGER, device INTEGER,"
+	" mem_kind TEXT, kind TEXT, position INTEGER, stack_id INTEGER, bytes INTEGER,"
+	" allocations INTEGER);\n"
 	"CREATE TABLE drops(file_id INTEGER, probe TEXT, events INTEGER, drops INTEGER,"
 	" source TEXT);\n"
 	"CREATE TABLE damaged_regions(file_id INTEGER, kind TEXT, offset INTEGER, length INTEGER,"
@@ -113,13 +126,13 @@ static const char index_sql[] =
 	"CREATE INDEX steps_rank ON steps(rank, step);\n"
 	"CREATE INDEX rdma_posts_wr ON rdma_posts(file_id, qp_num, wr_id);\n"
 	"CREATE INDEX rdma_completions_wr ON rdma_completions(file_id, qp_num, wr_id);\n"
-	"CREATE INDEX rdma_ops_latency ON rdma_ops(conn_id, latency_ns);\n"
+	"CREATE INDEX rdma_ops_conn ON rdma_ops(conn_id, p99_ns);\n"
 	"CREATE INDEX frames_name ON frames(name);\n";
 
 enum stmt_id {
 	ST_CPU, ST_SYSCALL, ST_CUDA, ST_ALLOC, ST_INUSE, ST_NCCL, ST_STEP_MARK,
 	ST_RDMA_CTRL, ST_RDMA_POST, ST_RDMA_CQE, ST_PROC_EVENT,
-	ST_COLLECTIVE, ST_STEP, ST_RDMA_CONN, ST_RDMA_OP, ST_COUNT
+	ST_COLLECTIVE, ST_STEP, ST_RDMA_CONN, ST_RDMA_OP, ST_MEM_SERIES, ST_MEM_STACK, ST_COUNT
 };
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -139,8 +152,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_PROC_EVENT] = "INSERT INTO process_events VALUES(?,?,?,?,?,?,?,?)",
 	[ST_COLLECTIVE] = "INSERT INTO collectives VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[ST_STEP] = "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?,?)",
-	[ST_RDMA_CONN] = "INSERT INTO rdma_connections VALUES(?,?,?,?,?,?,?,?,?,?)",
-	[ST_RDMA_OP] = "INSERT INTO rdma_ops VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+	[ST_RDMA_CONN] = ("INSERT INTO rdma_connections VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+			  "?,?,?,?,?,?,?,?,?,?,?,?)"),
+	[ST_RDMA_OP] = "INSERT INTO rdma_ops VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[ST_MEM_SERIES] = "INSERT INTO memory_series VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[ST_MEM_STACK] = "INSERT INTO memory_top_stacks VALUES(?,?,?,?,?,?,?,?,?)",
 };
 
 struct out_sqlite {
@@ -152,6 +168,7 @@ struct out_sqlite {
 	uint64_t rows, in_batch;
 	int in_txn;
 	int failed;
+	int aligned;             /* streamed times moved to the final offsets */
 	char what[200];          /* the first SQLite error */
 	struct out_allocs live;  /* open allocations */
 	struct hmap inuse;       /* (file << 32 | pid, device << 8 | kind) -> bytes */
@@ -718,13 +735,40 @@ int out_sqlite_put_rdma_conn(struct out_sqlite *o, const struct out_sqlite_rdma_
 	bu(st, 1, c->conn_id);
 	bi(st, 2, c->file_index);
 	bi(st, 3, c->pid);
-	bi(st, 4, c->local_qp);
-	bi(st, 5, c->remote_qp);
-	bu(st, 6, c->ops);
-	bu(st, 7, c->bytes);
-	bu(st, 8, c->errors);
-	bi(st, 9, c->first_ns);
-	bi(st, 10, c->last_ns);
+	bopt(st, 4, c->rank);
+	bi(st, 5, c->local_qp);
+	if (c->remote_qp_known)
+		bi(st, 6, c->remote_qp);
+	if (c->remote_conn_id) {
+		bi(st, 7, c->remote_file_index);
+		bi(st, 8, c->remote_pid);
+		bopt(st, 9, c->remote_rank);
+		bu(st, 10, c->remote_conn_id);
+	}
+	bu(st, 11, c->ops);
+	bu(st, 12, c->bytes);
+	bu(st, 13, c->send_ops);
+	bu(st, 14, c->recv_ops);
+	bu(st, 15, c->errors);
+	bu(st, 16, c->flush_errors);
+	bu(st, 17, c->retry_exhausted);
+	bu(st, 18, c->rnr_retry_exhausted);
+	bu(st, 19, c->remote_nak);
+	bu(st, 20, c->local_errors);
+	bu(st, 21, c->other_errors);
+	bu(st, 22, c->outstanding);
+	bu(st, 23, c->latency.count);
+	if (c->latency.count) {
+		bu(st, 24, c->latency.p50_ns);
+		bu(st, 25, c->latency.p99_ns);
+		bu(st, 26, c->latency.min_ns);
+		bu(st, 27, c->latency.max_ns);
+		bu(st, 28, c->latency.mean_ns);
+	}
+	if (c->ops || c->first_ns) {
+		bi(st, 29, c->first_ns);
+		bi(st, 30, c->last_ns);
+	}
 	return put(o, st);
 }
 
@@ -735,16 +779,104 @@ int out_sqlite_put_rdma_op(struct out_sqlite *o, const struct out_sqlite_rdma_op
 	bi(st, 2, op->file_index);
 	bi(st, 3, op->pid);
 	bi(st, 4, op->qp_num);
-	bu(st, 5, op->wr_id);
+	bi(st, 5, op->is_recv);
 	bi(st, 6, op->opcode);
-	bi(st, 7, op->status);
-	bu(st, 8, op->bytes);
-	bi(st, 9, op->post_ns);
-	if (op->complete_ns >= 0) {
-		bi(st, 10, op->complete_ns);
-		bi(st, 11, op->complete_ns - op->post_ns);
+	bt(st, 7, op->opcode_name);
+	bt(st, 8, op->size_bucket);
+	bu(st, 9, op->ops);
+	bu(st, 10, op->bytes);
+	bu(st, 11, op->latency.count);
+	if (op->latency.count) {
+		bu(st, 12, op->latency.p50_ns);
+		bu(st, 13, op->latency.p99_ns);
+		bu(st, 14, op->latency.min_ns);
+		bu(st, 15, op->latency.max_ns);
+		bu(st, 16, op->latency.mean_ns);
 	}
 	return put(o, st);
+}
+
+int out_sqlite_put_mem_series(struct out_sqlite *o, const struct out_sqlite_mem_series *m)
+{
+	sqlite3_stmt *st = o->st[ST_MEM_SERIES];
+	bi(st, 1, m->file_index);
+	bi(st, 2, m->pid);
+	if (m->device >= 0)
+		bi(st, 3, m->device);
+	bt(st, 4, m->mem_kind);
+	bu(st, 5, m->allocs);
+	bu(st, 6, m->alloc_bytes);
+	bu(st, 7, m->frees);
+	bu(st, 8, m->failed);
+	bu(st, 9, m->before_frees);
+	bu(st, 10, m->peak_bytes);
+	bi(st, 11, m->peak_ns);
+	bu(st, 12, m->end_bytes);
+	bu(st, 13, m->end_count);
+	bi(st, 14, m->caching_allocator);
+	return put(o, st);
+}
+
+int out_sqlite_put_mem_stack(struct out_sqlite *o, const struct out_sqlite_mem_stack *m)
+{
+	sqlite3_stmt *st = o->st[ST_MEM_STACK];
+	bi(st, 1, m->file_index);
+	bi(st, 2, m->pid);
+	if (m->device >= 0)
+		bi(st, 3, m->device);
+	bt(st, 4, m->mem_kind);
+	bt(st, 5, m->kind);
+	bi(st, 6, m->position);
+	bstack(st, 7, m->stack_id);
+	bu(st, 8, m->bytes);
+	bu(st, 9, m->allocations);
+	return put(o, st);
+}
+
+/* ---- the final clock ------------------------------------------------------ */
+
+/* Streamed times (columns holding common-clock instants). */
+static const char *const time_columns[][2] = {
+	{ "process_events", "ts_ns" }, { "cpu_samples", "ts_ns" }, { "syscalls", "ts_ns" },
+	{ "cuda_calls", "ts_ns" }, { "allocations", "alloc_ns" }, { "allocations", "free_ns" },
+	{ "memory_inuse", "ts_ns" }, { "nccl_calls", "ts_ns" }, { "step_marks", "ts_ns" },
+	{ "rdma_ctrl_calls", "ts_ns" }, { "rdma_posts", "ts_ns" }, { "rdma_completions", "ts_ns" },
+};
+
+int out_sqlite_align(struct out_sqlite *o, struct trace_set *ts, struct frec_error *err)
+{
+	if (o->aligned)
+		return 0;
+	o->aligned = 1;
+	for (size_t i = 0; i < o->n_offsets && i < trace_set_count(ts); i++) {
+		int64_t final = out_clock_offset_ns(ts, i);
+		int64_t delta = final - o->offsets[i];
+		if (!delta)
+			continue;
+		for (size_t k = 0; k < sizeof(time_columns) / sizeof(time_columns[0]); k++) {
+			char sql[160];
+			snprintf(sql, sizeof(sql), "UPDATE %s SET %s = %s + ?1 WHERE file_id = ?2",
+				 time_columns[k][0], time_columns[k][1], time_columns[k][1]);
+			sqlite3_stmt *st = NULL;
+			if (begin(o) || sqlite3_prepare_v2(o->db, sql, -1, &st, NULL) != SQLITE_OK) {
+				sqlite3_finalize(st);
+				db_fail(o, "prepare");
+				frec_error_set(err, "sqlite", -1, EIO, "%s", o->what);
+				return -1;
+			}
+			sqlite3_bind_int64(st, 1, delta);
+			sqlite3_bind_int64(st, 2, (int64_t)i);
+			int rc = sqlite3_step(st);
+			sqlite3_finalize(st);
+			if (rc != SQLITE_DONE) {
+				db_fail(o, "update");
+				frec_error_set(err, "sqlite", -1, EIO, "%s", o->what);
+				return -1;
+			}
+		}
+		o->offsets[i] = final;
+	}
+	return 0;
 }
 
 /* ---- metadata after the pass -------------------------------------------- */
@@ -1185,6 +1317,8 @@ static int write_drops_damage(struct out_sqlite *o, struct trace_set *ts)
 
 int out_sqlite_finish(struct out_sqlite *o, struct trace_set *ts, struct frec_error *err)
 {
+	if (out_sqlite_align(o, ts, err))
+		return -1;
 	int64_t *host_ids = calloc(trace_set_count(ts) + 1, sizeof(*host_ids));
 	int rc = host_ids ? 0 : -1;
 	/* allocations still open at the end: leaks (free_ns NULL) */

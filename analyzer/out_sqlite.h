@@ -7,8 +7,9 @@
  * written after the pass.
  *
  * Not for analyses: tables filled by models (collectives, steps,
- * rdma_connections, rdma_ops) get their rows from those models' results
- * through the out_sqlite_put_* hooks below. */
+ * rdma_connections, rdma_ops, memory_series, memory_top_stacks) get their
+ * rows from those models' results through the out_sqlite_put_* calls below
+ * (cmd_sqlite.c makes them after the pass). */
 #ifndef FLIGHTREC_OUT_SQLITE_H
 #define FLIGHTREC_OUT_SQLITE_H
 
@@ -16,7 +17,7 @@
 #include <stdint.h>
 #include "frec_error.h"
 
-#define OUT_SQLITE_SCHEMA_VERSION 1
+#define OUT_SQLITE_SCHEMA_VERSION 2
 #define OUT_SQLITE_BATCH 50000
 
 struct out_sqlite;
@@ -66,22 +67,68 @@ struct out_sqlite_step {
 };
 int out_sqlite_put_step(struct out_sqlite *o, const struct out_sqlite_step *s);
 
+struct out_sqlite_latency {
+	uint64_t count, p50_ns, p99_ns, min_ns, max_ns, mean_ns;
+};
+
+/* One local queue pair's view of a connection (model_rdma's rdma_conn). */
 struct out_sqlite_rdma_conn {
-	uint64_t conn_id;
-	uint32_t file_index, pid, local_qp, remote_qp;
-	uint64_t ops, bytes, errors;
-	int64_t first_ns, last_ns;
+	uint64_t conn_id;         /* 1 + index in rdma_result.conns */
+	uint32_t file_index, pid, local_qp;
+	int64_t rank;             /* -1 unknown */
+	int remote_qp_known;
+	uint32_t remote_qp;
+	uint64_t remote_conn_id;  /* 0: the other end is not in these traces */
+	uint32_t remote_file_index, remote_pid;
+	int64_t remote_rank;
+	uint64_t ops, bytes, send_ops, recv_ops, errors, flush_errors;
+	uint64_t retry_exhausted, rnr_retry_exhausted, remote_nak, local_errors, other_errors;
+	uint64_t outstanding;
+	struct out_sqlite_latency latency; /* successful send-queue work requests */
+	int64_t first_ns, last_ns; /* common clock */
 };
 int out_sqlite_put_rdma_conn(struct out_sqlite *o, const struct out_sqlite_rdma_conn *c);
 
+/* One (opcode, size bucket) of a connection. */
 struct out_sqlite_rdma_op {
 	uint64_t conn_id;
 	uint32_t file_index, pid, qp_num;
-	uint64_t wr_id;
-	uint32_t opcode, status;
-	uint64_t bytes;
-	int64_t post_ns, complete_ns; /* common clock; complete -1 when never */
+	int is_recv;
+	uint32_t opcode;
+	const char *opcode_name, *size_bucket;
+	uint64_t ops, bytes;
+	struct out_sqlite_latency latency;
 };
 int out_sqlite_put_rdma_op(struct out_sqlite *o, const struct out_sqlite_rdma_op *op);
+
+/* One (file, pid, device, memory kind) ledger of model_mem. */
+struct out_sqlite_mem_series {
+	uint32_t file_index, pid;
+	int32_t device;           /* -1 unknown (pinned host memory) */
+	const char *mem_kind;     /* "device", "host_pinned" */
+	uint64_t allocs, alloc_bytes, frees, failed, before_frees;
+	uint64_t peak_bytes;
+	int64_t peak_ns;          /* common clock */
+	uint64_t end_bytes, end_count;
+	int caching_allocator;
+};
+int out_sqlite_put_mem_series(struct out_sqlite *o, const struct out_sqlite_mem_series *m);
+
+/* A top stack of a series: at its peak ("peak") or live at the end ("leak"). */
+struct out_sqlite_mem_stack {
+	uint32_t file_index, pid;
+	int32_t device;
+	const char *mem_kind, *kind;
+	int position;             /* 1 = most bytes */
+	uint32_t stack_id;
+	uint64_t bytes, allocations;
+};
+int out_sqlite_put_mem_stack(struct out_sqlite *o, const struct out_sqlite_mem_stack *m);
+
+/* After trace_set_run, before the put_* calls: moves every streamed time
+ * to its file's final offset (out_clock_offset_ns once the models, model_nccl's
+ * cross-node alignment included, have finished).  out_sqlite_finish calls
+ * it when the caller did not. */
+int out_sqlite_align(struct out_sqlite *o, struct trace_set *ts, struct frec_error *err);
 
 #endif

@@ -73,7 +73,10 @@ static void sep(struct out_timeline *t)
 static int64_t rel(struct out_timeline *t, uint32_t fi, uint64_t ts_ns)
 {
 	int64_t off = fi < t->n_files ? t->offsets[fi] : 0;
-	return (int64_t)ts_ns + off - t->origin_ns;
+	/* wrapping, then clamped: times in a hostile file may be anything, and
+	 * callers add durations (capped at INT64_MAX / 2) and subtract these */
+	int64_t r = (int64_t)(ts_ns + (uint64_t)off - (uint64_t)t->origin_ns);
+	return r > INT64_MAX / 4 ? INT64_MAX / 4 : r < -(INT64_MAX / 4) ? -(INT64_MAX / 4) : r;
 }
 
 static struct thread_state *thread_of(struct out_timeline *t, uint32_t fi, uint32_t pid,
@@ -181,7 +184,7 @@ static int counter(struct out_timeline *t, uint32_t fi, uint32_t pid, int32_t de
 	uint64_t *v = hmap_slot(&t->inuse, ka, kb, NULL);
 	if (!v)
 		return -1;
-	*v = (uint64_t)((int64_t)*v + delta);
+	*v += (uint64_t)delta; /* wrapping, as the int64_t sum meant */
 	uint64_t bytes = *v;
 	uint64_t *last = hmap_slot(&t->inuse_ts, ka, kb, NULL);
 	if (!last)
@@ -548,6 +551,14 @@ void out_timeline_free(struct out_timeline *t)
 	free(t);
 }
 
+int out_timeline_set_offsets(struct out_timeline *t, const int64_t *offsets, size_t n)
+{
+	if (n != t->n_files)
+		return -1;
+	memcpy(t->offsets, offsets, n * sizeof(*offsets));
+	return 0;
+}
+
 int64_t out_timeline_first_event_ns(struct trace_set *ts)
 {
 	int64_t first = INT64_MAX;
@@ -555,7 +566,7 @@ int64_t out_timeline_first_event_ns(struct trace_set *ts)
 		const struct trace_file *f = trace_set_file(ts, i);
 		if (!f->events || !f->first_event_ns)
 			continue;
-		int64_t t = (int64_t)f->first_event_ns + out_clock_offset_ns(ts, i);
+		int64_t t = (int64_t)(f->first_event_ns + (uint64_t)out_clock_offset_ns(ts, i));
 		if (t < first)
 			first = t;
 	}

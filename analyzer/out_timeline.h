@@ -13,7 +13,10 @@
  * slices on a "steps" track of their process.  CPU samples are omitted (the
  * flame graph and the report show them).  ts/dur are microseconds from the
  * origin (the earliest event of all files on the common clock,
- * out_clock_offset_ns).
+ * out_clock_offset_ns).  The writer streams, so the offsets must be final
+ * before the pass: cmd_timeline.c takes them from its first pass (with
+ * model_nccl, which aligns the nodes on collective exits) and hands them
+ * over with out_timeline_set_offsets.
  *
  * Not for: analyses (models), or the command line (cmd_timeline.c). */
 #ifndef FLIGHTREC_OUT_TIMELINE_H
@@ -40,6 +43,12 @@ struct out_timeline_stats {
  * the document's head to out.  origin_ns: common-clock time of ts 0. */
 int out_timeline_begin(struct trace_set *ts, FILE *out, int64_t origin_ns,
 		       struct out_timeline **t, struct frec_error *err);
+
+/* Replaces the per-file clock offsets the writer took at begin (what
+ * out_clock_offset_ns said before the pass) with final ones, e.g. those of
+ * an earlier pass over the same files; call before trace_set_run.  n must
+ * be the number of files; 0 or -1. */
+int out_timeline_set_offsets(struct out_timeline *t, const int64_t *offsets, size_t n);
 
 /* After trace_set_run: the last steps, the process and thread names, the
  * document's tail.  Returns 0 or -1 (err filled: write failed). */

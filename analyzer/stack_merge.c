@@ -7,14 +7,13 @@
 #include "events.h"
 #include "hmap.h"
 #include "pyframes.h"
+#include "strpool.h"
 #include "symbolize.h"
 #include "trace_set.h"
 #include "unwind.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 int sm_is_eval_frame(const char *name)
 {
@@ -118,25 +117,57 @@ size_t stack_merge(const char *const *native, size_t n_native, int native_comple
 	return o.n;
 }
 
-/* ---- the resolution pass --------------------------------------------------- */
+/* ---- resolution during the decode pass --------------------------------------- */
 
-struct sm_ctx {
+struct sm_resolver {
 	struct symbolizer *sym;
+	struct strpool *names;
 	struct trace_file *f;
 	uint32_t file_index;
 	struct uw_trace *uw;
-	struct hmap py_names;   /* (py_code address, instr_off) -> interned name */
-	struct hmap native_names; /* (lookup address, pid) -> interned name: the
+	struct hmap py_names;   /* (py_code address, instr_off) -> pooled name */
+	struct hmap native_names; /* (lookup address, pid) -> pooled name: the
 				     symbolizer formats unnamed ones each time */
 	const char *lost;
-	size_t names_cap;       /* of f->ustack_names */
 	struct uw_frame frames[UW_MAX_FRAMES];
 	const char *native[UW_MAX_FRAMES];
 	struct sm_py py[FR_MAX_PY_FRAMES];
 	const char *merged[UW_MAX_FRAMES + FR_MAX_PY_FRAMES + 2];
 };
 
-static const char *python_name(struct sm_ctx *c, const struct uw_raw *r, struct fr_py_frame pf)
+struct sm_resolver *sm_resolver_new(struct symbolizer *sym, struct strpool *names,
+				    struct trace_file *f, uint32_t file_index)
+{
+	struct sm_resolver *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->sym = sym;
+	c->names = names;
+	c->f = f;
+	c->file_index = file_index;
+	hmap_init(&c->py_names);
+	hmap_init(&c->native_names);
+	c->uw = uw_trace_new(f, f->ustacks);
+	c->lost = strpool_intern_cstr(names, SM_LOST);
+	if (!c->uw || !c->lost) {
+		sm_resolver_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void sm_resolver_free(struct sm_resolver *c)
+{
+	if (!c)
+		return;
+	uw_trace_free(c->uw);
+	hmap_free(&c->py_names);
+	hmap_free(&c->native_names);
+	free(c);
+}
+
+static const char *python_name(struct sm_resolver *c, const struct uw_raw *r,
+			       struct fr_py_frame pf)
 {
 	const struct py_code *code = py_table_find(c->f->pycodes, r->pid, pf.code, r->seq,
 						   pf.fingerprint);
@@ -145,20 +176,20 @@ static const char *python_name(struct sm_ctx *c, const struct uw_raw *r, struct 
 	if (code && hmap_get(&c->py_names, key_a, key_b, &cached))
 		return (const char *)(uintptr_t)cached;
 	char buf[600];
-	const char *name = symbolizer_intern(c->sym, py_frame_name(code, pf.instr_off, buf,
-								    sizeof(buf)));
+	const char *name = strpool_intern_cstr(c->names, py_frame_name(code, pf.instr_off, buf,
+									sizeof(buf)));
 	if (name && code && hmap_put(&c->py_names, key_a, key_b, (uint64_t)(uintptr_t)name))
 		return NULL;
 	return name;
 }
 
-/* Frame names of raw stack i, root first, appended to f->ustack_names. */
-static int resolve_one(struct sm_ctx *c, size_t i)
+int64_t sm_resolve(struct sm_resolver *c, const struct uw_raw *r, const uint8_t *py,
+		   const uint8_t *stack, const char *const **names)
 {
 	struct trace_file *f = c->f;
-	struct uw_raw *r = uw_store_raw(f->ustacks, i);
 	enum uw_end end;
-	size_t n = uw_trace_unwind(c->uw, i, c->frames, UW_MAX_FRAMES, &end);
+	*names = c->merged;
+	size_t n = uw_trace_unwind_raw(c->uw, r, stack, c->frames, UW_MAX_FRAMES, &end);
 	for (size_t k = 0; k < n; k++) {
 		uint64_t pc = c->frames[k].pc - (c->frames[k].activation ? 0 : 1);
 		uint64_t cached;
@@ -166,13 +197,15 @@ static int resolve_one(struct sm_ctx *c, size_t i)
 			c->native[k] = (const char *)(uintptr_t)cached;
 			continue;
 		}
-		if (!(c->native[k] = symbolize_ip(c->sym, c->file_index, r->pid, pc)) ||
+		const char *shown = symbolize_ip(c->sym, c->file_index, r->pid, pc);
+		if (!shown || !(c->native[k] = strpool_intern_cstr(c->names, shown)) ||
 		    hmap_put(&c->native_names, pc, r->pid, (uint64_t)(uintptr_t)c->native[k]))
 			return -1;
 	}
 	size_t n_py = r->n_py < FR_MAX_PY_FRAMES ? r->n_py : FR_MAX_PY_FRAMES;
 	for (size_t k = 0; k < n_py; k++) {
-		struct fr_py_frame pf = uw_store_py(f->ustacks, r, k);
+		struct fr_py_frame pf;
+		memcpy(&pf, py + k * sizeof(pf), sizeof(pf));
 		c->py[k].flags = pf.flags;
 		c->py[k].name = NULL;
 		if (!(pf.flags & FR_PYF_SHIM) && !(c->py[k].name = python_name(c, r, pf)))
@@ -183,82 +216,9 @@ static int resolve_one(struct sm_ctx *c, size_t i)
 	enum sm_outcome how;
 	size_t m = stack_merge(c->native, n, end == UW_END_OUTERMOST, c->py, n_py, py_cut,
 			       c->lost, c->merged, sizeof(c->merged) / sizeof(c->merged[0]), &how);
-	if (f->n_ustack_names + m > c->names_cap) {
-		size_t cap = c->names_cap ? 2 * c->names_cap : 4096;
-		while (cap < f->n_ustack_names + m)
-			cap *= 2;
-		const char **grown = realloc(f->ustack_names, cap * sizeof(*grown));
-		if (!grown)
-			return -1;
-		f->ustack_names = grown;
-		c->names_cap = cap;
-	}
-	memcpy(f->ustack_names + f->n_ustack_names, c->merged, m * sizeof(*c->merged));
-	r->names_at = f->n_ustack_names;
-	r->n_names = (uint32_t)m;
-	r->resolved = 1;
-	f->n_ustack_names += m;
-	f->dwarf_stats.distinct++;
 	if (end != UW_END_OUTERMOST)
 		f->dwarf_stats.stopped_early++;
 	if (how == SM_NATIVE_SHORT || how == SM_PYTHON_SHORT || how == SM_MISMATCH)
 		f->dwarf_stats.merge_lost++;
-	return 0;
-}
-
-static int resolve_file(struct symbolizer *sym, struct trace_file *f, uint32_t file_index)
-{
-	struct sm_ctx *c = calloc(1, sizeof(*c));
-	if (!c)
-		return -1;
-	c->sym = sym;
-	c->f = f;
-	c->file_index = file_index;
-	hmap_init(&c->py_names);
-	hmap_init(&c->native_names);
-	c->uw = uw_trace_new(f, f->ustacks);
-	c->lost = symbolizer_intern(sym, SM_LOST);
-	c->names_cap = f->n_ustack_names;
-	int rc = c->uw && c->lost ? 0 : -1;
-	for (size_t i = 0; !rc && i < uw_store_count(f->ustacks); i++)
-		rc = resolve_one(c, i);
-	for (size_t i = 0; !rc && i < f->n_stacks; i++) {
-		struct ts_stack *st = &f->stacks[i];
-		struct uw_raw *r = st->ustack ? uw_store_raw(f->ustacks, st->ustack - 1) : NULL;
-		if (!r || !r->resolved)
-			continue;
-		st->names_at = r->names_at;
-		st->n_user = (uint16_t)r->n_names;
-	}
-	uw_trace_free(c->uw);
-	hmap_free(&c->py_names);
-	hmap_free(&c->native_names);
-	free(c);
-	if (!rc)
-		uw_store_drop_stacks(f->ustacks);
-	return rc;
-}
-
-int stack_merge_resolve(struct trace_set *ts, struct frec_error *err)
-{
-	struct symbolizer *sym = NULL;
-	for (size_t i = 0; i < trace_set_count(ts); i++) {
-		struct trace_file *f = trace_set_file(ts, i);
-		if (!f->ustacks || !uw_store_count(f->ustacks))
-			continue;
-		if (!sym && !(sym = trace_set_symbolizer(ts, err)))
-			return -1;
-		struct timespec t0, t1;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		int rc = resolve_file(sym, f, (uint32_t)i);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		f->dwarf_stats.resolve_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll +
-							(t1.tv_nsec - t0.tv_nsec));
-		if (rc) {
-			frec_error_set(err, f->path, -1, ENOMEM,
-				       "out of memory unwinding dwarf-mode stacks");
-			return -1;
-		}
-	}
-	return 0;
+	return (int64_t)m;
 }

@@ -1,9 +1,9 @@
 /* Merged Python + native stacks for dwarf-mode traces: each native
  * interpreter frame (_PyEval_EvalFrameDefault, or its .cold part) is
- * replaced by the Python frames it was executing, and stack_merge_resolve
- * runs the whole dwarf pipeline once per distinct raw stack after the
- * decode pass: unwind (unwind.c) -> name native frames (symbolize.c) ->
- * name Python frames (pyframes.c) -> merge.
+ * replaced by the Python frames it was executing, and sm_resolve runs the
+ * whole dwarf pipeline on each raw stack as the decode pass reads it:
+ * unwind (unwind.c) -> name native frames (symbolize.c) -> name Python
+ * frames (pyframes.c) -> merge.
  *
  * Which Python frames belong to one interpreter activation (a "segment"):
  *   3.10   one frame per activation (every frame carries FR_PYF_ENTRY);
@@ -70,11 +70,28 @@ size_t stack_merge(const char *const *native, size_t n_native, int native_comple
 		   const struct sm_py *py, size_t n_py, int py_cut, const char *lost,
 		   const char **out, size_t cap, enum sm_outcome *outcome);
 
-/* After the decode pass: resolves every FR_REC_USTACK of every file of ts
- * into frame names (user part, root first) and sets the user frame count
- * of each dwarf-mode ts_stack, then frees the stack copies.  -1 only when
- * memory runs out. */
-struct trace_set;
-int stack_merge_resolve(struct trace_set *ts, struct frec_error *err);
+/* Resolution of dwarf-mode stacks during the decode pass (trace_set.c), one
+ * resolver per file, made once every file's metadata is read: unwind
+ * (unwind.c) -> name native frames (the symbolizer) -> name Python frames
+ * (pyframes.c) -> merge.  Names are copied into `names`, a pool that
+ * outlives the resolver and the symbolizer it used. */
+struct symbolizer;
+struct strpool;
+struct trace_file;
+struct uw_raw;
+struct sm_resolver;
+struct sm_resolver *sm_resolver_new(struct symbolizer *sym, struct strpool *names,
+				    struct trace_file *f, uint32_t file_index);
+void sm_resolver_free(struct sm_resolver *c);
+
+/* One FR_REC_USTACK: r gives pid, tid, flags, n_py (at most
+ * FR_MAX_PY_FRAMES), stack_len, seq and regs; py holds n_py packed struct
+ * fr_py_frame (unaligned), stack stack_len bytes.  Sets *names to the
+ * merged user frames, ROOT FIRST (the array is valid until the next call;
+ * the strings live as long as the pool) and returns how many; -1 when
+ * memory runs out.  Counts stopped unwinds and lossy merges in the file's
+ * dwarf_stats. */
+int64_t sm_resolve(struct sm_resolver *c, const struct uw_raw *r, const uint8_t *py,
+		   const uint8_t *stack, const char *const **names);
 
 #endif

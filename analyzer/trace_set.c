@@ -1,10 +1,12 @@
-/* The decode stage: one streaming pass over every chunk and record of every
- * file, keeping metadata and feeding events to models (see trace_set.h).
+/* The decode stage: two streaming passes over every file, metadata chunks
+ * then event chunks, keeping metadata, resolving dwarf-mode stacks into
+ * canonical ones and feeding events to models (see trace_set.h).
  * Not for symbolization or analysis.  Every field read from a record is
  * checked against the record's size before use; records are copied with
  * memcpy because decompressed payloads need not be aligned. */
 #include "trace_set.h"
 #include "frec_schema.h"
+#include "strpool.h"
 #include "pyframes.h"
 #include "stack_merge.h"
 #include "symbolize.h"
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct ts_model {
 	const struct model_ops *ops;
@@ -27,6 +30,34 @@ struct trace_set {
 	struct ts_model *models;
 	size_t n_models;
 	struct symbolizer *sym;
+	/* dwarf-mode resolution during pass 2: a symbolizer of its own (freed
+	 * before metadata found in EVENTS chunks is applied, so the public one,
+	 * built after the run, sees everything), the pool the resolved names
+	 * live in (until trace_set_free), the resolver of the file being read,
+	 * and a buffer for events patched with canonical stack ids */
+	struct symbolizer *resolve_sym;
+	struct strpool *names;
+	struct sm_resolver *resolver;
+	uint8_t *scratch;
+	size_t scratch_cap;
+};
+
+/* One record chunk pass 2 reads: an EVENTS chunk (every record), or a
+ * metadata chunk holding events or USTACK records (those only). */
+struct ts_chunk_ref {
+	uint64_t offset;
+	uint32_t ordinal;   /* chunk order in the file: the high half of seq */
+	uint32_t late_only;
+};
+
+/* Pass state of one file. */
+struct ts_pass {
+	struct ts_chunk_ref *refs;
+	size_t n_refs, cap_refs;
+	/* DSO, UNWIND and PYCODE records found in EVENTS chunks: applied after
+	 * pass 2 (the resolver's symbolizer and caches point into those tables) */
+	uint8_t *late;
+	size_t late_len, late_cap;
 };
 
 #define TS_N_TYPES 65536u
@@ -137,6 +168,13 @@ static void trace_file_free(struct trace_file *f)
 	py_table_free(f->pycodes);
 	hmap_free(&f->python_by_pid);
 	free(f->ustack_names);
+	free(f->ustack_ids.slots);
+	hmap_free(&f->canon_by_hash);
+	if (f->pass) {
+		free(f->pass->refs);
+		free(f->pass->late);
+		free(f->pass);
+	}
 }
 
 int trace_set_open(const char *const *paths, size_t n, struct trace_set **out,
@@ -159,6 +197,7 @@ int trace_set_open(const char *const *paths, size_t n, struct trace_set **out,
 		hmap_init(&f->env_by_pid);
 		hmap_init(&f->rdma_counter_by_name);
 		hmap_init(&f->python_by_pid);
+		hmap_init(&f->canon_by_hash);
 		if (frec_open(paths[i], &f->reader, err)) {
 			f->reader = NULL;
 			trace_set_free(ts);
@@ -189,9 +228,13 @@ void trace_set_free(struct trace_set *ts)
 		ts->models[i].ops->destroy(ts->models[i].state);
 	free(ts->models);
 	symbolizer_free(ts->sym);
+	sm_resolver_free(ts->resolver);
+	symbolizer_free(ts->resolve_sym);
 	for (size_t i = 0; i < ts->n_files; i++)
 		trace_file_free(&ts->files[i]);
 	free(ts->files);
+	strpool_free(ts->names);
+	free(ts->scratch);
 	free(ts);
 }
 
@@ -228,12 +271,70 @@ struct symbolizer *trace_set_symbolizer(struct trace_set *ts, struct frec_error 
 	return ts->sym;
 }
 
+/* ---- raw dwarf-mode id -> canonical id ---------------------------------- */
+
+static size_t idmap_home(uint32_t key, size_t mask)
+{
+	return (size_t)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+}
+
+static int idmap_get(const struct ts_idmap *m, uint32_t key, uint32_t *value)
+{
+	if (!m->cap || !key)
+		return 0;
+	size_t mask = m->cap - 1;
+	for (size_t i = idmap_home(key, mask);; i = (i + 1) & mask) {
+		uint64_t slot = m->slots[i];
+		if (!slot)
+			return 0;
+		if ((uint32_t)(slot >> 32) == key) {
+			if (value)
+				*value = (uint32_t)slot;
+			return 1;
+		}
+	}
+}
+
+/* Inserts key (not present, nonzero) -> value; -1 when memory runs out. */
+static int idmap_put(struct ts_idmap *m, uint32_t key, uint32_t value)
+{
+	if ((m->count + 1) * 4 > m->cap * 3) {
+		size_t cap = m->cap ? 2 * m->cap : 1024;
+		uint64_t *slots = calloc(cap, sizeof(*slots));
+		if (!slots)
+			return -1;
+		for (size_t i = 0; i < m->cap; i++) {
+			uint64_t slot = m->slots[i];
+			if (!slot)
+				continue;
+			size_t j = idmap_home((uint32_t)(slot >> 32), cap - 1);
+			while (slots[j])
+				j = (j + 1) & (cap - 1);
+			slots[j] = slot;
+		}
+		free(m->slots);
+		m->slots = slots;
+		m->cap = cap;
+	}
+	size_t mask = m->cap - 1, i = idmap_home(key, mask);
+	while (m->slots[i])
+		i = (i + 1) & mask;
+	m->slots[i] = (uint64_t)key << 32 | value;
+	m->count++;
+	return 0;
+}
+
 /* ---- lookups ------------------------------------------------------------ */
 
 const struct ts_stack *trace_file_stack(const struct trace_file *f, uint32_t stack_id)
 {
 	uint64_t i;
-	if (!hmap_get(&f->stack_by_id, stack_id, 0, &i) || i >= f->n_stacks)
+	uint32_t canon;
+	if (!hmap_get(&f->stack_by_id, stack_id, 0, &i) &&
+	    !(idmap_get(&f->ustack_ids, stack_id, &canon) &&
+	      hmap_get(&f->stack_by_id, canon, 0, &i)))
+		return NULL;
+	if (i >= f->n_stacks)
 		return NULL;
 	return &f->stacks[i];
 }
@@ -408,6 +509,10 @@ static int decode_stack(const struct ts_where *w, const uint8_t *p, uint32_t siz
 		PROBLEM(w, "stack record with id 0 (reserved for \"no stack\")");
 		return 0;
 	}
+	if (idmap_get(&f->ustack_ids, r.stack_id, NULL)) {
+		PROBLEM(w, "stack %u defined twice; keeping the first definition", r.stack_id);
+		return 0;
+	}
 	int created;
 	uint64_t *slot = hmap_slot(&f->stack_by_id, r.stack_id, 0, &created);
 	if (!slot)
@@ -434,12 +539,86 @@ static int decode_stack(const struct ts_where *w, const uint8_t *p, uint32_t siz
 	return 0;
 }
 
+static uint64_t canon_mix(uint64_t h, uint64_t v)
+{
+	h ^= v;
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+/* The canonical stack of (pid, kernel ips, merged user frames): found by
+ * content, or made.  Returns its id, 0 when memory runs out. */
+static uint32_t intern_canonical(struct trace_file *f, uint32_t pid, const uint8_t *kernel,
+				 uint16_t n_kernel, const char *const *names, size_t n_names)
+{
+	uint64_t h = canon_mix(0x243f6a8885a308d3ull, (uint64_t)n_kernel << 32 | n_names);
+	for (size_t i = 0; i < n_kernel; i++) {
+		uint64_t ip;
+		memcpy(&ip, kernel + 8 * i, 8);
+		h = canon_mix(h, ip);
+	}
+	for (size_t i = 0; i < n_names; i++)
+		h = canon_mix(h, (uint64_t)(uintptr_t)names[i]);
+	uint64_t k = 0;
+	for (;; k++) {
+		uint64_t at;
+		if (!hmap_get(&f->canon_by_hash, h + k, pid, &at))
+			break;
+		const struct ts_stack *st = at < f->n_stacks ? &f->stacks[at] : NULL;
+		if (st && st->pid == pid && st->n_kernel == n_kernel && st->n_user == n_names &&
+		    (!n_kernel || !memcmp(f->ips + st->ips_at, kernel, (size_t)n_kernel * 8)) &&
+		    (!n_names || !memcmp(f->ustack_names + st->names_at, names,
+					 n_names * sizeof(*names))))
+			return st->stack_id;
+	}
+	/* a new canonical stack: the next id no fp STACK record took */
+	uint32_t id;
+	uint64_t taken;
+	do {
+		if (f->next_canon >= TS_CANON_STACK_BIT - 1)
+			return 0;
+		id = TS_CANON_STACK_BIT | ++f->next_canon;
+	} while (hmap_get(&f->stack_by_id, id, 0, &taken));
+	if (f->n_ustack_names + n_names > f->cap_ustack_names) {
+		size_t cap = f->cap_ustack_names ? 2 * f->cap_ustack_names : 4096;
+		while (cap < f->n_ustack_names + n_names)
+			cap *= 2;
+		const char **grown = realloc(f->ustack_names, cap * sizeof(*grown));
+		if (!grown)
+			return 0;
+		f->ustack_names = grown;
+		f->cap_ustack_names = cap;
+	}
+	struct ts_stack *stacks = realloc(f->stacks, (f->n_stacks + 1) * sizeof(*stacks));
+	if (!stacks)
+		return 0;
+	f->stacks = stacks;
+	uint64_t *ips = realloc(f->ips, (f->n_ips + n_kernel + 1) * sizeof(*ips));
+	if (!ips)
+		return 0;
+	f->ips = ips;
+	if (hmap_put(&f->stack_by_id, id, 0, f->n_stacks) ||
+	    hmap_put(&f->canon_by_hash, h + k, pid, f->n_stacks))
+		return 0;
+	memcpy(ips + f->n_ips, kernel, (size_t)n_kernel * 8);
+	if (n_names)
+		memcpy(f->ustack_names + f->n_ustack_names, names, n_names * sizeof(*names));
+	stacks[f->n_stacks++] = (struct ts_stack){
+		.stack_id = id, .pid = pid, .n_kernel = n_kernel, .n_user = (uint16_t)n_names,
+		.ips_at = f->n_ips, .ustack = 1, .names_at = f->n_ustack_names,
+	};
+	f->n_ips += n_kernel;
+	f->n_ustack_names += n_names;
+	f->dwarf_stats.distinct++;
+	return id;
+}
+
 /* A dwarf-mode stack: registers, kernel ips, Python frames and the copied
- * user stack.  The kernel ips join the file's ips like a STACK record's;
- * the rest waits in f->ustacks (deduplicated by content) until
- * stack_merge_resolve unwinds it after the pass. */
-static int decode_ustack(const struct ts_where *w, const uint8_t *p, uint32_t size,
-			 struct frec_error *err)
+ * user stack.  Unwound, named and merged now (pass 2: every file's
+ * metadata is known), interned into a canonical stack with the kernel ips,
+ * and forgotten but for its id's entry in f->ustack_ids. */
+static int decode_ustack(struct trace_set *ts, uint32_t file_index, const struct ts_where *w,
+			 const uint8_t *p, uint32_t size, struct frec_error *err)
 {
 	struct trace_file *f = w->f;
 	struct fr_rec_ustack r;
@@ -461,35 +640,41 @@ static int decode_ustack(const struct ts_where *w, const uint8_t *p, uint32_t si
 		n_py = FR_MAX_PY_FRAMES;
 		flags |= FR_USTACK_PY_TRUNCATED;
 	}
-	int created;
-	uint64_t *slot = hmap_slot(&f->stack_by_id, r.stack_id, 0, &created);
-	if (!slot)
-		return ts_oom(err, w);
-	if (!created) {
+	uint64_t taken;
+	if (idmap_get(&f->ustack_ids, r.stack_id, NULL) ||
+	    hmap_get(&f->stack_by_id, r.stack_id, 0, &taken)) {
 		PROBLEM(w, "stack %u defined twice; keeping the first definition", r.stack_id);
 		return 0;
 	}
-	if (!f->ustacks && !(f->ustacks = uw_store_new()))
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (!ts->names && !(ts->names = strpool_new()))
+		return ts_oom(err, w);
+	if (!ts->resolve_sym && !(ts->resolve_sym = symbolizer_new(ts, err)))
+		return -1;
+	if (!ts->resolver && !(ts->resolver = sm_resolver_new(ts->resolve_sym, ts->names, f,
+								file_index)))
 		return ts_oom(err, w);
 	const uint8_t *kernel = p + sizeof(r);
 	const uint8_t *py = kernel + (size_t)r.n_kernel * 8;
-	int64_t raw = uw_store_add_stack(f->ustacks, r.pid, r.tid, flags, r.py_version, w->seq,
-					 r.regs, py, n_py, py + py_bytes, r.stack_len);
-	struct ts_stack *stacks = raw < 0 ? NULL : realloc(f->stacks, (f->n_stacks + 1) * sizeof(*stacks));
-	if (!stacks)
-		return ts_oom(err, w);
-	f->stacks = stacks;
-	uint64_t *ips = realloc(f->ips, (f->n_ips + r.n_kernel + 1) * sizeof(*ips));
-	if (!ips)
-		return ts_oom(err, w);
-	f->ips = ips;
-	memcpy(ips + f->n_ips, kernel, (size_t)r.n_kernel * 8);
-	*slot = f->n_stacks;
-	stacks[f->n_stacks++] = (struct ts_stack){
-		.stack_id = r.stack_id, .pid = r.pid, .n_kernel = r.n_kernel, .n_user = 0,
-		.ips_at = f->n_ips, .ustack = (uint32_t)raw + 1,
+	struct uw_raw raw = {
+		.pid = r.pid, .tid = r.tid, .flags = flags, .py_version = r.py_version,
+		.n_py = n_py, .stack_len = r.stack_len, .seq = w->seq,
 	};
-	f->n_ips += r.n_kernel;
+	memcpy(raw.regs, r.regs, sizeof(raw.regs));
+	const char *const *names;
+	int64_t n = sm_resolve(ts->resolver, &raw, py, py + py_bytes, &names);
+	uint32_t canon = n < 0 ? 0 : intern_canonical(f, r.pid, kernel, r.n_kernel, names,
+						       (size_t)n);
+	if (!canon && n >= 0 && f->next_canon >= TS_CANON_STACK_BIT - 1) {
+		PROBLEM(w, "ustack %u: canonical stack ids exhausted; stack dropped", r.stack_id);
+		return 0;
+	}
+	if (!canon || idmap_put(&f->ustack_ids, r.stack_id, canon))
+		return ts_oom(err, w);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	f->dwarf_stats.resolve_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll +
+						(t1.tv_nsec - t0.tv_nsec));
 	f->dwarf_stats.records++;
 	return 0;
 }
@@ -854,6 +1039,41 @@ static int feed_models(struct trace_set *ts, uint32_t file_index, const struct t
 	return 0;
 }
 
+/* An event whose stack_id names a raw dwarf-mode stack goes to the models
+ * as a copy carrying the canonical id, so their tables grow with distinct
+ * stacks. */
+static int feed_event(struct trace_set *ts, uint32_t file_index, const struct ts_where *w,
+		      const uint8_t *p, uint16_t type, uint32_t size, struct frec_error *err)
+{
+	const struct trace_file *f = w->f;
+	uint32_t stack_id, canon;
+	switch (type) {
+	case FR_EV_CPU_SAMPLE: case FR_EV_SYSCALL: case FR_EV_CUDA: case FR_EV_NCCL:
+	case FR_EV_RDMA_CTRL: case FR_EV_STEP:
+		if (!f->ustack_ids.count || size < FR_EV_STACK_ID_OFFSET + sizeof(stack_id))
+			break;
+		memcpy(&stack_id, p + FR_EV_STACK_ID_OFFSET, sizeof(stack_id));
+		if (!idmap_get(&f->ustack_ids, stack_id, &canon))
+			break;
+		if (size > ts->scratch_cap) {
+			size_t cap = ts->scratch_cap ? ts->scratch_cap : 256;
+			while (cap < size)
+				cap *= 2;
+			uint8_t *grown = realloc(ts->scratch, cap);
+			if (!grown)
+				return ts_oom(err, w);
+			ts->scratch = grown;
+			ts->scratch_cap = cap;
+		}
+		memcpy(ts->scratch, p, size);
+		memcpy(ts->scratch + FR_EV_STACK_ID_OFFSET, &canon, sizeof(canon));
+		return feed_models(ts, file_index, w,
+				   (const struct fr_rec_hdr *)(const void *)ts->scratch, err);
+	}
+	/* Models see the record as stored; they read at most its size. */
+	return feed_models(ts, file_index, w, (const struct fr_rec_hdr *)(const void *)p, err);
+}
+
 static int decode_record(struct trace_set *ts, uint32_t file_index, const struct ts_where *w,
 			 const uint8_t *p, uint32_t size, struct frec_error *err)
 {
@@ -880,8 +1100,7 @@ static int decode_record(struct trace_set *ts, uint32_t file_index, const struct
 			if (c.ts_ns > f->last_event_ns)
 				f->last_event_ns = c.ts_ns;
 		}
-		/* Models see the record as stored; they read at most its size. */
-		return feed_models(ts, file_index, w, (const struct fr_rec_hdr *)(const void *)p, err);
+		return feed_event(ts, file_index, w, p, h.type, size, err);
 	}
 	switch (h.type) {
 	case FR_REC_PROCESS:
@@ -924,7 +1143,7 @@ static int decode_record(struct trace_set *ts, uint32_t file_index, const struct
 	case FR_REC_RDMA_COUNTERS:
 		return decode_rdma_counters(w, p, size, err);
 	case FR_REC_USTACK:
-		return decode_ustack(w, p, size, err);
+		return decode_ustack(ts, file_index, w, p, size, err);
 	case FR_REC_UNWIND:
 		return decode_unwind(w, p, size, err);
 	case FR_REC_PYCODE:
@@ -947,50 +1166,221 @@ static enum ts_chunk_kind chunk_kind(uint16_t type)
 	return TS_CHUNK_UNKNOWN;
 }
 
-static int read_file(struct trace_set *ts, uint32_t file_index, struct frec_error *err)
+/* Record types pass 1 leaves for pass 2 wherever they are: events go to
+ * the models in file order, and USTACK records need every file's metadata. */
+static int pass2_type(uint16_t type)
+{
+	return type < 0x100 || type == FR_REC_USTACK;
+}
+
+/* Metadata that the resolver's symbolizer and caches point into: found in
+ * an EVENTS chunk during pass 2, applied after it. */
+static int late_type(uint16_t type)
+{
+	return type == FR_REC_DSO || type == FR_REC_UNWIND || type == FR_REC_PYCODE;
+}
+
+struct ts_late_hdr {
+	uint64_t seq, chunk_offset, rec_offset;
+};
+
+static int grow_bytes(uint8_t **buf, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	size_t cap2 = *cap ? *cap : 4096;
+	while (cap2 < need)
+		cap2 *= 2;
+	uint8_t *grown = realloc(*buf, cap2);
+	if (!grown)
+		return -1;
+	*buf = grown;
+	*cap = cap2;
+	return 0;
+}
+
+static void count_chunk(struct trace_file *f, const struct frec_chunk *c)
+{
+	f->chunks++;
+	f->chunks_by_kind[chunk_kind(c->hdr.chunk_type)]++;
+	f->chunks_by_codec[c->hdr.codec < 3 ? c->hdr.codec : 3]++;
+	f->raw_bytes += c->hdr.raw_len;
+	f->stored_bytes += c->hdr.stored_len;
+}
+
+/* The records of one chunk, every length checked.  mode 1: pass 1 of a
+ * metadata chunk (pass-2 types are left, and the chunk noted for pass 2);
+ * 2: an EVENTS chunk in pass 2 (late types are kept for later); 3: pass 2
+ * of a metadata chunk (pass-2 types only; its damage was reported in pass
+ * 1, so records are walked quietly). */
+static int read_records(struct trace_set *ts, uint32_t file_index, struct ts_where *w,
+			const struct frec_chunk *c, uint32_t ordinal, int mode, int *wants_pass2,
+			struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	size_t cursor = 0;
+	uint64_t index = 0;
+	w->chunk_offset = c->offset;
+	for (;;) {
+		const uint8_t *p;
+		if (mode == 3) {
+			struct fr_rec_hdr q;
+			if (!c->data || cursor >= c->len || c->len - cursor < sizeof(q))
+				break;
+			memcpy(&q, c->data + cursor, sizeof(q));
+			if (q.size < sizeof(q) || q.size % 8 || q.size > c->len - cursor)
+				break;
+			p = c->data + cursor;
+			cursor += q.size;
+		} else {
+			const struct fr_rec_hdr *rec;
+			if (frec_chunk_next_record(f->reader, c, &cursor, &rec) != 1)
+				break;
+			p = (const uint8_t *)rec;
+		}
+		struct fr_rec_hdr h;
+		if (!c->data || p < c->data || (size_t)(p - c->data) > c->len ||
+		    c->len - (size_t)(p - c->data) < sizeof(h)) {
+			if (mode != 3)
+				PROBLEM(w, "record outside its chunk; rest of chunk skipped");
+			break;
+		}
+		w->rec_offset = (uint64_t)(p - c->data);
+		memcpy(&h, p, sizeof(h));
+		if (h.size < sizeof(h) || h.size > c->len - w->rec_offset) {
+			if (mode != 3)
+				PROBLEM(w, "record size %u runs past its chunk; rest of chunk skipped",
+					h.size);
+			break;
+		}
+		/* file order: chunk ordinal, then place in the chunk, alike in both passes */
+		w->seq = (uint64_t)ordinal << 32 | ++index;
+		if (mode == 1 && pass2_type(h.type)) {
+			*wants_pass2 = 1;
+			continue;
+		}
+		if (mode == 3 && !pass2_type(h.type))
+			continue;
+		if (mode == 2 && late_type(h.type)) {
+			struct ts_pass *ps = f->pass;
+			struct ts_late_hdr lh = { w->seq, w->chunk_offset, w->rec_offset };
+			if (grow_bytes(&ps->late, &ps->late_cap, ps->late_len + sizeof(lh) + h.size))
+				return ts_oom(err, w);
+			memcpy(ps->late + ps->late_len, &lh, sizeof(lh));
+			memcpy(ps->late + ps->late_len + sizeof(lh), p, h.size);
+			ps->late_len += sizeof(lh) + FR_ALIGN8((uint64_t)h.size);
+			continue;
+		}
+		if (decode_record(ts, file_index, w, p, h.size, err))
+			return -1;
+	}
+	return 0;
+}
+
+static void mark_io_failed(struct trace_file *f)
+{
+	f->io_failed = 1;
+	if (!f->io_err.where[0])
+		snprintf(f->io_err.where, sizeof(f->io_err.where), "%s", f->path);
+}
+
+/* Pass 1: every chunk header; metadata chunks decoded, EVENTS chunks (and
+ * metadata chunks holding events) noted for pass 2 by offset. */
+static int read_pass1(struct trace_set *ts, uint32_t file_index, struct frec_error *err)
 {
 	struct trace_file *f = &ts->files[file_index];
 	struct ts_where w = { .f = f };
 	struct frec_chunk c;
 	int rc;
+	uint32_t ordinal = 0;
+	if (!f->pass && !(f->pass = calloc(1, sizeof(*f->pass))))
+		return ts_oom(err, &w);
+	struct ts_pass *ps = f->pass;
+	frec_defer_payloads(f->reader, FR_CHUNK_EVENTS);
 	while ((rc = frec_next_chunk(f->reader, &c, &f->io_err)) == 1) {
 		enum ts_chunk_kind kind = chunk_kind(c.hdr.chunk_type);
-		f->chunks++;
-		f->chunks_by_kind[kind]++;
-		f->chunks_by_codec[c.hdr.codec < 3 ? c.hdr.codec : 3]++;
-		f->raw_bytes += c.hdr.raw_len;
-		f->stored_bytes += c.hdr.stored_len;
+		ordinal++;
+		int events = kind == TS_CHUNK_EVENTS, wants_pass2 = events;
+		if (!events)
+			count_chunk(f, &c); /* EVENTS chunks: once their payload is read */
 		/* INDEX and END are the reader's business; unknown chunk types are
 		 * skipped whole (a newer writer's chunk may not hold records). */
-		if (kind != TS_CHUNK_SCHEMA && kind != TS_CHUNK_EVENTS && kind != TS_CHUNK_META)
+		if (!events && kind != TS_CHUNK_SCHEMA && kind != TS_CHUNK_META)
 			continue;
-		w.chunk_offset = c.offset;
-		size_t cursor = 0;
-		const struct fr_rec_hdr *rec;
-		while (frec_chunk_next_record(f->reader, &c, &cursor, &rec) == 1) {
-			const uint8_t *p = (const uint8_t *)rec;
-			struct fr_rec_hdr h;
-			if (!c.data || p < c.data || (size_t)(p - c.data) > c.len ||
-			    c.len - (size_t)(p - c.data) < sizeof(h)) {
-				PROBLEM(&w, "record outside its chunk; rest of chunk skipped");
-				break;
-			}
-			w.rec_offset = (uint64_t)(p - c.data);
-			memcpy(&h, p, sizeof(h));
-			if (h.size < sizeof(h) || h.size > c.len - w.rec_offset) {
-				PROBLEM(&w, "record size %u runs past its chunk; rest of chunk skipped",
-					h.size);
-				break;
-			}
-			w.seq++;
-			if (decode_record(ts, file_index, &w, p, h.size, err))
-				return -1;
+		if (!events && read_records(ts, file_index, &w, &c, ordinal, 1, &wants_pass2, err))
+			return -1;
+		if (!wants_pass2)
+			continue;
+		if (ps->n_refs == ps->cap_refs) {
+			size_t cap = ps->cap_refs ? 2 * ps->cap_refs : 256;
+			struct ts_chunk_ref *grown = realloc(ps->refs, cap * sizeof(*grown));
+			if (!grown)
+				return ts_oom(err, &w);
+			ps->refs = grown;
+			ps->cap_refs = cap;
 		}
+		ps->refs[ps->n_refs++] = (struct ts_chunk_ref){ c.offset, ordinal, !events };
 	}
-	if (rc < 0) {
-		f->io_failed = 1;
-		if (!f->io_err.where[0])
-			snprintf(f->io_err.where, sizeof(f->io_err.where), "%s", f->path);
+	if (rc < 0)
+		mark_io_failed(f);
+	return 0;
+}
+
+/* Pass 2: the noted chunks in file order, then the metadata found in them. */
+static int read_pass2(struct trace_set *ts, uint32_t file_index, struct frec_error *err)
+{
+	struct trace_file *f = &ts->files[file_index];
+	struct ts_pass *ps = f->pass;
+	struct ts_where w = { .f = f };
+	struct frec_chunk c;
+	int rc = 0;
+	for (size_t i = 0; ps && i < ps->n_refs; i++) {
+		const struct ts_chunk_ref *ref = &ps->refs[i];
+		struct frec_error io_err = { 0 };
+		rc = frec_read_chunk_at(f->reader, ref->offset, &c, &io_err);
+		if (rc < 0) {
+			if (!f->io_failed)
+				f->io_err = io_err;
+			mark_io_failed(f);
+			break;
+		}
+		if (rc == 0)
+			continue; /* damaged after all: recorded by the reader */
+		if (!ref->late_only)
+			count_chunk(f, &c);
+		if (read_records(ts, file_index, &w, &c, ref->ordinal, ref->late_only ? 3 : 2,
+				 NULL, err))
+			return -1;
+	}
+	sm_resolver_free(ts->resolver);
+	ts->resolver = NULL;
+	return 0;
+}
+
+/* After every file's pass 2, with the resolver's symbolizer gone. */
+static int finish_file(struct trace_set *ts, uint32_t file_index, struct frec_error *err)
+{
+	struct trace_file *f = &ts->files[file_index];
+	struct ts_pass *ps = f->pass;
+	struct ts_where w = { .f = f };
+	for (size_t at = 0; ps && at + sizeof(struct ts_late_hdr) + sizeof(struct fr_rec_hdr) <= ps->late_len;) {
+		struct ts_late_hdr lh;
+		struct fr_rec_hdr h;
+		memcpy(&lh, ps->late + at, sizeof(lh));
+		const uint8_t *p = ps->late + at + sizeof(lh);
+		memcpy(&h, p, sizeof(h));
+		w.seq = lh.seq;
+		w.chunk_offset = lh.chunk_offset;
+		w.rec_offset = lh.rec_offset;
+		if (decode_record(ts, file_index, &w, p, h.size, err))
+			return -1;
+		at += sizeof(lh) + FR_ALIGN8((uint64_t)h.size);
+	}
+	if (ps) {
+		free(ps->refs);
+		free(ps->late);
+		free(ps);
+		f->pass = NULL;
 	}
 	/* Threads may be named before their process: count them afterwards. */
 	for (size_t i = 0; i < f->thread_seen.cap; i++) {
@@ -1013,12 +1403,22 @@ static int read_file(struct trace_set *ts, uint32_t file_index, struct frec_erro
 
 int trace_set_run(struct trace_set *ts, struct frec_error *err)
 {
+	/* every file's metadata first: a dwarf-mode stack is resolved as pass 2
+	 * reads it, against the mappings, unwind images and code objects */
 	for (size_t i = 0; i < ts->n_files; i++)
-		if (read_file(ts, (uint32_t)i, err))
+		if (read_pass1(ts, (uint32_t)i, err))
 			return -1;
-	/* dwarf-mode stacks need every file's mappings and unwind data */
-	if (stack_merge_resolve(ts, err))
-		return -1;
+	for (size_t i = 0; i < ts->n_files; i++)
+		if (read_pass2(ts, (uint32_t)i, err))
+			return -1;
+	symbolizer_free(ts->resolve_sym);
+	ts->resolve_sym = NULL;
+	for (size_t i = 0; i < ts->n_files; i++)
+		if (finish_file(ts, (uint32_t)i, err))
+			return -1;
+	free(ts->scratch);
+	ts->scratch = NULL;
+	ts->scratch_cap = 0;
 	for (size_t i = 0; i < ts->n_models; i++)
 		if (ts->models[i].ops->finish(ts->models[i].state, ts, err))
 			return -1;

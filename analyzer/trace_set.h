@@ -1,10 +1,18 @@
-/* The decode stage: one or many trace files (one per node), read in ONE
- * streaming pass.  Metadata (processes, threads, mappings, DSOs with their
- * symbol tables, stacks, clock anchors, stats, per-type counts, damage) is
- * kept in memory; events are handed to the registered models and never
- * stored, so memory grows with distinct stacks and metadata, not with the
- * length of the recording.  Each file keeps its own id namespaces (stack ids,
- * dso ids are only meaningful within their file).
+/* The decode stage: one or many trace files (one per node), each read in
+ * two streaming passes.  Pass 1 (every file first) decodes the metadata
+ * chunks (SCHEMA, META) and skips EVENTS chunks without reading their
+ * payload; pass 2 reads the EVENTS chunks: fp stacks, dwarf-mode stacks
+ * (FR_REC_USTACK: unwound, named and merged with their Python frames right
+ * away, since every mapping, unwind image and code object is known from
+ * pass 1, then interned by content into a canonical stack and the raw bytes
+ * dropped) and events, handed to the registered models with their stack_id
+ * rewritten to the canonical id.  Metadata (processes, threads, mappings,
+ * DSOs with their symbol tables, distinct stacks, clock anchors, stats,
+ * per-type counts, damage) is kept in memory; events are never stored, so
+ * memory grows with distinct stacks and metadata, not with the length of
+ * the recording (a dwarf-mode raw stack costs ~12 bytes: its id's entry in
+ * ustack_ids).  Each file keeps its own id namespaces (stack ids, dso ids
+ * are only meaningful within their file).
  *
  * Not for symbolization (symbolize.c) nor for analyses (model_*.c).
  * Everything read from a file is hostile: every count, length and id is
@@ -81,6 +89,7 @@ struct ts_dso {
 
 struct uw_store;
 struct py_table;
+struct ts_pass;
 
 struct ts_stack {
 	uint32_t stack_id;
@@ -88,22 +97,36 @@ struct ts_stack {
 	uint16_t n_kernel;
 	uint16_t n_user;
 	size_t ips_at;      /* index into trace_file.ips: kernel leaf first, then user leaf first */
-	/* dwarf mode (FR_REC_USTACK): 1 + index of its raw stack in
-	 * trace_file.ustacks, 0 for a frame-pointer stack.  Its user frames are
-	 * names, not ips: n_user of them at trace_file.ustack_names + names_at,
-	 * root first, set by stack_merge_resolve at the end of the pass. */
+	/* dwarf mode: nonzero for a canonical stack (stack_id has
+	 * TS_CANON_STACK_BIT; one per distinct (pid, kernel ips, merged user
+	 * frames) of the file's FR_REC_USTACK records), 0 for a frame-pointer
+	 * stack.  Its user frames are names, not ips: n_user of them at
+	 * trace_file.ustack_names + names_at, root first. */
 	uint32_t ustack;
 	size_t names_at;
 };
 
-/* Dwarf-mode stacks of one file (stack_merge.c counts them). */
+/* Canonical dwarf-mode stack ids: this bit set, never a raw FR_REC_USTACK
+ * id (the recorder sets bit 31 on those) nor, in recorder-written files, an
+ * fp stack id; an fp STACK record already using one is skipped over. */
+#define TS_CANON_STACK_BIT 0x40000000u
+
+/* Raw FR_REC_USTACK id -> canonical stack id: open addressing, one 8-byte
+ * slot (key << 32 | value, key 0 = empty) per id at <= 3/4 load. */
+struct ts_idmap {
+	uint64_t *slots;
+	size_t cap;   /* power of two, or 0 */
+	size_t count;
+};
+
+/* Dwarf-mode stacks of one file (stack_merge.c and trace_set.c count them). */
 struct ts_dwarf_stats {
-	uint64_t records;       /* FR_REC_USTACK records */
-	uint64_t distinct;      /* distinct contents, each unwound once */
-	uint64_t stopped_early; /* unwinds that did not reach the outermost frame */
-	uint64_t merge_lost;    /* merges with a "[lost]" frame */
+	uint64_t records;       /* FR_REC_USTACK records resolved */
+	uint64_t distinct;      /* canonical stacks they collapsed to */
+	uint64_t stopped_early; /* records whose unwind did not reach the outermost frame */
+	uint64_t merge_lost;    /* records whose merge has a "[lost]" frame */
 	uint64_t images;        /* FR_REC_UNWIND images accepted */
-	uint64_t resolve_ns;    /* time spent unwinding, naming and merging */
+	uint64_t resolve_ns;    /* time spent unwinding, naming, merging and interning */
 };
 
 /* A record the pass could not use: reported by info/check, never fatal. */
@@ -194,15 +217,20 @@ struct trace_file {
 	struct hmap rdma_counter_by_name; /* (name hash, length) -> index */
 	uint64_t rdma_counter_records;
 
-	/* dwarf mode: raw stacks and unwind images (unwind.h), Python code
-	 * objects (pyframes.h), interpreter versions by pid (FR_REC_PYTHON:
-	 * pid -> py_version | status << 16), and the resolved user frames */
-	struct uw_store *ustacks;     /* NULL until the first USTACK or UNWIND */
+	/* dwarf mode: unwind images (unwind.h; the store keeps no raw stacks),
+	 * Python code objects (pyframes.h), interpreter versions by pid
+	 * (FR_REC_PYTHON: pid -> py_version | status << 16), the user frames of
+	 * the canonical stacks, and which canonical stack each raw id became */
+	struct uw_store *ustacks;     /* NULL until the first UNWIND */
 	struct py_table *pycodes;     /* NULL until the first PYCODE */
 	struct hmap python_by_pid;
-	const char **ustack_names;    /* interned by the set's symbolizer */
-	size_t n_ustack_names;
+	const char **ustack_names;    /* pooled by the set; valid until trace_set_free */
+	size_t n_ustack_names, cap_ustack_names;
+	struct ts_idmap ustack_ids;   /* raw USTACK id -> canonical stack id */
+	struct hmap canon_by_hash;    /* (content hash + probe, pid) -> index into stacks */
+	uint32_t next_canon;          /* canonical ids handed out */
 	struct ts_dwarf_stats dwarf_stats;
+	struct ts_pass *pass;         /* trace_set.c's, during trace_set_run only */
 
 	struct ts_problem problems[TS_MAX_PROBLEMS_KEPT];
 	uint64_t n_problems;          /* may exceed the kept ones */
@@ -231,7 +259,9 @@ int trace_set_run(struct trace_set *ts, struct frec_error *err);
 size_t trace_set_count(const struct trace_set *ts);
 struct trace_file *trace_set_file(struct trace_set *ts, size_t i);
 
-/* Lookups within one file; NULL when absent. */
+/* Lookups within one file; NULL when absent.  trace_file_stack takes a
+ * canonical id (what models are fed) or a raw FR_REC_USTACK id (what the
+ * file holds: cmd_dump reads events itself) alike. */
 const struct ts_stack *trace_file_stack(const struct trace_file *f, uint32_t stack_id);
 const struct ts_dso *trace_file_dso(const struct trace_file *f, uint32_t dso_id);
 const struct ts_process *trace_file_process(const struct trace_file *f, uint32_t pid);

@@ -845,11 +845,10 @@ static struct uw_process *process_of(struct uw_trace *t, uint32_t pid)
 	return p;
 }
 
-size_t uw_trace_unwind(struct uw_trace *t, size_t raw_index, struct uw_frame *out,
-		       size_t max, enum uw_end *end)
+size_t uw_trace_unwind_raw(struct uw_trace *t, const struct uw_raw *r, const uint8_t *stack,
+			   struct uw_frame *out, size_t max, enum uw_end *end)
 {
 	*end = UW_END_STOPPED;
-	struct uw_raw *r = uw_store_raw(t->s, raw_index);
 	if (!r || !max)
 		return 0;
 	struct uw_process *p = process_of(t, r->pid);
@@ -857,5 +856,15 @@ size_t uw_trace_unwind(struct uw_trace *t, size_t raw_index, struct uw_frame *ou
 		out[0] = (struct uw_frame){ r->regs[16], 1 };
 		return 1;
 	}
-	return uw_unwind(p, r->tid, r->regs, uw_store_stack(t->s, r), r->stack_len, out, max, end);
+	return uw_unwind(p, r->tid, r->regs, stack, stack ? r->stack_len : 0, out, max, end);
+}
+
+size_t uw_trace_unwind(struct uw_trace *t, size_t raw_index, struct uw_frame *out,
+		       size_t max, enum uw_end *end)
+{
+	struct uw_raw *r = uw_store_raw(t->s, raw_index);
+	*end = UW_END_STOPPED;
+	if (!r)
+		return 0;
+	return uw_trace_unwind_raw(t, r, uw_store_stack(t->s, r), out, max, end);
 }

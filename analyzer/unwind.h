@@ -7,9 +7,10 @@
  * Three layers: uw_process (one Dwfl for one process's mapped files, reused
  * for every stack of that process, with a per-pc cache of step rules in
  * front of it: see uw_process_fast_path); uw_store (the
- * records of one trace file: images by dso_id and raw stacks deduplicated
- * by content, so identical stacks unwind once); uw_trace (a uw_process per
- * pid of a file, made on first use from the file's mappings).
+ * records of one trace file: images by dso_id, and optionally raw stacks
+ * deduplicated by content; the decode pass keeps none and unwinds each
+ * record as it reads it, with uw_trace_unwind_raw); uw_trace (a uw_process
+ * per pid of a file, made on first use from the file's mappings).
  *
  * Not for symbol names (symbolize.c), Python frames (pyframes.c) nor the
  * merge of both (stack_merge.c).  Images and stacks come from strangers'
@@ -151,5 +152,11 @@ void uw_trace_free(struct uw_trace *t);
  * on first use from the file's mappings of that pid that have an image. */
 size_t uw_trace_unwind(struct uw_trace *t, size_t raw_index, struct uw_frame *out,
 		       size_t max, enum uw_end *end);
+
+/* Unwinds a stack that is not in the store (the decode pass resolves each
+ * FR_REC_USTACK as it reads it and keeps no copy): r gives pid, tid, regs
+ * and stack_len, stack the copied bytes (may be NULL). */
+size_t uw_trace_unwind_raw(struct uw_trace *t, const struct uw_raw *r, const uint8_t *stack,
+			   struct uw_frame *out, size_t max, enum uw_end *end);
 
 #endif

@@ -50,6 +50,20 @@ uint64_t frec_file_size(const struct frec_reader *r);
 int frec_next_chunk(struct frec_reader *r, struct frec_chunk *out,
 		    struct frec_error *err);
 
+/* Two-pass reading without decompressing twice: after
+ * frec_defer_payloads(r, type), frec_next_chunk returns chunks of that type
+ * with their header only (data NULL, len 0; the header CRC and extent are
+ * checked, the payload is neither read nor checked) and counts them intact
+ * for now.  frec_read_chunk_at then reads one such chunk by its offset:
+ * payload CRC, decompression, 1 with *out filled; 0 when the payload is
+ * damaged, which is recorded as damage (kept in file order) and the chunk
+ * no longer counts as read (chunks_read, seq_gaps and chunks_missing are
+ * corrected); -1 on an I/O error.  *out is valid until the next read.  It
+ * does not move the scan.  type 0: no deferral (the default). */
+void frec_defer_payloads(struct frec_reader *r, uint16_t chunk_type);
+int frec_read_chunk_at(struct frec_reader *r, uint64_t offset, struct frec_chunk *out,
+		       struct frec_error *err);
+
 /* Record iteration within a chunk, with every length checked against what
  * remains.  *cursor starts at 0.  Returns 1 and sets *rec, 0 at the end, -1
  * when the chunk's records are malformed (a damaged region is recorded and

@@ -61,6 +61,14 @@ struct frec_reader {
 	/* frec_chunk_next_record's count check */
 	uint64_t it_offset, it_seen;
 	int it_counting, it_done;
+
+	/* frec_defer_payloads: chunks of this type are returned without their
+	 * payload during the scan (0: none), read later by frec_read_chunk_at */
+	uint16_t defer_type;
+	/* the last INDEX's entries, so that a deferred chunk found damaged
+	 * later can still count as missing */
+	struct intact *index;
+	size_t index_n;
 };
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -284,6 +292,7 @@ void frec_close(struct frec_reader *r)
 	free(r->raw);
 	free(r->dmg);
 	free(r->intact);
+	free(r->index);
 	free(r->probes);
 	free(r);
 }
@@ -507,13 +516,19 @@ static void parse_index(struct frec_reader *r, const struct frec_chunk *c)
 		return;
 	}
 	uint64_t missing = 0;
+	struct intact *kept = n ? malloc(n * sizeof(*kept)) : NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct fr_index_entry e;
 		memcpy(&e, c->data + i * sizeof(e), sizeof(e));
+		if (kept)
+			kept[i] = (struct intact){ e.offset, e.seq };
 		if (!intact_has(r, e.offset, e.seq))
 			missing++;
 	}
 	r->missing = missing; /* the last INDEX describes the file */
+	free(r->index);
+	r->index = kept;
+	r->index_n = kept ? n : 0;
 }
 
 static void parse_end(struct frec_reader *r, const struct frec_chunk *c)
@@ -667,6 +682,15 @@ int frec_next_chunk(struct frec_reader *r, struct frec_chunk *out,
 			goto io_error;
 		if (rc == 0)
 			continue;
+		if (r->defer_type && h.chunk_type == r->defer_type) {
+			/* the header held: the payload waits for frec_read_chunk_at */
+			r->pos = pos + chunk_span(&h);
+			memset(out, 0, sizeof(*out));
+			out->hdr = h;
+			out->offset = pos;
+			chunk_intact(r, out);
+			return 1;
+		}
 		int io_error;
 		const uint8_t *data = read_payload(r, &h, &io_error);
 		if (io_error)
@@ -690,6 +714,98 @@ io_error:;
 	return -1;
 }
 
+void frec_defer_payloads(struct frec_reader *r, uint16_t chunk_type)
+{
+	r->defer_type = chunk_type;
+}
+
+/* A chunk the scan counted intact turned out damaged: it is lost after all. */
+static void deferred_lost(struct frec_reader *r, uint64_t offset)
+{
+	size_t lo = 0, hi = r->intact_n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r->intact[mid].offset < offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= r->intact_n || r->intact[lo].offset != offset || r->intact[lo].seq == UINT64_MAX)
+		return;
+	r->intact[lo].seq = UINT64_MAX; /* no INDEX entry matches it any more */
+	r->chunks_read--;
+	r->seq_gaps++;
+	uint64_t missing = 0;
+	for (size_t i = 0; i < r->index_n; i++)
+		missing += !intact_has(r, r->index[i].offset, r->index[i].seq);
+	if (r->index_n)
+		r->missing = missing;
+	/* keep the damage list in file order */
+	if (r->dmg_n >= 2 && !r->dmg_more) {
+		struct frec_damage d = r->dmg[r->dmg_n - 1];
+		size_t at = r->dmg_n - 1;
+		while (at && r->dmg[at - 1].offset > d.offset) {
+			r->dmg[at] = r->dmg[at - 1];
+			at--;
+		}
+		r->dmg[at] = d;
+	}
+}
+
+int frec_read_chunk_at(struct frec_reader *r, uint64_t offset, struct frec_chunk *out,
+		       struct frec_error *err)
+{
+	uint64_t saved_pos = r->pos;
+	int saved_since = r->damage_since_intact;
+	struct fr_chunk_hdr h;
+	uint8_t hb[sizeof(struct fr_chunk_hdr)];
+	char why[160];
+	int rc = 0;
+	memset(out, 0, sizeof(*out));
+	if (offset > r->size || r->size - offset < CHUNK_HDR) {
+		add_damage(r, offset, offset < r->size ? r->size - offset : 0,
+			   "deferred chunk at offset %" PRIu64 " is past the end of the file", offset);
+		deferred_lost(r, offset);
+		goto out;
+	}
+	if (pread_full(r->fd, hb, sizeof(hb), offset) < 0) {
+		rc = -1;
+		goto out;
+	}
+	if (!header_trusted(hb, &h) || header_limits(&h, why, sizeof(why)) ||
+	    chunk_span(&h) > r->size - offset) {
+		/* it held during the scan: the file changed under us */
+		add_damage(r, offset, CHUNK_HDR, "chunk header at offset %" PRIu64
+			   " no longer valid", offset);
+		deferred_lost(r, offset);
+		goto out;
+	}
+	r->pos = offset;
+	int io_error;
+	const uint8_t *data = read_payload(r, &h, &io_error);
+	if (io_error) {
+		rc = -1;
+		goto out;
+	}
+	if (!data) {
+		deferred_lost(r, offset);
+		goto out;
+	}
+	out->hdr = h;
+	out->offset = offset;
+	out->data = data;
+	out->len = h.raw_len;
+	rc = 1;
+out:
+	r->pos = saved_pos;
+	r->damage_since_intact = saved_since;
+	if (rc < 0) {
+		int e = errno ? errno : EIO;
+		frec_error_set(err, r->path, (int64_t)offset, e, "read failed: %s", strerror(e));
+	}
+	return rc;
+}
+
 /* ---- records ------------------------------------------------------------- */
 
 int frec_chunk_next_record(struct frec_reader *r, const struct frec_chunk *c,
@@ -698,6 +814,8 @@ int frec_chunk_next_record(struct frec_reader *r, const struct frec_chunk *c,
 	*rec = NULL;
 	if (c->hdr.chunk_type == FR_CHUNK_INDEX || c->hdr.chunk_type == FR_CHUNK_END)
 		return 0; /* their payloads are not records */
+	if (!c->data)
+		return 0; /* deferred: frec_read_chunk_at first */
 	if (*cursor == 0) {
 		r->it_offset = c->offset;
 		r->it_seen = 0;

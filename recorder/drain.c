@@ -301,7 +301,12 @@ static void *drain_main(void *arg)
 	 * table) force one, so wait in poll rather than sleep. */
 	(void)nap;
 	while (!atomic_load(&d->stop)) {
-		ring_buffer__poll(d->rb, (int)(d->period_us / 1000));
+		/* A program may post its first work request a millisecond after
+		 * opening its device: once verbs are in use, drain every 1 ms so
+		 * the data path is attached in time.  Otherwise every 5 ms: each
+		 * wakeup costs a timer interrupt (~14 us on this kind of VM). */
+		bool rdma_live = d->rdma_ctrl && d->rdma_ctrl->functions_attached;
+		ring_buffer__poll(d->rb, rdma_live ? 1 : (int)(d->period_us / 1000));
 		ring_buffer__consume(d->rb);
 		if (d->n_ops_retry)
 			retry_rdma_ops(d);
@@ -315,18 +320,20 @@ static void *drain_main(void *arg)
 int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 		struct stack_table *stacks, struct sym_collector *syms,
 		struct python_state *python, struct uprobe_family *rdma_dp,
-		struct dso_table *dsos, bool quiet, drain_proc_cb on_proc, void *ctx)
+		const struct uprobe_family *rdma_ctrl, struct dso_table *dsos, bool quiet,
+		drain_proc_cb on_proc, void *ctx)
 {
 	memset(d, 0, sizeof(*d));
 	d->python = python;
 	d->rdma_dp = rdma_dp;
+	d->rdma_ctrl = rdma_ctrl;
 	d->dsos = dsos;
 	d->quiet = quiet;
 	d->stacks = stacks;
 	d->syms = syms;
 	d->on_proc = on_proc;
 	d->on_proc_ctx = ctx;
-	d->period_us = 1000; /* bounds how late an RDMA ops table is acted on */
+	d->period_us = 5000;
 	d->flush_period_ns = 1000000000ull;
 	d->last_flush_ns = mono_ns();
 	d->builder = frec_builder_new(w, FR_CHUNK_EVENTS);

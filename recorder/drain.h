@@ -33,6 +33,7 @@ struct drain {
 	/* rdma: attach the data path as soon as a context's ops table is seen
 	 * (setup to first post can take 2 ms); NULL without rdma probes */
 	struct uprobe_family *rdma_dp;
+	const struct uprobe_family *rdma_ctrl; /* its control path: attached = verbs in use */
 	struct dso_table *dsos;
 	bool quiet;
 	struct pid_parent { uint32_t pid, ppid; } parents[1024]; /* from fork events */
@@ -62,7 +63,8 @@ struct drain {
 int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 		struct stack_table *stacks, struct sym_collector *syms,
 		struct python_state *python, struct uprobe_family *rdma_dp,
-		struct dso_table *dsos, bool quiet, drain_proc_cb on_proc, void *ctx);
+		const struct uprobe_family *rdma_ctrl, struct dso_table *dsos, bool quiet,
+		drain_proc_cb on_proc, void *ctx);
 /* Drains what is left, flushes, joins.  Frees the builder. */
 void drain_stop(struct drain *d);
 

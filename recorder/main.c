@@ -422,6 +422,7 @@ static int cmd_record(int argc, char **argv)
 		add_cgroup_members(r);
 	int err = drain_start(&r->drain, bpf_probes_ring_fd(&r->probes), r->writer, r->stacks,
 			      &r->syms, r->python_on ? &r->python : NULL, r->track.rdma_dp,
+			      (r->probes.loaded & PROBE_RDMA) ? &r->probes.rdma_family : NULL,
 			      &r->dsos, o->quiet, proc_track_notify, &r->track);
 	if (err) {
 		snprintf(msg, sizeof(msg), "cannot read the ring buffer: %s", strerror(-err));

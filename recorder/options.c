@@ -68,14 +68,16 @@ void record_usage(FILE *out)
 "                        (default 64; launches are frequent)\n"
 "      --syscall-min-us N  drop (in the kernel) system calls shorter than N us\n"
 "      --no-syscall-stacks do not record a user stack with each system call\n"
-"      --stack MODE      how user stacks are taken:\n"
+"      --stack MODE      how user stacks are taken (default dwarf):\n"
 "                          fp     frame-pointer walk in the kernel (cheap; stops\n"
 "                                 at code built without frame pointers, such as\n"
 "                                 CPython and the PyTorch wheels)\n"
 "                          dwarf  copy the registers and the top of the stack\n"
 "                                 (--stack-size) and unwind offline with the\n"
 "                                 .eh_frame data the trace carries, like perf\n"
-"                                 --call-graph dwarf; complete stacks, ~16 KiB each\n"
+"                                 --call-graph dwarf; complete stacks, ~16 KiB\n"
+"                                 each.  System calls take one when they last\n"
+"                                 1 ms or more, and one call in 64 otherwise\n"
 "      --stack-size KIB  user stack bytes copied per event in dwarf mode\n"
 "                        (default 16, at most 32)\n"
 "      --no-python       do not walk CPython frames (they are walked in the\n"
@@ -277,6 +279,9 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 	o->rdma_counters_dir = "/sys/class/infiniband";
 	o->syscall_stacks = true;
 	o->stack_kib = 16;
+	/* complete stacks through code without frame pointers (CPython, the
+	 * PyTorch wheels) need the stack copy; fp stays for the cheap mode */
+	o->stack_dwarf = true;
 	o->python = true;
 	o->ring_mib = 64;
 	o->codec = FR_CODEC_ZSTD;

@@ -44,58 +44,82 @@ bool rdma_datapath_attach_lineage(struct uprobe_family *dp, struct dso_table *ds
 				  const uint64_t addrs[3], bool quiet, bool last_try)
 {
 	uint32_t pid = lineage[0];
-	char path[4096];
 	bool all_mapped = true;
 
 	static const char *names[3] = {"post_send", "post_recv", "poll_cq"};
 	static const uint64_t cookies[3] = {RDMA_DP_POST_SEND, RDMA_DP_POST_RECV, RDMA_DP_POLL_CQ};
 	char kpath[4352], text[4700];
 
+	/* resolve the three first: they attach together or not at all yet, so
+	 * no completion is seen without the post that caused it */
+	char paths[3][4096];
+	uint64_t offsets[3];
+	uint32_t via[3];
+	bool have[3] = {false, false, false};
 	for (int i = 0; i < 3; i++) {
 		struct mapping m;
-		struct attach_result res;
-
 		if (!addrs[i])
 			continue;
-		bool found = false;
-		uint32_t via = pid;
-		for (int k = 0; k < n_lineage && !found; k++) {
+		for (int k = 0; k < n_lineage && !have[i]; k++) {
 			/* a fork copies its parent's address space exactly */
-			found = dso_table_find_mapping_locked(dsos, lineage[k], addrs[i], &m) &&
-				dso_table_path(dsos, m.dso_id, path, sizeof(path));
-			via = lineage[k];
+			have[i] = dso_table_find_mapping_locked(dsos, lineage[k], addrs[i], &m) &&
+				  dso_table_path(dsos, m.dso_id, paths[i], sizeof(paths[i]));
+			via[i] = lineage[k];
 		}
-		if (!found) {
-			all_mapped = false;
-			if (!last_try)
+		if (have[i]) {
+			offsets[i] = addrs[i] - m.start + m.pgoff;
+			continue;
+		}
+		all_mapped = false;
+		if (!last_try)
+			continue;
+		snprintf(text, sizeof(text), "%s at 0x%llx in pid %u: no file mapping covers "
+			 "the address (JIT code?); the data path is not traced", names[i],
+			 (unsigned long long)addrs[i], pid);
+		attach_record(b, pid, FR_ATTACH_FAILED, names[i], text);
+		fprintf(stderr, "flightrec: rdma: %s\n", text);
+	}
+	if (!all_mapped && !last_try)
+		return false;
+	for (int i = 0; i < 3; i++) {
+		if (!have[i])
+			continue;
+		/* the functions of one file, together (a provider holds all three) */
+		uint64_t offs[3], cks[3];
+		int idx[3], n = 0;
+		for (int j = i; j < 3; j++) {
+			if (have[j] && !strcmp(paths[j], paths[i])) {
+				offs[n] = offsets[j];
+				cks[n] = cookies[j];
+				idx[n++] = j;
+				have[j] = j == i ? have[j] : false;
+			}
+		}
+		have[i] = false;
+		struct attach_result res;
+		bool done[3];
+		snprintf(kpath, sizeof(kpath), "/proc/%u/root%s", via[i], paths[i]);
+		int rc = uprobe_family_attach_offsets(dp, kpath, offs, cks, n, done, &res);
+		for (int k = 0; k < n; k++) {
+			int j = idx[k];
+			if (rc < 0) {
+				snprintf(text, sizeof(text), "%s at %s+0x%llx: %s", names[j], paths[i],
+					 (unsigned long long)offsets[j], res.error);
+				attach_record(b, pid, FR_ATTACH_FAILED, names[j], text);
+				fprintf(stderr, "flightrec: rdma: cannot attach %s\n", text);
 				continue;
-			snprintf(text, sizeof(text), "%s at 0x%llx in pid %u: no file mapping covers "
-				 "the address (JIT code?); the data path is not traced", names[i],
-				 (unsigned long long)addrs[i], pid);
-			attach_record(b, pid, FR_ATTACH_FAILED, names[i], text);
-			fprintf(stderr, "flightrec: rdma: %s\n", text);
-			continue;
+			}
+			if (!done[k])
+				continue; /* attached before */
+			snprintf(text, sizeof(text), "%s at %s+0x%llx (from the ops table of pid %u)%s",
+				 names[j], paths[i], (unsigned long long)offsets[j], pid,
+				 res.single_stepped ? "; single-stepped by the kernel "
+						      "(about 15x the probe cost per call)" : "");
+			attach_record(b, pid, res.single_stepped ? FR_ATTACH_SINGLE_STEPPED : FR_ATTACH_OK,
+				      names[j], text);
+			if (!quiet || res.single_stepped)
+				fprintf(stderr, "flightrec: rdma: attached %s\n", text);
 		}
-		uint64_t offset = addrs[i] - m.start + m.pgoff;
-		snprintf(kpath, sizeof(kpath), "/proc/%u/root%s", via, path);
-		int rc = uprobe_family_attach_offset(dp, kpath, offset, cookies[i], 0, &res);
-		if (rc == 1)
-			continue;
-		if (rc < 0) {
-			snprintf(text, sizeof(text), "%s at %s+0x%llx: %s", names[i], path,
-				 (unsigned long long)offset, res.error);
-			attach_record(b, pid, FR_ATTACH_FAILED, names[i], text);
-			fprintf(stderr, "flightrec: rdma: cannot attach %s\n", text);
-			continue;
-		}
-		snprintf(text, sizeof(text), "%s at %s+0x%llx (from the ops table of pid %u)%s",
-			 names[i], path, (unsigned long long)offset, pid,
-			 res.single_stepped ? "; its first instruction is single-stepped "
-					      "(about 15x the probe cost per call)" : "");
-		attach_record(b, pid, res.single_stepped ? FR_ATTACH_SINGLE_STEPPED : FR_ATTACH_OK,
-			      names[i], text);
-		if (!quiet || res.single_stepped)
-			fprintf(stderr, "flightrec: rdma: attached %s\n", text);
 	}
 	return all_mapped;
 }

@@ -400,6 +400,81 @@ static void *destroy_links(void *arg)
 /* Removing a uprobe waits for an RCU grace period (~0.1 s each on this kind
  * of VM): one after another, 100 probes keep the recorder 10 s in its exit.
  * The waits overlap when the removals run side by side. */
+int uprobe_family_attach_offsets(struct uprobe_family *f, const char *path,
+				 const uint64_t *offsets, const uint64_t *cookies, int n,
+				 bool *attached, struct attach_result *res)
+{
+	uint64_t offs[8], cks[8];
+	struct stat st;
+	int m = 0, fd;
+
+	memset(res, 0, sizeof(*res));
+	for (int i = 0; i < n; i++)
+		attached[i] = false;
+	if (!f->multi || n > 8) {
+		/* one at a time */
+		int ret = 0;
+		for (int i = 0; i < n; i++) {
+			struct attach_result one;
+			int rc = uprobe_family_attach_offset(f, path, offsets[i], cookies[i], 0, &one);
+			attached[i] = rc == 0;
+			res->attached += rc == 0;
+			res->single_stepped += one.single_stepped;
+			if (rc < 0) {
+				snprintf(res->error, sizeof(res->error), "%s", one.error);
+				ret = -1;
+			}
+		}
+		return ret;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		snprintf(res->error, sizeof(res->error), "cannot open %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	pthread_mutex_lock(&f->lock);
+	for (int i = 0; i < n; i++) {
+		bool dup = false;
+		for (int j = 0; j < i; j++)
+			dup = dup || offsets[j] == offsets[i];
+		if (dup || seen_file(f, st.st_dev, st.st_ino, offsets[i] + 1))
+			continue;
+		uint8_t code[8] = {0};
+		if (pread(fd, code, sizeof(code), (off_t)offsets[i]) == (ssize_t)sizeof(code) &&
+		    !uprobe_insn_emulated(code))
+			res->single_stepped++;
+		offs[m] = offsets[i];
+		cks[m] = cookies[i];
+		attached[i] = true;
+		m++;
+	}
+	close(fd);
+	int ret = 0;
+	if (m) {
+		int in_fd = multi_link(f->entry_progs[0], path, offs, cks, (uint32_t)m, false);
+		int out_fd = in_fd >= 0 && f->exit_prog ?
+			multi_link(f->exit_prog, path, offs, cks, (uint32_t)m, true) : -1;
+		if (in_fd < 0 || (f->exit_prog && out_fd < 0)) {
+			snprintf(res->error, sizeof(res->error), "cannot attach %d functions: %s", m,
+				 strerror(errno));
+			for (int i = 0; i < n; i++)
+				attached[i] = false;
+			ret = -1;
+		} else {
+			res->attached = m;
+			f->functions_attached += (uint32_t)m;
+		}
+		if (in_fd >= 0)
+			keep_fd(f, in_fd);
+		if (out_fd >= 0)
+			keep_fd(f, out_fd);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return ret;
+}
+
 void uprobe_family_detach(struct uprobe_family *f)
 {
 	enum { MAX_THREADS = 32 };

@@ -74,6 +74,14 @@ int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
 int uprobe_family_attach_offset(struct uprobe_family *f, const char *path, uint64_t offset,
 				uint64_t cookie, int entry, struct attach_result *res);
 
+/* Several offsets of one file at once (multi mode: one entry and one return
+ * link, so the functions start being traced together).  Offsets attached
+ * before are skipped; attached[i] says which were attached now.  0, or -1
+ * with res->error. */
+int uprobe_family_attach_offsets(struct uprobe_family *f, const char *path,
+				 const uint64_t *offsets, const uint64_t *cookies, int n,
+				 bool *attached, struct attach_result *res);
+
 /* Detaches everything (links destroyed). */
 void uprobe_family_detach(struct uprobe_family *f);
 void uprobe_family_destroy(struct uprobe_family *f);

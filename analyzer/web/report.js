@@ -289,43 +289,273 @@
 		show(0);
 	}
 
+	/* In-use line chart: series [{label, points:[[t_ns, bytes]...]}]; returns
+	 * {svg, mark(t_ns)} where mark moves a vertical line to an instant. */
+	var PALETTE = ['#2b5797', '#e07b00', '#2e8b57', '#c9302c', '#7b4ea3', '#8c6d31', '#1b9e9e', '#d6489f'];
+	function lineChart(parent, series, peakT) {
+		var W = 900, H = 240, L = 80, R = 12, T = 10, B = 30;
+		/* x: the span of the memory activity, not the whole recording */
+		var tmin = Infinity, tmax = 0, ymax = 0;
+		series.forEach(function (s) {
+			s.points.forEach(function (p) {
+				if (p[0] < tmin) tmin = p[0];
+				if (p[0] > tmax) tmax = p[0];
+				if (p[1] > ymax) ymax = p[1];
+			});
+		});
+		if (!(tmin < Infinity)) tmin = 0;
+		var span = tmax - tmin;
+		tmin = Math.max(0, tmin - span * 0.02);
+		tmax = tmax + span * 0.02;
+		if (tmax <= tmin) tmax = tmin + 1;
+		if (ymax <= 0) ymax = 1;
+		var svg = svgEl('svg', { 'class': 'fr-chart fr-linechart', width: W, height: H,
+			viewBox: '0 0 ' + W + ' ' + H }, parent);
+		function x(t) { return L + (W - L - R) * (Math.min(tmax, Math.max(tmin, t)) - tmin) / (tmax - tmin); }
+		function y(b) { return T + (H - T - B) * (1 - b / ymax); }
+		svgEl('line', { 'class': 'fr-axis', x1: L, y1: H - B, x2: W - R, y2: H - B }, svg);
+		svgEl('line', { 'class': 'fr-axis', x1: L, y1: T, x2: L, y2: H - B }, svg);
+		for (var k = 0; k <= 4; k++) {
+			var yy = y(ymax * k / 4);
+			svgEl('line', { 'class': 'fr-grid', x1: L, y1: yy, x2: W - R, y2: yy }, svg);
+			svgEl('text', { x: L - 4, y: yy + 4, 'text-anchor': 'end' }, svg).textContent = fmtBytes(ymax * k / 4);
+			var tk = tmin + (tmax - tmin) * k / 4;
+			svgEl('text', { x: x(tk), y: H - B + 16, 'text-anchor': 'middle' }, svg).textContent =
+				(tk / 1e9).toFixed(tmax - tmin < 1e8 ? 4 : 2) + ' s';
+		}
+		series.forEach(function (s, i) {
+			if (!s.points.length) return;
+			/* a step line: memory holds its value until the next change */
+			var d = 'M' + x(tmin).toFixed(1) + ',' + y(0).toFixed(1), last = 0;
+			s.points.forEach(function (p) {
+				d += 'L' + x(p[0]).toFixed(1) + ',' + y(last).toFixed(1) + 'L' + x(p[0]).toFixed(1) + ',' + y(p[1]).toFixed(1);
+				last = p[1];
+			});
+			d += 'L' + x(tmax).toFixed(1) + ',' + y(last).toFixed(1);
+			var path = svgEl('path', { 'class': 'fr-line', d: d, stroke: PALETTE[i % PALETTE.length] }, svg);
+			svgEl('title', {}, path).textContent = s.label;
+		});
+		if (peakT !== null && peakT !== undefined) {
+			var pk = svgEl('line', { 'class': 'fr-peak', x1: x(peakT), y1: T, x2: x(peakT), y2: H - B }, svg);
+			svgEl('title', {}, pk).textContent = 'peak at ' + (peakT / 1e9).toFixed(3) + ' s';
+		}
+		var marker = svgEl('line', { 'class': 'fr-marker', x1: L, y1: T, x2: L, y2: H - B,
+			visibility: 'hidden' }, svg);
+		var legend = el('div', 'fr-legend', null, parent);
+		series.forEach(function (s, i) {
+			var item = el('span', 'fr-legend-item', null, legend);
+			var sw = el('span', 'fr-swatch', null, item);
+			sw.style.background = PALETTE[i % PALETTE.length];
+			el('span', null, s.label, item);
+		});
+		return {
+			svg: svg,
+			mark: function (t) {
+				marker.setAttribute('x1', x(t));
+				marker.setAttribute('x2', x(t));
+				marker.setAttribute('visibility', 'visible');
+				marker.setAttribute('data-t', String(t));
+			}
+		};
+	}
+
 	function renderMem() {
 		var s = section('gpu-memory', 'GPU memory');
-		if (D.mem) {
-			/* HOOK: model_mem's result: in-use chart, snapshot slider, alloc graph, leaks, failed */
-			empty(s, 'GPU memory data present; its view is not in this build.');
+		var m = D.mem;
+		if (!m) {
+			if (!P.cuda_alloc_events) empty(s, 'No CUDA allocation events in this trace.');
+			else empty(s, commas(P.cuda_alloc_events) + ' CUDA allocation/free calls are in this trace, ' +
+				'but the GPU memory model kept none of them.');
 			return;
 		}
-		if (!P.cuda_alloc_events) empty(s, 'No CUDA allocation events in this trace.');
-		else empty(s, commas(P.cuda_alloc_events) + ' CUDA allocation/free calls are in this trace; ' +
-			'this build of the analyzer has no GPU memory model yet (see the sqlite output\u2019s ' +
-			'allocations and memory_inuse tables, or the timeline\u2019s memory counter).');
+		var cards = el('div', 'fr-cards', null, s);
+		card(cards, 'Peak in use', fmtBytes(m.peak_bytes));
+		card(cards, 'Peak at', (m.peak_t_ns / 1e9).toFixed(3) + ' s');
+		card(cards, 'Allocations', commas(m.device_allocs));
+		card(cards, 'In use at end', fmtBytes(m.leak_bytes) + ' (' + commas(m.leak_count) + ')', m.leak_bytes > 0);
+		card(cards, 'Failed allocations', commas(m.failures), m.failures > 0);
+		var series = (m.series || []).filter(function (x) { return x.points; });
+		var caching = (m.series || []).some(function (x) { return x.caching; });
+		if (caching) el('p', 'fr-note', 'A caching allocator (e.g. PyTorch\u2019s) holds what it allocates: ' +
+			'these numbers are reserved segments, and memory still in use at the end is cached, not leaked.', s);
+		if (m.files > 1) el('p', 'fr-note', 'Times are seconds from the start of each file\u2019s recording; ' +
+			'each file has its own peak.', s);
+		el('h3', null, 'Device memory in use over time', s);
+		var chart = null;
+		if (series.length) chart = lineChart(s, series, m.files === 1 ? m.peak_t_ns : null);
+		else empty(s, 'No device memory series.');
+
+		var snaps = (m.snapshots || []);
+		el('h3', null, 'In use by stack at an instant', s);
+		if (!snaps.length) {
+			empty(s, 'No in-use snapshots.');
+		} else {
+			var ctl = el('div', 'fr-controls', null, s);
+			el('label', null, 'Instant: ', ctl);
+			var slider = el('input', null, null, ctl);
+			slider.type = 'range';
+			slider.id = 'fr-mem-slider';
+			slider.min = '0';
+			slider.max = String(snaps.length - 1);
+			slider.step = '1';
+			/* start at the snapshot nearest the peak */
+			var start = 0;
+			snaps.forEach(function (x, i) {
+				if (Math.abs(x.t_ns - m.peak_t_ns) < Math.abs(snaps[start].t_ns - m.peak_t_ns)) start = i;
+			});
+			slider.value = String(start);
+			var label = el('span', 'fr-mem-instant', '', ctl);
+			label.id = 'fr-mem-instant';
+			var snapHost = el('div', 'fr-snapshot', null, s);
+			var mountedSnaps = {};
+			var showSnap = function (i) {
+				var x = snaps[i];
+				label.textContent = 't = ' + (x.t_ns / 1e9).toFixed(3) + ' s: ' + fmtBytes(x.bytes) + ' in use';
+				snapHost.setAttribute('data-t', String(x.t_ns));
+				if (chart) chart.mark(x.t_ns);
+				for (var k in mountedSnaps) mountedSnaps[k].style.display = 'none';
+				if (!mountedSnaps[i]) {
+					var box = el('div', null, null, snapHost);
+					if (x.tree) mountFlame(box, x.tree);
+					else empty(box, 'Nothing in use at this instant.');
+					mountedSnaps[i] = box;
+				} else {
+					mountedSnaps[i].style.display = '';
+					flames.forEach(function (f) {
+						if (f.box.parentNode === mountedSnaps[i]) f.resize.forEach(function (fn) { fn(); });
+					});
+				}
+			};
+			slider.addEventListener('input', function () { showSnap(Number(slider.value)); });
+			showSnap(start);
+		}
+
+		el('h3', null, 'Top stacks at the peak', s);
+		var top = [];
+		(m.series || []).forEach(function (x) {
+			(x.top_at_peak || []).forEach(function (t) {
+				top.push({ where: x.label, stack: t.stack, bytes: t.bytes, count: t.count });
+			});
+		});
+		if (!top.length) empty(s, 'Nothing in use at the peak.');
+		else table(s, [
+			{ title: 'Process / device', key: 'where', wrap: true },
+			{ title: 'Stack (leaf first)', key: 'stack', wrap: true },
+			{ title: 'Bytes', key: 'bytes', num: true, fmt: fmtBytes }
+		], top);
+		if (m.peak_tree) {
+			el('h3', null, 'In use at the peak (flame graph)', s);
+			mountFlame(s, m.peak_tree);
+		}
+		if (m.alloc_tree) {
+			el('h3', null, 'Bytes allocated by stack (whole run)', s);
+			mountFlame(s, m.alloc_tree);
+		}
+
+		el('h3', null, 'Still in use at the end (leaks)', s);
+		var leaks = [];
+		(m.series || []).forEach(function (x) {
+			(x.leaks || []).forEach(function (t) {
+				leaks.push({ where: x.label, stack: t.stack, bytes: t.bytes, count: t.count });
+			});
+		});
+		if (!leaks.length) empty(s, 'Every allocation was freed by the end of the recording.');
+		else table(s, [
+			{ title: 'Process / device', key: 'where', wrap: true },
+			{ title: 'Stack (leaf first)', key: 'stack', wrap: true },
+			{ title: 'Bytes', key: 'bytes', num: true, fmt: fmtBytes },
+			{ title: 'Allocations', key: 'count', num: true, fmt: commas }
+		], leaks);
+
+		el('h3', null, 'Failed allocations', s);
+		var failed = m.failed || [];
+		if (!failed.length) empty(s, 'No allocation failed.');
+		else {
+			if (m.failures > failed.length) el('p', 'fr-note', 'The first ' + failed.length + ' of ' +
+				commas(m.failures) + ' failures.', s);
+			table(s, [
+				{ title: 'At', key: 't_ns', num: true, fmt: function (v) { return (v / 1e9).toFixed(3) + ' s'; } },
+				{ title: 'Process', key: 'process', wrap: true },
+				{ title: 'Call', key: 'func' },
+				{ title: 'Error', key: 'error' },
+				{ title: 'Requested', key: 'bytes', num: true, fmt: fmtBytes },
+				{ title: 'In use then', key: 'inuse_bytes', num: true, fmt: fmtBytes },
+				{ title: 'Stack', key: 'stack', wrap: true },
+				{ title: 'Top holder then', key: 'holder', wrap: true }
+			], failed.map(function (x) {
+				var r = {};
+				for (var k in x) r[k] = x[k];
+				r.holder = x.holders && x.holders.length ? fmtBytes(x.holders[0].bytes) + ': ' + x.holders[0].stack : null;
+				return r;
+			}));
+		}
 	}
 
 	function renderCuda() {
 		var s = section('cuda', 'CUDA API');
 		var c = D.cuda;
 		if (!c) { empty(s, 'No CUDA events in this trace.'); return; }
-		el('p', 'fr-note', commas(c.events) + ' calls. Percentiles are approximate (\u00b19%), from a log histogram.', s);
-		table(s, [
+		var model = c.source === 'model';
+		el('p', 'fr-note', commas(c.events) + ' calls. ' + (model
+			? 'Self time excludes CUDA calls nested inside (cudaMalloc around cuMemAlloc). Percentiles within 0.4%.'
+			: 'Percentiles are approximate (\u00b19%), from a log histogram.'), s);
+		var cols = [
 			{ title: 'Function', key: 'name' },
 			{ title: 'Calls', key: 'calls', num: true, fmt: commas },
-			{ title: 'Total time', key: 'total_ns', num: true, fmt: fmtNs },
-			{ title: 'Mean', key: 'mean_ns', num: true, fmt: fmtNs },
-			{ title: 'p50 \u2264', key: 'p50_ns', num: true, fmt: fmtNs },
-			{ title: 'p99 \u2264', key: 'p99_ns', num: true, fmt: fmtNs },
+			{ title: 'Total time', key: 'total_ns', num: true, fmt: fmtNs }
+		];
+		if (model) cols.push({ title: 'Self time', key: 'self_ns', num: true, fmt: fmtNs });
+		cols.push({ title: 'Mean', key: 'mean_ns', num: true, fmt: fmtNs },
+			{ title: model ? 'p50' : 'p50 \u2264', key: 'p50_ns', num: true, fmt: fmtNs },
+			{ title: model ? 'p99' : 'p99 \u2264', key: 'p99_ns', num: true, fmt: fmtNs },
 			{ title: 'Max', key: 'max_ns', num: true, fmt: fmtNs },
-			{ title: 'Failed', key: 'failed', num: true, fmt: commas },
-			{ title: 'Bytes', key: 'bytes', num: true, fmt: fmtBytes }
-		], c.funcs.map(function (f) {
+			{ title: 'Failed', key: 'failed', num: true, fmt: commas });
+		if (model) cols.push({ title: 'Errors', key: 'errtext', wrap: true });
+		else cols.push({ title: 'Bytes', key: 'bytes', num: true, fmt: fmtBytes });
+		table(s, cols, c.funcs.map(function (f) {
 			var r = {};
 			for (var k in f) r[k] = f[k];
 			r.mean_ns = f.calls ? f.total_ns / f.calls : 0;
+			r.errtext = (f.errors || []).map(function (e) { return e.name + ' \u00d7' + commas(e.count); }).join(', ') || null;
 			return r;
 		}));
 		var cs = section('copies', 'Host\u2013device copies');
 		if (!c.copies || !c.copies.length) { empty(cs, 'No cudaMemcpy calls in this trace.'); return; }
-		el('p', 'fr-note', 'By direction. Pinned vs pageable needs the CUDA model (not in this build).', cs);
+		function gbps(x) { return x.total_ns ? x.bytes / x.total_ns : 0; }
+		if (model) {
+			el('p', 'fr-note', 'By direction, host memory (pinned or pageable) and mode. Pageable copies are staged ' +
+				'through a pinned buffer by the driver and are synchronous even when called async.', cs);
+			table(cs, [
+				{ title: 'Direction', key: 'dir' },
+				{ title: 'Host memory', key: 'host' },
+				{ title: 'Mode', key: 'mode' },
+				{ title: 'Calls', key: 'calls', num: true, fmt: commas },
+				{ title: 'Bytes', key: 'bytes', num: true, fmt: fmtBytes },
+				{ title: 'Time', key: 'total_ns', num: true, fmt: fmtNs },
+				{ title: 'Throughput', key: 'gbps', num: true, fmt: function (v) { return v.toFixed(2) + ' GB/s'; } }
+			], c.copies.map(function (x) {
+				return { dir: x.dir, host: x.host, mode: x.mode, calls: x.calls, bytes: x.bytes,
+					total_ns: x.total_ns, gbps: gbps(x) };
+			}));
+			var fs = el('div', 'fr-finding', null, cs);
+			fs.id = 'fr-async-sync';
+			if (!c.async_then_sync) {
+				el('p', null, 'No async copy was followed at once by a synchronize.', fs);
+			} else {
+				el('p', 'fr-warn', commas(c.async_then_sync) + ' async copies were followed within ' +
+					fmtNs(c.sync_gap_ns) + ' by a synchronize (' + fmtNs(c.async_then_sync_ns) +
+					' spent waiting): the copy could have been a plain synchronous one, or the wait moved later.', fs);
+				table(fs, [
+					{ title: 'Process', key: 'process', wrap: true },
+					{ title: 'Copy stack (leaf first)', key: 'stack', wrap: true },
+					{ title: 'Times', key: 'count', num: true, fmt: commas },
+					{ title: 'Sync time', key: 'sync_ns', num: true, fmt: fmtNs },
+					{ title: 'Bytes', key: 'bytes', num: true, fmt: fmtBytes }
+				], c.sync_stacks || []);
+			}
+			return;
+		}
+		el('p', 'fr-note', 'By direction. Pinned vs pageable needs the CUDA model (not run).', cs);
 		table(cs, [
 			{ title: 'Direction', key: 'kind' },
 			{ title: 'Calls', key: 'calls', num: true, fmt: commas },
@@ -333,34 +563,226 @@
 			{ title: 'Time', key: 'total_ns', num: true, fmt: fmtNs },
 			{ title: 'Throughput', key: 'gbps', num: true, fmt: function (v) { return v.toFixed(2) + ' GB/s'; } }
 		], c.copies.map(function (x) {
-			return { kind: x.kind, calls: x.calls, bytes: x.bytes, total_ns: x.total_ns,
-				gbps: x.total_ns ? x.bytes / x.total_ns : 0 };
+			return { kind: x.kind, calls: x.calls, bytes: x.bytes, total_ns: x.total_ns, gbps: gbps(x) };
 		}));
+	}
+
+	/* Heatmap: rows [[v|null...]...] with row labels; colour from low to high. */
+	function heatmap(parent, rows, rowLabels, colLabel, fmt, signed) {
+		var cols = 0, lo = Infinity, hi = -Infinity;
+		rows.forEach(function (r) {
+			if (r.length > cols) cols = r.length;
+			r.forEach(function (v) { if (v !== null) { if (v < lo) lo = v; if (v > hi) hi = v; } });
+		});
+		var CW = Math.max(4, Math.min(24, Math.floor(800 / Math.max(1, cols)))), CH = 16, L = 170, T = 4;
+		var W = L + cols * CW + 10, H = T + rows.length * CH + 22;
+		var svg = svgEl('svg', { 'class': 'fr-chart fr-heatmap', width: W, height: H,
+			viewBox: '0 0 ' + W + ' ' + H }, parent);
+		if (signed) { var m = Math.max(Math.abs(lo), Math.abs(hi)); lo = -m; hi = m; }
+		function colour(v) {
+			var f = hi > lo ? (v - lo) / (hi - lo) : 0.5;
+			if (signed) { /* blue (early) - white - red (late) */
+				var a = Math.abs(f - 0.5) * 2, r0 = f > 0.5 ? 201 : 43, g0 = f > 0.5 ? 48 : 87, b0 = f > 0.5 ? 44 : 151;
+				return 'rgb(' + Math.round(255 + (r0 - 255) * a) + ',' + Math.round(255 + (g0 - 255) * a) + ',' +
+					Math.round(255 + (b0 - 255) * a) + ')';
+			}
+			return 'rgb(' + Math.round(255 - 54 * f) + ',' + Math.round(245 - 197 * f) + ',' + Math.round(220 - 176 * f) + ')';
+		}
+		rows.forEach(function (r, i) {
+			svgEl('text', { x: L - 6, y: T + i * CH + 12, 'text-anchor': 'end' }, svg).textContent = rowLabels[i];
+			r.forEach(function (v, j) {
+				if (v === null) return;
+				var rect = svgEl('rect', { 'class': 'fr-cell', x: L + j * CW, y: T + i * CH, width: CW - 1,
+					height: CH - 1, fill: colour(v) }, svg);
+				svgEl('title', {}, rect).textContent = rowLabels[i] + ', ' + colLabel(j) + ': ' + fmt(v);
+			});
+		});
+		svgEl('text', { x: L, y: H - 6 }, svg).textContent = colLabel(0);
+		svgEl('text', { x: L + cols * CW, y: H - 6, 'text-anchor': 'end' }, svg).textContent = colLabel(cols - 1);
+		var key = el('p', 'fr-note', 'Colour scale: ' + fmt(lo) + ' to ' + fmt(hi) + '. Hover a cell for its value.', parent);
+		return { svg: svg, key: key };
 	}
 
 	function renderStragglers() {
 		var s = section('stragglers', 'Stragglers');
-		if (D.stragglers) {
-			/* HOOK: rank x step heatmap and the verdict from the stragglers model */
-			empty(s, 'Straggler data present; its view is not in this build.');
+		var g = D.stragglers;
+		if (!g) {
+			if (!P.nccl_events) empty(s, 'No NCCL events in this trace.');
+			else empty(s, commas(P.nccl_events) + ' NCCL events are in this trace, but none was a call of a rank the ' +
+				'stragglers model could follow.');
 			return;
 		}
-		if (!P.nccl_events) empty(s, 'No NCCL events in this trace.');
-		else empty(s, commas(P.nccl_events) + ' NCCL calls and ' + commas(P.step_events || 0) +
-			' step marks are in this trace; this build of the analyzer has no stragglers model yet ' +
-			'(see the sqlite output\u2019s nccl_calls table).');
+		var v = g.verdict || { found: false, text: 'No verdict.' };
+		var box = el('div', v.found ? 'fr-warn fr-bad fr-verdict' : 'fr-verdict fr-ok', null, s);
+		box.id = 'fr-verdict';
+		el('strong', null, v.text, box);
+		if (v.found && v.evidence) el('div', 'fr-evidence', 'Evidence: ' + v.evidence, box);
+		if (v.found && v.frames && v.frames.length) {
+			el('div', 'fr-evidence', 'In its compute segments it spends more time in: ' + v.frames.map(function (f) {
+				return f.name + ' (' + (100 * f.share).toFixed(1) + '% vs ' + (100 * f.others_share).toFixed(1) + '%)';
+			}).join(', '), box);
+		}
+		if (v.found && v.syscalls && v.syscalls.length) {
+			el('div', 'fr-evidence', 'System calls: ' + v.syscalls.map(function (x) {
+				return x.name + ' ' + x.ms_per_step.toFixed(2) + ' ms/step vs ' + x.others_ms_per_step.toFixed(2);
+			}).join(', '), box);
+		}
+		el('p', 'fr-note', g.ranks_total + ' ranks on ' + g.nodes + ' node(s), ' + commas(g.complete_collectives) +
+			' complete collectives; steps from ' + g.steps_from + (g.median_step_ms !== null
+			? ', median step ' + g.median_step_ms.toFixed(2) + ' ms' : '') + '.', s);
+		var ranks = g.ranks || [];
+		table(s, [
+			{ title: 'Rank', key: 'rank', num: true },
+			{ title: 'Host', key: 'host' },
+			{ title: 'PID', key: 'pid', num: true },
+			{ title: 'Steps', key: 'steps', num: true, fmt: commas },
+			{ title: 'Mean step', key: 'mean_step_ms', num: true, fmt: function (x) { return x.toFixed(2) + ' ms'; } },
+			{ title: 'Mean wait', key: 'mean_wait_ms', num: true, fmt: function (x) { return x.toFixed(2) + ' ms'; } },
+			{ title: 'Median compute', key: 'median_compute_ms', num: true, fmt: function (x) { return x.toFixed(2) + ' ms'; } },
+			{ title: 'Score', key: 'score', num: true, fmt: function (x, r) { return x.toFixed(2) + (r.flagged ? ' \u26a0' : ''); } },
+			{ title: 'Latest in', key: 'latest', num: true, fmt: commas },
+			{ title: 'Median lateness', key: 'median_lateness_ms', num: true, fmt: function (x) { return x.toFixed(3) + ' ms'; } }
+		], ranks);
+		var hm = g.heatmap;
+		if (!hm) { empty(s, 'No steps: no heatmap.'); return; }
+		var labels = ranks.slice(0, hm.rows).map(function (r) {
+			return (r.rank !== null ? 'rank ' + r.rank : 'pid ' + r.pid) + ' ' + r.host;
+		});
+		function colLabel(j) {
+			return hm.width > 1 ? 'steps ' + (j * hm.width) + '\u2013' + Math.min(hm.steps - 1, (j + 1) * hm.width - 1)
+				: 'step ' + j;
+		}
+		el('h3', null, 'Rank \u00d7 step', s);
+		var ctl = el('div', 'fr-controls', null, s);
+		el('label', null, 'Show: ', ctl);
+		var sel = el('select', null, null, ctl);
+		sel.id = 'fr-heat-select';
+		[['lateness', 'lateness at the collectives (ms, vs the median rank)'], ['step', 'step time (ms)']].forEach(function (o) {
+			var opt = el('option', null, o[1], sel);
+			opt.value = o[0];
+		});
+		var hostDiv = el('div', 'fr-heat', null, s);
+		function draw() {
+			while (hostDiv.firstChild) hostDiv.removeChild(hostDiv.firstChild);
+			var late = sel.value === 'lateness';
+			heatmap(hostDiv, late ? hm.lateness_ms : hm.step_ms, labels, colLabel,
+				function (x) { return x.toFixed(3) + ' ms'; }, late);
+			hostDiv.setAttribute('data-shown', sel.value);
+		}
+		sel.addEventListener('change', draw);
+		draw();
+	}
+
+	/* Latency per (opcode, size) of one connection: min..max bar with the
+	 * p50 and p99 marked, log scale. */
+	function latencyChart(parent, rows) {
+		var W = 900, rowH = 20, L = 200, R = 80;
+		var lo = Infinity, hi = 0;
+		rows.forEach(function (r) {
+			if (!r.latency.count) return;
+			if (r.latency.min_ns > 0 && r.latency.min_ns < lo) lo = r.latency.min_ns;
+			if (r.latency.max_ns > hi) hi = r.latency.max_ns;
+		});
+		if (!(hi > 0)) return null;
+		if (!(lo < Infinity)) lo = 1;
+		var llo = Math.log10(Math.max(1, lo)) - 0.05, lhi = Math.log10(hi) + 0.05;
+		function x(v) { return L + (W - L - R) * (Math.log10(Math.max(1, v)) - llo) / Math.max(1e-9, lhi - llo); }
+		var svg = svgEl('svg', { 'class': 'fr-chart fr-latency', width: W, height: rows.length * rowH + 24,
+			viewBox: '0 0 ' + W + ' ' + (rows.length * rowH + 24) }, parent);
+		rows.forEach(function (r, i) {
+			var y = 4 + i * rowH, l = r.latency;
+			svgEl('text', { x: L - 6, y: y + 12, 'text-anchor': 'end' }, svg).textContent = r.op + ' ' + r.size;
+			if (!l.count) return;
+			var bar = svgEl('rect', { 'class': 'fr-range', x: x(l.min_ns), y: y + 4, width: Math.max(1, x(l.max_ns) - x(l.min_ns)),
+				height: rowH - 10 }, svg);
+			svgEl('title', {}, bar).textContent = r.op + ' ' + r.size + ': ' + commas(l.count) + ' ops, min ' + fmtNs(l.min_ns) +
+				', p50 ' + fmtNs(l.p50_ns) + ', p99 ' + fmtNs(l.p99_ns) + ', max ' + fmtNs(l.max_ns);
+			svgEl('rect', { 'class': 'fr-p50', x: x(l.p50_ns) - 1.5, y: y + 1, width: 3, height: rowH - 4 }, svg);
+			svgEl('rect', { 'class': 'fr-p99', x: x(l.p99_ns) - 1.5, y: y + 1, width: 3, height: rowH - 4 }, svg);
+			svgEl('text', { x: x(l.max_ns) + 6, y: y + 12 }, svg).textContent = 'p99 ' + fmtNs(l.p99_ns);
+		});
+		var ya = rows.length * rowH + 18;
+		svgEl('text', { x: L, y: ya }, svg).textContent = fmtNs(Math.pow(10, llo));
+		svgEl('text', { x: W - R, y: ya, 'text-anchor': 'end' }, svg).textContent = fmtNs(Math.pow(10, lhi)) + ' (log scale)';
+		return svg;
 	}
 
 	function renderRdma() {
 		var s = section('rdma', 'RDMA');
-		if (D.rdma) {
-			/* HOOK: connections with latency histograms from the rdma model */
-			empty(s, 'RDMA data present; its view is not in this build.');
+		var r = D.rdma;
+		if (!r) {
+			if (!P.rdma_events) empty(s, 'No RDMA events in this trace.');
+			else empty(s, commas(P.rdma_events) + ' RDMA verbs events are in this trace, but the RDMA model kept none.');
 			return;
 		}
-		if (!P.rdma_events) empty(s, 'No RDMA events in this trace.');
-		else empty(s, commas(P.rdma_events) + ' RDMA verbs events are in this trace; this build of the ' +
-			'analyzer has no RDMA model yet (see the sqlite output\u2019s rdma_posts and rdma_completions).');
+		el('p', 'fr-note', commas(r.posts) + ' work requests posted, ' + commas(r.completions) + ' completions, ' +
+			commas(r.connections) + ' connection view(s) (one per local queue pair).', s);
+		var conns = r.conns || [];
+		if (!conns.length) empty(s, 'No connections (no queue pair carried work requests).');
+		else {
+			if (r.left_out) el('p', 'fr-note', r.left_out + ' more connections are left out.', s);
+			table(s, [
+				{ title: '#', key: 'id', num: true },
+				{ title: 'Local', key: 'local', wrap: true },
+				{ title: 'QP', key: 'qp', num: true },
+				{ title: 'Remote', key: 'remote', wrap: true },
+				{ title: 'Remote QP', key: 'remote_qp', num: true },
+				{ title: 'Ops', key: 'ops', num: true, fmt: commas },
+				{ title: 'Bytes', key: 'bytes', num: true, fmt: fmtBytes },
+				{ title: 'p50', key: 'p50_ns', num: true, fmt: fmtNs },
+				{ title: 'p99', key: 'p99_ns', num: true, fmt: fmtNs },
+				{ title: 'Max', key: 'max_ns', num: true, fmt: fmtNs },
+				{ title: 'Errors', key: 'errtext', wrap: true }
+			], conns.map(function (c) {
+				var cls = Object.keys(c.classes || {}).map(function (k) { return k + ' ' + c.classes[k]; });
+				if (c.flush_errors) cls.push('flushed ' + c.flush_errors);
+				return { id: c.id, local: c.local, qp: c.qp, remote: c.remote, remote_qp: c.remote_qp,
+					ops: c.ops, bytes: c.bytes, p50_ns: c.latency.count ? c.latency.p50_ns : null,
+					p99_ns: c.latency.count ? c.latency.p99_ns : null, max_ns: c.latency.count ? c.latency.max_ns : null,
+					errtext: cls.length ? cls.join(', ') : (c.errors ? String(c.errors) : null) };
+			}));
+			el('h3', null, 'Post \u2192 completion latency by opcode and size', s);
+			var ctl = el('div', 'fr-controls', null, s);
+			el('label', null, 'Connection: ', ctl);
+			var sel = el('select', null, null, ctl);
+			sel.id = 'fr-rdma-select';
+			conns.forEach(function (c, i) {
+				var o = el('option', null, '#' + c.id + ' ' + c.local + ' QP ' + c.qp + ' \u2192 ' + c.remote, sel);
+				o.value = String(i);
+			});
+			el('span', 'fr-note', 'Bars span min to max; marks at p50 and p99.', ctl);
+			var hostDiv = el('div', 'fr-rdma-latency', null, s);
+			var drawConn = function () {
+				while (hostDiv.firstChild) hostDiv.removeChild(hostDiv.firstChild);
+				var c = conns[Number(sel.value)];
+				if (!latencyChart(hostDiv, c.rows || [])) empty(hostDiv, 'No completed work requests on this connection.');
+				table(hostDiv, [
+					{ title: 'Opcode', key: 'op' },
+					{ title: 'Size', key: 'size' },
+					{ title: 'Ops', key: 'ops', num: true, fmt: commas },
+					{ title: 'Bytes', key: 'bytes', num: true, fmt: fmtBytes },
+					{ title: 'p50', key: 'p50_ns', num: true, fmt: fmtNs },
+					{ title: 'p99', key: 'p99_ns', num: true, fmt: fmtNs },
+					{ title: 'Max', key: 'max_ns', num: true, fmt: fmtNs }
+				], (c.rows || []).map(function (x) {
+					return { op: x.op, size: x.size, ops: x.ops, bytes: x.bytes,
+						p50_ns: x.latency.count ? x.latency.p50_ns : null,
+						p99_ns: x.latency.count ? x.latency.p99_ns : null,
+						max_ns: x.latency.count ? x.latency.max_ns : null };
+				}));
+			};
+			sel.addEventListener('change', drawConn);
+			drawConn();
+		}
+		if (r.counters && r.counters.length) {
+			el('h3', null, 'Port counters', s);
+			table(s, [
+				{ title: 'Host', key: 'host' },
+				{ title: 'Counter', key: 'name' },
+				{ title: 'Total', key: 'total', num: true, fmt: commas },
+				{ title: 'Max per second', key: 'max_per_s', num: true, fmt: commas }
+			], r.counters);
+		}
 	}
 
 	function renderSyscalls() {

@@ -77,24 +77,29 @@ def main():
                "cpus": os.cpu_count()}
 
     # 1 + 2: slowdown and bytes per sample
-    times = {"bare": [], "flightrec": [], "perf": []}
-    rec_cpu, bytes_per_sample, drops = [], [], []
+    times = {"bare": [], "flightrec": [], "flightrec_fp": [], "perf": [], "perf_dwarf": []}
+    rec_cpu, bytes_per_sample, bytes_per_sample_fp, drops = [], [], [], []
     work = [cpu_split, "--rounds", str(a.rounds)]
     for i in range(a.runs):
         times["bare"].append(elapsed_of(run(work).stdout))
-        trace = os.path.join(tmp, f"cpu{i}.frec")
-        p = run([rec, "record", "-o", trace, "--freq", "99", "--"] + work)
-        times["flightrec"].append(elapsed_of(p.stdout))
-        c, d = summary_numbers(p.stderr)
-        rec_cpu.append(c)
-        drops.append(d)
-        samples, _ = events_of(ana, trace, "cpu")
-        if samples:
-            bytes_per_sample.append(os.path.getsize(trace) / samples)
+        for mode, key, sizes in (("dwarf", "flightrec", bytes_per_sample),
+                                 ("fp", "flightrec_fp", bytes_per_sample_fp)):
+            trace = os.path.join(tmp, f"cpu{i}-{mode}.frec")
+            p = run([rec, "record", "-o", trace, "--freq", "99", "--stack", mode, "--"] + work)
+            times[key].append(elapsed_of(p.stdout))
+            c, d = summary_numbers(p.stderr)
+            if mode == "dwarf":
+                rec_cpu.append(c)
+            drops.append(d)
+            samples, _ = events_of(ana, trace, "cpu")
+            if samples:
+                sizes.append(os.path.getsize(trace) / samples)
         if perf:
             pd = os.path.join(tmp, f"perf{i}.data")
             p = run([perf, "record", "-q", "-g", "-F", "99", "-o", pd, "--"] + work)
             times["perf"].append(elapsed_of(p.stdout))
+            p = run([perf, "record", "-q", "--call-graph", "dwarf", "-F", "99", "-o", pd, "--"] + work)
+            times["perf_dwarf"].append(elapsed_of(p.stdout))
     med = {k: statistics.median(v) for k, v in times.items() if v}
     results["cpu_slowdown"] = {
         "runs": a.runs, "rounds": a.rounds, "median_s": med,
@@ -103,21 +108,25 @@ def main():
         "recorder_cpu_s_median": statistics.median([c for c in rec_cpu if c is not None]),
         "drops": sum(d or 0 for d in drops),
         "bytes_per_sample_median": statistics.median(bytes_per_sample) if bytes_per_sample else None,
+        "bytes_per_sample_fp_median": statistics.median(bytes_per_sample_fp) if bytes_per_sample_fp else None,
         "all_s": times,
     }
     print("\n1. CPU slowdown, fixed work (%d rounds of samples/cpu_split), %d runs, medians" % (a.rounds, a.runs))
     print("%-30s %10s %10s" % ("", "seconds", "ratio"))
     print("%-30s %10.4f %10s" % ("bare", med["bare"], "1.000"))
-    print("%-30s %10.4f %10.4f" % ("flightrec record, 99 Hz", med["flightrec"], med["flightrec"] / med["bare"]))
+    print("%-30s %10.4f %10.4f" % ("flightrec, 99 Hz, --stack dwarf", med["flightrec"], med["flightrec"] / med["bare"]))
+    print("%-30s %10.4f %10.4f" % ("flightrec, 99 Hz, --stack fp", med["flightrec_fp"], med["flightrec_fp"] / med["bare"]))
     if "perf" in med:
         print("%-30s %10.4f %10.4f" % ("perf record -g -F 99", med["perf"], med["perf"] / med["bare"]))
+        print("%-30s %10.4f %10.4f" % ("perf --call-graph dwarf -F 99", med["perf_dwarf"], med["perf_dwarf"] / med["bare"]))
     else:
         print("perf not installed: no comparison")
     print("recorder's own CPU time per run (median): %.3f s; drops: %d" %
           (results["cpu_slowdown"]["recorder_cpu_s_median"], results["cpu_slowdown"]["drops"]))
     if bytes_per_sample:
-        print("\n2. Bytes per CPU sample on disk (whole file / samples, median): %.1f" %
-              results["cpu_slowdown"]["bytes_per_sample_median"])
+        print("\n2. Bytes per CPU sample on disk (whole file / samples, median): dwarf %.1f, fp %.1f" %
+              (results["cpu_slowdown"]["bytes_per_sample_median"],
+               results["cpu_slowdown"]["bytes_per_sample_fp_median"] or 0))
 
     # 3: drain throughput
     print("\n3. Drain throughput: samples/syscall_storm, 3 s")
@@ -127,7 +136,7 @@ def main():
                                   ("syscalls, no stacks, 2 threads", ["--no-syscall-stacks"], 2),
                                   ("syscalls + user stacks, 1 thread", [], 1)):
         trace = os.path.join(tmp, "storm.frec")
-        p = run([rec, "record", "-o", trace, "--probes", "syscalls"] + extra +
+        p = run([rec, "record", "-o", trace, "--probes", "syscalls", "--stack", "fp"] + extra +
                 ["--", storm, "3", str(threads)])
         ev, dr = events_of(ana, trace, "syscalls")
         c, _ = summary_numbers(p.stderr)
@@ -142,8 +151,8 @@ def main():
     results["analyzer_memory"] = []
     for secs in (2, 16):
         trace = os.path.join(tmp, f"long{secs}.frec")
-        run([rec, "record", "-q", "-o", trace, "--probes", "cpu", "--freq", "4999", "--",
-             cpu_split, str(secs)])
+        run([rec, "record", "-q", "-o", trace, "--probes", "cpu", "--freq", "4999", "--stack", "fp",
+             "--", cpu_split, str(secs)])
         samples, _ = events_of(ana, trace, "cpu")
         rc, wall, rss = wait_rss([ana, "flame", trace, "--kind", "cpu"])
         results["analyzer_memory"].append({"seconds": secs, "samples": samples,

@@ -7,7 +7,12 @@
  * data recorded (and "no ... in this trace" for the others), the drops
  * warning, a click on a flame frame zooms, the process selector switches
  * graphs, and hostile names render as text (no alert, no injected element).
- * Screenshots land in OUTDIR (report.png, report-zoomed.png, hostile.png).
+ * The models trace has every model section: GPU memory (in-use chart, the
+ * slider moves the instant of the in-use flame graph), CUDA (self time,
+ * pinned/pageable copies, async-then-sync), stragglers (verdict, rank x step
+ * heatmap) and RDMA (connections, latency chart).
+ * Screenshots land in OUTDIR (report.png, report-zoomed.png, hostile.png,
+ * models.png, models-memory.png, models-stragglers.png, models-rdma.png).
  *
  * Not for: the numbers (tests/unit/test_analyzer_report.c) or downloading
  * browsers: exits 77 (ctest SKIP) without /usr/bin/chromium (or
@@ -51,7 +56,7 @@ function check(cond, what) {
 
 fs.mkdirSync(outDir, { recursive: true });
 execFileSync(makeTrace, [outDir], { stdio: 'inherit' });
-for (const name of ['report', 'hostile'])
+for (const name of ['report', 'hostile', 'models'])
 	execFileSync(analyze, ['report', path.join(outDir, name + '.frec'), '-o', path.join(outDir, name + '.html')],
 		{ stdio: 'inherit' });
 
@@ -165,6 +170,65 @@ async function testHostile(ctx, state) {
 	await page.close();
 }
 
+async function testModels(ctx, state) {
+	const page = await openPage(ctx, 'models.html', state);
+	const info = await page.evaluate(() => {
+		const text = (id) => { const e = document.getElementById(id); return e ? e.textContent : ''; };
+		return {
+			mem: text('gpu-memory'), cuda: text('cuda'), copies: text('copies'), strag: text('stragglers'),
+			rdma: text('rdma'),
+			chart: document.querySelectorAll('#gpu-memory svg.fr-linechart path.fr-line').length,
+			memFlames: document.querySelectorAll('#gpu-memory .fr-flame').length,
+			slider: document.getElementById('fr-mem-slider') ? Number(document.getElementById('fr-mem-slider').max) : -1,
+			cells: document.querySelectorAll('#stragglers svg.fr-heatmap rect.fr-cell').length,
+			verdict: text('fr-verdict'),
+			latency: document.querySelectorAll('#rdma svg.fr-latency rect.fr-range').length,
+		};
+	});
+	check(info.mem.includes('Peak in use') && info.mem.includes('3.4 KiB'), 'gpu memory peak card: ' + info.mem.slice(0, 200));
+	check(info.chart === 1, 'in-use chart drawn (' + info.chart + ' lines)');
+	check(info.slider === 19, 'slider over 20 instants (max ' + info.slider + ')');
+	check(info.memFlames >= 3, 'in-use, peak and alloc flame graphs (' + info.memFlames + ')');
+	check(info.mem.includes('work_a <- main') && info.mem.includes('cudaErrorMemoryAllocation'),
+		'top stack at the peak and the failed allocation');
+	check(info.cuda.includes('Self time') && info.cuda.includes('cudaMemcpyAsync'), 'cuda model table');
+	check(info.copies.includes('pageable') && info.copies.includes('async') &&
+		info.copies.includes('followed within'), 'copies pinned/pageable and async-then-sync: ' + info.copies.slice(0, 300));
+	check(info.verdict.includes('Straggler: rank 2'), 'straggler verdict: ' + info.verdict);
+	check(info.cells === 80, 'heatmap cells: ' + info.cells);
+	check(info.rdma.includes('RDMA_WRITE') && info.rdma.includes('trainer (pid 100)') && info.latency === 1,
+		'rdma connection and latency chart: ' + info.latency);
+	await page.screenshot({ path: path.join(outDir, 'models.png'), fullPage: true });
+
+	/* the slider moves the instant: label, marker and graph change */
+	const at = async () => page.evaluate(() => ({
+		label: document.getElementById('fr-mem-instant').textContent,
+		marker: document.querySelector('#gpu-memory .fr-marker').getAttribute('data-t'),
+		shown: document.querySelector('#gpu-memory .fr-snapshot').getAttribute('data-t'),
+	}));
+	const before = await at();
+	await page.$eval('#fr-mem-slider', (e) => { e.value = '0'; e.dispatchEvent(new Event('input')); });
+	const first = await at();
+	await page.$eval('#fr-mem-slider', (e) => { e.value = '19'; e.dispatchEvent(new Event('input')); });
+	const last = await at();
+	check(first.label !== last.label && first.marker !== last.marker && first.shown !== last.shown &&
+		Number(last.shown) > Number(first.shown), 'slider moves the instant: ' + JSON.stringify([before, first, last]));
+	await page.$eval('#fr-mem-slider', (e) => { e.value = '10'; e.dispatchEvent(new Event('input')); });
+	const el = await page.$('#gpu-memory');
+	await el.screenshot({ path: path.join(outDir, 'models-memory.png') });
+
+	/* the heatmap switches to step time */
+	await page.selectOption('#fr-heat-select', 'step');
+	const shownHeat = await page.evaluate(() => ({
+		shown: document.querySelector('#stragglers .fr-heat').getAttribute('data-shown'),
+		cells: document.querySelectorAll('#stragglers svg.fr-heatmap rect.fr-cell').length,
+	}));
+	check(shownHeat.shown === 'step' && shownHeat.cells === 80, 'step-time heatmap: ' + JSON.stringify(shownHeat));
+	await (await page.$('#stragglers')).screenshot({ path: path.join(outDir, 'models-stragglers.png') });
+	await (await page.$('#rdma')).screenshot({ path: path.join(outDir, 'models-rdma.png') });
+	await page.close();
+}
+
 async function main() {
 	const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'flightrec-chromium-'));
 	const state = { errors: [], requests: [], dialogs: [], blocked: 0 };
@@ -184,6 +248,7 @@ async function main() {
 		});
 		await testReport(ctx, state);
 		await testHostile(ctx, state);
+		await testModels(ctx, state);
 	} finally {
 		if (ctx) await ctx.close();
 		fs.rmSync(profile, { recursive: true, force: true });

@@ -1,4 +1,4 @@
-# ctest fuzz.reader: fuzz a scratch copy of the seed corpus (new inputs land
+# ctest fuzz.reader, fuzz.analyzer: fuzz a scratch copy of the seed corpus (new inputs land
 # there, never in the source tree) for $ENV{FLIGHTREC_FUZZ_SECONDS} seconds.
 if(DEFINED ENV{FLIGHTREC_FUZZ_SECONDS} AND NOT "$ENV{FLIGHTREC_FUZZ_SECONDS}" STREQUAL "")
   set(seconds $ENV{FLIGHTREC_FUZZ_SECONDS})
@@ -9,9 +9,10 @@ file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/corpus ${WORK}/artifacts)
 file(COPY ${SEEDS}/ DESTINATION ${WORK}/corpus)
 execute_process(
-  COMMAND ${FUZZER} -max_total_time=${seconds} -rss_limit_mb=2560
+  COMMAND ${FUZZER} -max_total_time=${seconds} -rss_limit_mb=2560 -timeout=30
           -artifact_prefix=${WORK}/artifacts/ ${WORK}/corpus
   RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "fuzz_reader failed (exit ${rc}); crashing input in ${WORK}/artifacts")
+  get_filename_component(name ${FUZZER} NAME)
+  message(FATAL_ERROR "${name} failed (exit ${rc}); crashing input in ${WORK}/artifacts")
 endif()

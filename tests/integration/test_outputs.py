@@ -63,7 +63,7 @@ class Outputs(frtest.Case):
         self.assertGreaterEqual(len(names), 8)
         for name in names:
             con.execute(doc_query(name)).fetchall()
-        self.assertEqual(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0], "1")
+        self.assertEqual(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0], "2")
 
     def test_timeline(self):
         out = os.path.join(self.dir, "cpu.json")
@@ -107,6 +107,31 @@ class Outputs(frtest.Case):
         self.assertNotIn("<script src", html)
         self.assertIn("compute_heavy", html)
         self.assertIn('"syscalls":{"calls":', html)
+
+
+class CudaOutputs(frtest.Case):
+    """The GPU memory numbers of samples/cuda_train (exact by construction)
+    reach the database and the report."""
+    STEPS = 3
+    PEAK = 1_946_157_056 + STEPS * (1 << 20)
+
+    def test_peak_in_sqlite_and_report(self):
+        d = frtest.workdir("outputs_cuda")
+        trace = os.path.join(d, "train.frec")
+        frtest.record(trace, ["--probes", "cuda"],
+                      ["--", frtest.sample("cuda_train"), "--steps", str(self.STEPS)])
+        db = os.path.join(d, "train.db")
+        frtest.analyze("sqlite", trace, "-o", db)
+        con = sqlite3.connect(db)
+        peak = con.execute("SELECT max(peak_bytes) FROM memory_series WHERE mem_kind='device'").fetchone()[0]
+        self.assertEqual(peak, self.PEAK)
+        failed = con.execute("SELECT count(*) FROM allocations WHERE failed=1").fetchone()[0]
+        self.assertEqual(failed, 1)
+        html = os.path.join(d, "train.html")
+        frtest.analyze("report", trace, "-o", html)
+        with open(html) as f:
+            page = f.read()
+        self.assertIn(str(self.PEAK), page)
 
 
 if __name__ == "__main__":

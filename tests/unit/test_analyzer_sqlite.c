@@ -185,13 +185,14 @@ int main(void)
 	sqlite3 *db;
 	CHECK(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
 	char *v = rows_of(db, "SELECT value FROM meta WHERE key = 'schema_version'");
-	CHECK_STR(v, "1\n");
+	CHECK_STR(v, "2\n");
 	free(v);
 	v = rows_of(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
 			"WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name)");
 	CHECK_STR(v, "allocations,collectives,cpu_samples,cuda_calls,damaged_regions,drops,"
 		     "enum_copy_kinds,enum_cuda_funcs,enum_nccl_funcs,enum_rdma_funcs,enum_syscalls,"
-		     "enum_wc_status,files,frames,hosts,memory_inuse,meta,nccl_calls,process_events,"
+		     "enum_wc_status,files,frames,hosts,memory_inuse,memory_series,memory_top_stacks,"
+		     "meta,nccl_calls,process_events,"
 		     "processes,rdma_completions,rdma_connections,rdma_ctrl_calls,rdma_ops,rdma_posts,"
 		     "stack_frames,stacks,step_marks,steps,syscalls,threads\n");
 	free(v);
@@ -274,8 +275,48 @@ int main(void)
 	v = rows_of(db, doc_query("rdma_latency_from_raw"));
 	CHECK_STR(v, "0|100|7|2|10000|30000|30000\n");
 	free(v);
+	/* model tables: the same answers as the commands' own JSON */
+	char *rargv[] = { "rdma", trace, "--json", NULL };
+	char *rjson = run_cmd(cmd_rdma, rargv, 3, &rc);
+	CHECK_EQ_U64(rc, 0);
+	CHECK(rjson && strstr(rjson, "\"latency_us\":{\"p50\":10.047,\"p99\":30.000,\"max\":30.000,") != NULL);
 	v = rows_of(db, doc_query("rdma_latency_percentiles"));
-	CHECK_STR(v, ""); /* rdma_ops: filled by the rdma model */
+	CHECK_STR(v, "1|2|10047|30000|30000\n");
+	free(v);
+	v = rows_of(db, doc_query("rdma_latency_by_opcode"));
+	CHECK(rjson && strstr(rjson, "{\"opcode\":\"RDMA_WRITE\",\"recv\":false,\"size\":\"4K-64K\",\"ops\":2,") != NULL);
+	CHECK_STR(v, "1|RDMA_WRITE|4K-64K|2|10047|30000|30000\n");
+	free(v);
+	free(rjson);
+	v = rows_of(db, "SELECT local_qp, ops, bytes, errors, last_ns - first_ns FROM rdma_connections");
+	CHECK_STR(v, "7|2|8192|0|130000\n"); /* rdma --json: active_s 0.000130 */
+	free(v);
+
+	char *margv[] = { "memory", trace, "--json", NULL };
+	char *mjson = run_cmd(cmd_memory, margv, 3, &rc);
+	CHECK_EQ_U64(rc, 0);
+	CHECK(mjson && strstr(mjson, "\"top_at_peak\":[{\"bytes\":2000,\"stack\":[\"main\",\"work_a\"]},"
+				  "{\"bytes\":500,\"stack\":[\"main\",\"work_b\"]}]") != NULL);
+	CHECK(mjson && strstr(mjson, "\"peak_bytes\":2500,\"peak_s\":4.220408000") != NULL);
+	free(mjson);
+	v = rows_of(db, "SELECT m.pid, m.device, m.peak_bytes, m.peak_ns - f.clock_offset_ns - f.start_mono_ns,"
+			" m.end_bytes FROM memory_series m JOIN files f USING (file_id)");
+	CHECK_STR(v, "100|0|2500|4220408000|2500\n");
+	free(v);
+	v = rows_of(db, doc_query("memory_peaks"));
+	CHECK(v && strncmp(v, "0|100|0|2500|", 13) == 0);
+	free(v);
+
+	char *sargv[] = { "stragglers", trace, "--json", NULL };
+	char *sjson = run_cmd(cmd_stragglers, sargv, 3, &rc);
+	CHECK_EQ_U64(rc, 0);
+	CHECK(sjson && strstr(sjson, "\"steps\":1,\"mean_step_ms\":10.000,\"mean_wait_ms\":2.100") != NULL);
+	free(sjson);
+	v = rows_of(db, doc_query("steps_per_rank"));
+	CHECK_STR(v, "NULL|100|1|10.0|2.1\n");
+	free(v);
+	v = rows_of(db, "SELECT count(*), sum(wait_ns), min(step), sum(bytes) FROM collectives");
+	CHECK_STR(v, "4|NULL|0|4096\n"); /* datatype 0 (int8): 1024 bytes each; comm init not recorded: unmatched, wait unknown */
 	free(v);
 	v = rows_of(db, doc_query("drops_and_damage"));
 	CHECK(v && strstr(v, "|drops|cpu|3\n") != NULL);

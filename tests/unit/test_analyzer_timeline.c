@@ -278,8 +278,114 @@ static int cmp_start(const void *a, const void *b)
 	return x->dur > y->dur ? -1 : x->dur < y->dur; /* outer first */
 }
 
+/* Two nodes, one rank each, 10 all-reduces whose exits are simultaneous in
+ * true time; node b's realtime clock is 250 ms ahead.  Anchors alone would
+ * put b's events 250 ms late; the NCCL model's alignment removes that. */
+#define EPOCH_NS 1714564800000000000ull
+static int write_node(const char *path, int node, int64_t skew_ns)
+{
+	static const char *const argv[] = { "flightrec", "record" };
+	uint64_t origin = 7000000000ull * (uint64_t)(node + 1);
+	struct frec_file_info info = { .host = node ? "node-b" : "node-a", .argv = argv, .argc = 2,
+				       .start_mono_ns = origin,
+				       .start_real_ns = (uint64_t)((int64_t)EPOCH_NS + skew_ns) };
+	struct frec_writer_opts opts = { .codec = FR_CODEC_ZSTD, .level = 1 };
+	struct frec_error err;
+	struct synth s;
+	memset(&s, 0, sizeof(s));
+	s.ts_ns = origin;
+	if (frec_writer_open(path, &info, &opts, &s.w, &err))
+		return -1;
+	s.ev = frec_builder_new(s.w, FR_CHUNK_EVENTS);
+	s.meta = frec_builder_new(s.w, FR_CHUNK_META);
+	uint32_t pid = 1000 + 100 * (uint32_t)node;
+	synth_process(&s, pid, 1, "train", "train");
+	char env[64];
+	int n = snprintf(env, sizeof(env), "RANK=%d%cWORLD_SIZE=2", node, 0);
+	uint8_t buf[128] = { 0 };
+	struct fr_rec_proc_env pe = { .ts_ns = origin, .pid = pid, .len = (uint32_t)n + 1 };
+	memcpy(buf, &pe, sizeof(pe));
+	memcpy(buf + sizeof(pe), env, (size_t)n + 1);
+	synth_raw(s.meta, buf, FR_ALIGN8((uint32_t)sizeof(pe) + (uint32_t)n + 1), FR_REC_PROC_ENV, origin);
+	struct fr_ev_nccl init = { .c = { .ts_ns = origin + 1000000, .pid = pid, .tid = pid },
+				   .func = FR_NCCL_COMM_INIT_RANK, .duration_ns = 1000000, .comm = 0x77,
+				   .rank = node, .nranks = 2, .uid_hash = 0xabcdef, .peer = -1 };
+	synth_raw(s.ev, &init, sizeof(init), FR_EV_NCCL, init.c.ts_ns);
+	uint64_t last = 0;
+	for (int k = 0; k < 10; k++) {
+		/* true time: entries 20 + 10k ms (node b 2 ms later), exit 25 + 10k ms */
+		uint64_t entry = 20000000ull + 10000000ull * (uint64_t)k + (node ? 2000000ull : 0);
+		uint64_t exit = 25000000ull + 10000000ull * (uint64_t)k + 3000ull * (uint64_t)node;
+		struct fr_ev_nccl ev = { .c = { .ts_ns = origin + entry, .pid = pid, .tid = pid },
+					 .func = FR_NCCL_ALL_REDUCE, .duration_ns = exit - entry, .comm = 0x77,
+					 .count = 1024, .datatype = 7, .peer = -1, .rank = -1, .nranks = -1 };
+		synth_raw(s.ev, &ev, sizeof(ev), FR_EV_NCCL, ev.c.ts_ns);
+		last = origin + exit;
+	}
+	for (uint64_t x = origin; x <= last + 1000000000ull; x += 1000000000ull) {
+		struct fr_rec_clock c = { .mono_ns = x,
+					  .real_ns = (uint64_t)((int64_t)(EPOCH_NS + (x - origin)) + skew_ns) };
+		synth_raw(s.meta, &c, sizeof(c), FR_REC_CLOCK, x);
+	}
+	s.ts_ns = last;
+	return synth_close(&s, 0, 0);
+}
+
+static void check_aligned(void)
+{
+	char a[512], b[512], out[512];
+	synth_path("analyzer_timeline_node_a.frec", a, sizeof(a));
+	synth_path("analyzer_timeline_node_b.frec", b, sizeof(b));
+	synth_path("analyzer_timeline_nodes.json", out, sizeof(out));
+	CHECK_EQ_U64(write_node(a, 0, 0), 0);
+	CHECK_EQ_U64(write_node(b, 1, 250000000), 0);
+	char *argv[] = { "timeline", a, b, "-o", out, NULL };
+	CHECK_EQ_U64(cmd_timeline(5, argv, stdout, stderr), 0);
+	FILE *f = fopen(out, "r");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	char *text = calloc(1, 1 << 20);
+	size_t n = fread(text, 1, (1 << 20) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	struct parser ps;
+	CHECK(parse(text, &ps));
+	/* the k-th all-reduce of each rank: ends line up (3 us apart in true
+	 * time), entries 2 ms apart; the 250 ms of realtime skew is gone */
+	double end[2][10], start[2][10];
+	size_t cnt[2] = { 0, 0 };
+	double pid0 = -1;
+	for (size_t i = 0; i < ps.n; i++) {
+		struct ev *e = &ps.evs[i];
+		if (strcmp(e->ph, "X") || strcmp(e->name, "ncclAllReduce"))
+			continue;
+		if (pid0 < 0)
+			pid0 = e->pid;
+		int which = e->pid == pid0 ? 0 : 1;
+		if (cnt[which] < 10) {
+			start[which][cnt[which]] = e->ts;
+			end[which][cnt[which]++] = e->ts + e->dur;
+		}
+	}
+	CHECK_EQ_U64(cnt[0], 10);
+	CHECK_EQ_U64(cnt[1], 10);
+	size_t lined_up = 0;
+	for (size_t k = 0; k < 10 && cnt[0] == 10 && cnt[1] == 10; k++) {
+		if (fabs(end[0][k] - end[1][k]) < 50.0 && fabs(fabs(start[0][k] - start[1][k]) - 2000.0) < 50.0)
+			lined_up++;
+	}
+	CHECK_EQ_U64(lined_up, 10);
+	/* tracks are named with their rank and host */
+	CHECK(strstr(text, "rank 1") != NULL && strstr(text, "node-b") != NULL);
+	free(ps.evs);
+	free(text);
+}
+
 int main(void)
 {
+	check_aligned();
+
 	char trace[512], out[512];
 	synth_path("analyzer_timeline.frec", trace, sizeof(trace));
 	synth_path("analyzer_timeline.json", out, sizeof(out));

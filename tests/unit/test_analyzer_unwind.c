@@ -456,7 +456,7 @@ static void test_trace(const struct snap *s, const char *target_path, int n_dist
 				     { .code = 0xa000, .instr_off = 0, .flags = FR_PYF_ENTRY, .fingerprint = 10 } };
 
 	/* n_distinct stacks differing in rax only (unwinding ignores it), each
-	 * sampled twice, under two stack ids each (dedup by content) */
+	 * sampled twice, under two stack ids each: all one canonical stack */
 	uint64_t regs[17];
 	memcpy(regs, s->regs, sizeof(regs));
 	for (int i = 0; i < n_distinct; i++) {
@@ -503,15 +503,19 @@ static void test_trace(const struct snap *s, const char *target_path, int n_dist
 	CHECK_EQ_U64(trace_set_run(ts, &err), 0);
 	double dt = now_s() - t0;
 	const struct trace_file *f = trace_set_file(ts, 0);
-	printf("trace: %llu ustack records, %llu distinct, decoded+unwound+symbolized+merged "
-	       "in %.3f s: %.0f records/s, %.0f distinct stacks/s (one core)\n",
+	printf("trace: %llu ustack records, %llu canonical stacks, decoded+unwound+symbolized+"
+	       "merged in %.3f s: %.0f records/s (one core)\n",
 	       (unsigned long long)f->dwarf_stats.records,
-	       (unsigned long long)f->dwarf_stats.distinct, dt, f->dwarf_stats.records / dt,
-	       f->dwarf_stats.distinct / dt);
+	       (unsigned long long)f->dwarf_stats.distinct, dt, f->dwarf_stats.records / dt);
 	double resolve_s = (double)f->dwarf_stats.resolve_ns * 1e-9;
-	printf("trace: of which unwinding, symbolizing and merging %.3f s: %.0f distinct stacks/s "
-	       "(one core)\n", resolve_s, f->dwarf_stats.distinct / resolve_s);
-	CHECK_EQ_U64(f->dwarf_stats.distinct, (uint64_t)n_distinct + 3);
+	printf("trace: of which unwinding, symbolizing, merging and interning %.3f s: %.0f "
+	       "records/s (one core)\n", resolve_s, f->dwarf_stats.records / resolve_s);
+	/* 2 n_distinct plain records + 5, 8, 9 (6, 7 and id 0 refused) */
+	CHECK_EQ_U64(f->dwarf_stats.records, 2 * (uint64_t)n_distinct + 3);
+	/* the plain ones collapse into one canonical stack; 5, 8, 9 are their own */
+	CHECK_EQ_U64(f->dwarf_stats.distinct, 4);
+	CHECK(f->ustack_ids.count == f->dwarf_stats.records);
+	CHECK(f->n_stacks == 4); /* nothing per raw stack */
 	CHECK(f->n_problems >= 5); /* 6, 7, 8 (clamped), id 0, not_elf, bad pycode */
 	for (uint64_t i = 0; i < f->n_problems && i < TS_MAX_PROBLEMS_KEPT; i++)
 		printf("  problem: %s\n", f->problems[i].what);
@@ -620,6 +624,7 @@ static void test_merge(void)
 	CHECK_STR(joined(out, n), "linear;ffi_call;cudaMalloc"); /* the root end goes */
 }
 
+#ifndef UNWIND_TEST_NO_MAIN /* test_analyzer_dwarf_memory.c reuses the helpers */
 int main(void)
 {
 	test_merge();
@@ -650,3 +655,4 @@ int main(void)
 	return check_finish();
 #endif
 }
+#endif /* UNWIND_TEST_NO_MAIN */

@@ -1,0 +1,229 @@
+/* libFuzzer target for the whole analyzer: the input is one trace file, run
+ * through everything flightrec-analyze does with a stranger's trace —
+ * trace_set_open, every model of analyzer_models[], trace_set_run (decode,
+ * dwarf unwinding, Python frame merging, each model's finish), the
+ * symbolizer over every stack, then the commands' writers (info, check,
+ * flame cpu/mem-inuse/mem-alloc folded, memory, cuda, stragglers, rdma,
+ * dump, timeline and report) into a stream that discards what it is given.
+ * Sanitizers catch bad reads and leaks; -timeout and -rss_limit_mb catch
+ * hangs and over-allocation.
+ *
+ * As in fuzz_reader.c, each input runs twice: as given, and with every CRC
+ * repaired, or mutations would almost never get past the checksums into the
+ * records the analyzer decodes. */
+#include "commands.h"
+#include "frec_crc32c.h"
+#include "frec_reader.h"
+#include "model.h"
+#include "symbolize.h"
+#include "trace_set.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int input_fd(const uint8_t *data, size_t size)
+{
+	int fd = memfd_create("frec-fuzz", MFD_CLOEXEC);
+	if (fd < 0) {
+		char path[] = "/tmp/frec-fuzz-XXXXXX";
+		fd = mkstemp(path);
+		if (fd < 0)
+			return -1;
+		unlink(path);
+	}
+	size_t done = 0;
+	while (done < size) {
+		ssize_t n = write(fd, data + done, size - done);
+		if (n <= 0) {
+			close(fd);
+			return -1;
+		}
+		done += (size_t)n;
+	}
+	return fd;
+}
+
+/* Same as fuzz_reader.c: the file header CRC, then each chunk's payload and
+ * header CRCs, walking the input as the writer lays it out. */
+static void repair_crcs(uint8_t *d, size_t n)
+{
+	struct fr_file_hdr fh;
+	if (n < sizeof(fh))
+		return;
+	memcpy(&fh, d, sizeof(fh));
+	if ((uint64_t)fh.cmdline_len <= n - sizeof(fh)) {
+		fh.header_crc32c = 0;
+		uint32_t crc = frec_crc32c(frec_crc32c(0, &fh, sizeof(fh)),
+					   d + sizeof(fh), fh.cmdline_len);
+		memcpy(d + offsetof(struct fr_file_hdr, header_crc32c), &crc, 4);
+	}
+	uint64_t pos = fh.header_size;
+	while (pos <= n && n - pos >= sizeof(struct fr_chunk_hdr)) {
+		struct fr_chunk_hdr h;
+		memcpy(&h, d + pos, sizeof(h));
+		if (h.magic != FR_CHUNK_MAGIC) {
+			pos += 8;
+			continue;
+		}
+		uint64_t avail = n - pos - sizeof(h);
+		int fits = h.stored_len <= avail;
+		if (fits)
+			h.payload_crc32c = frec_crc32c(0, d + pos + sizeof(h), h.stored_len);
+		h.header_crc32c = frec_crc32c(0, &h, offsetof(struct fr_chunk_hdr,
+							     header_crc32c));
+		memcpy(d + pos, &h, sizeof(h));
+		if (!fits)
+			break;
+		pos += sizeof(h) + FR_ALIGN8((uint64_t)h.stored_len);
+	}
+}
+
+/* A FILE that accepts and drops everything: the writers run in full
+ * without the cost of a real file. */
+static volatile uint64_t sink;
+
+static ssize_t null_write(void *cookie, const char *buf, size_t n)
+{
+	(void)cookie;
+	if (n)
+		sink += (uint8_t)buf[0] + (uint8_t)buf[n - 1];
+	return (ssize_t)n;
+}
+
+static FILE *null_stream(void)
+{
+	static FILE *f;
+	if (!f) {
+		cookie_io_functions_t io = { .write = null_write };
+		f = fopencookie(NULL, "w", io);
+		if (!f)
+			f = fopen("/dev/null", "w");
+	}
+	return f;
+}
+
+/* The decode pass with every model, then every stack symbolized. */
+static void pipeline(const char *path)
+{
+	const char *paths[1] = { path };
+	struct trace_set *ts = NULL;
+	struct frec_error err = { .offset = -1 };
+	if (trace_set_open(paths, 1, &ts, &err)) {
+		if (ts)
+			trace_set_free(ts);
+		return;
+	}
+	struct model_opts opts = { 0 };
+	for (size_t i = 0; analyzer_models[i]; i++)
+		if (!trace_set_add_model(ts, analyzer_models[i], &opts))
+			goto out;
+	if (trace_set_run(ts, &err))
+		goto out;
+	struct symbolizer *sym = trace_set_symbolizer(ts, &err);
+	if (!sym)
+		goto out;
+	const char **frames = NULL;
+	size_t cap = 0;
+	uint64_t sum = 0;
+	for (size_t fi = 0; fi < trace_set_count(ts); fi++) {
+		const struct trace_file *f = trace_set_file(ts, fi);
+		char buf[256];
+		sum += strlen(trace_file_trouble(f, buf, sizeof(buf)));
+		for (size_t s = 0; s < f->n_stacks; s++) {
+			const struct ts_stack *st = &f->stacks[s];
+			size_t n = (size_t)st->n_kernel + st->n_user;
+			if (n > cap) {
+				const char **grown = realloc(frames, n * sizeof(*grown));
+				if (!grown)
+					break;
+				frames = grown;
+				cap = n;
+			}
+			symbolize_stack(sym, f, (uint32_t)fi, st, frames);
+			for (size_t k = 0; k < n; k++)
+				if (frames[k])
+					sum += strlen(frames[k]);
+		}
+	}
+	free(frames);
+	sink += sum;
+out:
+	trace_set_free(ts);
+}
+
+static void commands(const char *path)
+{
+	FILE *null = null_stream();
+	if (!null)
+		return;
+	/* FUZZ_ANALYZER_VERBOSE=1: diagnostics to stderr, to see what an input
+	 * does (replay one file with fuzz_analyzer_replay). */
+	static int verbose = -1;
+	if (verbose < 0)
+		verbose = getenv("FUZZ_ANALYZER_VERBOSE") != NULL;
+	FILE *errout = verbose ? stderr : null;
+	char *p = (char *)path;
+	char *info[] = { "info", p }, *info_json[] = { "info", "--json", p };
+	char *check[] = { "check", p };
+	char *flame_cpu[] = { "flame", p, "--kind", "cpu", "--format", "folded" };
+	char *flame_inuse[] = { "flame", p, "--kind", "mem-inuse", "--format", "folded" };
+	char *flame_alloc[] = { "flame", p, "--kind", "mem-alloc", "--format", "folded" };
+	char *memory[] = { "memory", p, "--json" };
+	char *cuda[] = { "cuda", p, "--json" };
+	char *stragglers[] = { "stragglers", p, "--json" };
+	char *rdma[] = { "rdma", p, "--json" };
+	char *dump[] = { "dump", p };
+	char *timeline[] = { "timeline", p, "-o", "-" };
+	char *report[] = { "report", p, "-o", "-" };
+#define RUN(cmd, argv) cmd((int)(sizeof(argv) / sizeof(argv[0])), argv, null, errout)
+	RUN(cmd_info, info);
+	RUN(cmd_info, info_json);
+	RUN(cmd_check, check);
+	RUN(cmd_flame, flame_cpu);
+	RUN(cmd_flame, flame_inuse);
+	RUN(cmd_flame, flame_alloc);
+	RUN(cmd_memory, memory);
+	RUN(cmd_cuda, cuda);
+	RUN(cmd_stragglers, stragglers);
+	RUN(cmd_rdma, rdma);
+	RUN(cmd_dump, dump);
+	RUN(cmd_timeline, timeline);
+	RUN(cmd_report, report);
+#undef RUN
+	fflush(null);
+}
+
+static void analyze(const uint8_t *data, size_t size)
+{
+	int fd = input_fd(data, size);
+	if (fd < 0)
+		return;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	pipeline(path);
+	commands(path);
+	close(fd);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	analyze(data, size);
+	uint8_t *copy = malloc(size ? size : 1);
+	if (!copy)
+		return 0;
+	memcpy(copy, data, size);
+	repair_crcs(copy, size);
+	/* Unchanged when every CRC already held: no need to run it again. */
+	if (memcmp(copy, data, size) != 0)
+		analyze(copy, size);
+	free(copy);
+	return 0;
+}
