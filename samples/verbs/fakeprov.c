@@ -881,7 +881,8 @@ static int fp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 		memset(e, 0, sizeof(*e));
 		e->wr_id = wr->wr_id;
 		e->num_sge = wr->num_sge;
-		memcpy(e->sge, wr->sg_list, sizeof(e->sge[0]) * (size_t)wr->num_sge);
+		if (wr->num_sge) /* a request without SGEs may pass NULL */
+			memcpy(e->sge, wr->sg_list, sizeof(e->sge[0]) * (size_t)wr->num_sge);
 		if (q->qp.state == IBV_QPS_ERR) {
 			e->done = 1;
 			e->status = IBV_WC_WR_FLUSH_ERR;
