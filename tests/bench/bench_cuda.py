@@ -7,8 +7,9 @@ tests/bench/cuda_callbench (mean over PAIRS calls, median over RUNS runs):
   bare         no probes
   floor        a bare uprobe + uretprobe writing one ring-buffer event each,
                on both functions (the least a probe can cost on this kernel)
-  flightrec    flightrec record --probes cuda (argument capture, pointer read
-               at return, caller's stack, per-thread pairing)
+  flightrec    flightrec record --probes cuda --stack fp (argument capture,
+               pointer read at return, caller's stack, per-thread pairing);
+               and the same with --stack dwarf (16 KiB of stack per call)
 The ratio that matters is (flightrec - bare) / (floor - bare): the cuda
 family's cost over the floor.  Target: at most 1.15.
 
@@ -51,7 +52,8 @@ def main():
         res["bare"].append(ns_per_pair(bench))
         res["floor"].append(ns_per_pair(floor + bench))
         res["flightrec"].append(ns_per_pair([rec, "record", "-q", "-o", os.path.join(tmp, "c.frec"),
-                                             "--probes", "cuda", "--lib", f"cuda={lib}", "--"] + bench))
+                                             "--probes", "cuda", "--stack", "fp",
+                                             "--lib", f"cuda={lib}", "--"] + bench))
         res["flightrec_dwarf"].append(ns_per_pair([rec, "record", "-q", "-o", os.path.join(tmp, "d.frec"),
                                                    "--probes", "cuda", "--stack", "dwarf",
                                                    "--lib", f"cuda={lib}", "--"] + bench))
@@ -60,7 +62,7 @@ def main():
     print("cudaMalloc + cudaFree pair, %d pairs per run, %d runs, medians" % (a.pairs, a.runs))
     print("%-28s %12s %14s %10s" % ("", "ns/pair", "added ns/pair", "x floor"))
     for k, label in (("bare", "no probes"), ("floor", "bare uprobe+ringbuf (floor)"),
-                     ("flightrec", "flightrec --probes cuda"),
+                     ("flightrec", "flightrec, --stack fp"),
                      ("flightrec_dwarf", "flightrec, --stack dwarf")):
         ratio = over[k] / over["floor"] if over["floor"] > 0 and k != "bare" else float("nan")
         print("%-28s %12.1f %14.1f %10.2f" % (label, med[k], over[k], ratio))
