@@ -47,6 +47,84 @@ int cli_parse_pid(const char *s, uint32_t *pid)
 	return 0;
 }
 
+int cli_pid_option(int argc, char **argv, int *i, const char *cmd, uint32_t *pid, int *filter,
+		   FILE *errout)
+{
+	const char *value = NULL;
+	int m = cli_option(argc, argv, i, "--pid", NULL, &value, cmd, errout);
+	if (m <= 0)
+		return m;
+	if (cli_parse_pid(value, pid)) {
+		fprintf(errout, CLI_PROG " %s: --pid '%s' is not a process id (a positive decimal number)\n",
+			cmd, value);
+		return -1;
+	}
+	*filter = 1;
+	return 1;
+}
+
+int cli_uint_option(int argc, char **argv, int *i, const char *name, const char *cmd,
+		    unsigned min, unsigned max, unsigned *n, FILE *errout)
+{
+	const char *value = NULL;
+	int m = cli_option(argc, argv, i, name, NULL, &value, cmd, errout);
+	if (m <= 0)
+		return m;
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(value, &end, 10);
+	if (end == value || *end || errno || value[0] == '-' || v < min || v > max) {
+		fprintf(errout, CLI_PROG " %s: %s '%s' is not a number from %u to %u\n", cmd, name, value,
+			min, max);
+		return -1;
+	}
+	*n = (unsigned)v;
+	return 1;
+}
+
+int cli_parse_file_output(int argc, char **argv, const char *cmd, const char *help,
+			  const char *out_name, int allow_force, struct cli_file_output *a,
+			  FILE *out, FILE *errout)
+{
+	*a = (struct cli_file_output){ .files = calloc((size_t)argc + 1, sizeof(*a->files)) };
+	if (!a->files) {
+		fprintf(errout, CLI_PROG " %s: out of memory\n", cmd);
+		return CLI_FAIL;
+	}
+	int only_files = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *value = NULL;
+		int m;
+		if (only_files || arg[0] != '-' || !arg[1]) {
+			a->files[a->n_files++] = arg;
+		} else if (strcmp(arg, "--") == 0) {
+			only_files = 1;
+		} else if (cli_is_help(arg)) {
+			fputs(help, out);
+			free(a->files);
+			return -1;
+		} else if (allow_force && strcmp(arg, "--force") == 0) {
+			a->force = 1;
+		} else if ((m = cli_option(argc, argv, &i, "--output", "-o", &value, cmd, errout))) {
+			if (m < 0)
+				goto usage;
+			a->output = value;
+		} else {
+			fprintf(errout, CLI_PROG " %s: unknown option '%s' (see '" CLI_PROG " %s --help')\n",
+				cmd, arg, cmd);
+			goto usage;
+		}
+	}
+	if (a->n_files && a->output)
+		return CLI_OK;
+	fprintf(errout, CLI_PROG " %s: %s (usage: " CLI_PROG " %s FILE... -o %s)\n", cmd,
+		!a->n_files ? "no trace file given" : "no output given", cmd, out_name);
+usage:
+	free(a->files);
+	a->files = NULL;
+	return CLI_USAGE;
+}
+
 const char *cli_bytes(uint64_t bytes, char *buf, size_t len)
 {
 	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };

@@ -27,6 +27,30 @@ int cli_is_help(const char *arg);
 /* Parses a pid (decimal, 1..UINT32_MAX); 0 on success. */
 int cli_parse_pid(const char *s, uint32_t *pid);
 
+/* "--pid PID" as cli_option matches it: 1 with *pid and *filter set, 0 when
+ * argv[*i] is another argument, -1 after a usage message. */
+int cli_pid_option(int argc, char **argv, int *i, const char *cmd, uint32_t *pid, int *filter,
+		   FILE *errout);
+
+/* "--name N" with N a decimal in [min, max]; returns as cli_pid_option. */
+int cli_uint_option(int argc, char **argv, int *i, const char *name, const char *cmd,
+		    unsigned min, unsigned max, unsigned *n, FILE *errout);
+
+/* The arguments of a command that turns traces into one output file. */
+struct cli_file_output {
+	const char **files;
+	size_t n_files;
+	const char *output;
+	int force;
+};
+
+/* Parses "FILE... -o OUT" (and --force when allow_force) for cmd, whose
+ * usage line names OUT as out_name.  CLI_OK with *a filled (free a->files),
+ * -1 after printing help, CLI_USAGE or CLI_FAIL after a message. */
+int cli_parse_file_output(int argc, char **argv, const char *cmd, const char *help,
+			  const char *out_name, int allow_force, struct cli_file_output *a,
+			  FILE *out, FILE *errout);
+
 /* "1.2 MiB", "512 B" */
 const char *cli_bytes(uint64_t bytes, char *buf, size_t len);
 /* "12.345 s", "1.2 ms", "350 us", "12 ns" */

@@ -53,7 +53,7 @@ static int cuda_parse(int argc, char **argv, struct cuda_args *a, FILE *out, FIL
 	int only_files = 0;
 	a->top = 5;
 	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i], *value = NULL;
+		const char *arg = argv[i];
 		int m;
 		if (only_files || arg[0] != '-' || !arg[1]) {
 			a->files[a->n_files++] = arg;
@@ -64,24 +64,12 @@ static int cuda_parse(int argc, char **argv, struct cuda_args *a, FILE *out, FIL
 			return -1;
 		} else if (strcmp(arg, "--json") == 0) {
 			a->json = 1;
-		} else if ((m = cli_option(argc, argv, &i, "--pid", NULL, &value, "cuda", errout))) {
+		} else if ((m = cli_pid_option(argc, argv, &i, "cuda", &a->pid, &a->filter_pid, errout))) {
 			if (m < 0)
 				return CLI_USAGE;
-			if (cli_parse_pid(value, &a->pid)) {
-				fprintf(errout, CLI_PROG " cuda: --pid '%s' is not a process id (a positive decimal number)\n", value);
-				return CLI_USAGE;
-			}
-			a->filter_pid = 1;
-		} else if ((m = cli_option(argc, argv, &i, "--top", NULL, &value, "cuda", errout))) {
+		} else if ((m = cli_uint_option(argc, argv, &i, "--top", "cuda", 0, 1000, &a->top, errout))) {
 			if (m < 0)
 				return CLI_USAGE;
-			char *end;
-			unsigned long n = strtoul(value, &end, 10);
-			if (end == value || *end || n > 1000) {
-				fprintf(errout, CLI_PROG " cuda: --top '%s' is not a number from 0 to 1000\n", value);
-				return CLI_USAGE;
-			}
-			a->top = (unsigned)n;
 		} else {
 			fprintf(errout, CLI_PROG " cuda: unknown option '%s' (see '" CLI_PROG " cuda --help')\n", arg);
 			return CLI_USAGE;

@@ -262,14 +262,9 @@ int cmd_dump(int argc, char **argv, FILE *out, FILE *errout)
 			if (m < 0)
 				goto usage;
 			a.types = v;
-		} else if (!only_files && (m = cli_option(argc, argv, &i, "--pid", NULL, &v, "dump", errout))) {
+		} else if (!only_files && (m = cli_pid_option(argc, argv, &i, "dump", &a.pid, &a.filter_pid, errout))) {
 			if (m < 0)
 				goto usage;
-			if (cli_parse_pid(v, &a.pid)) {
-				fprintf(errout, CLI_PROG " dump: invalid --pid '%s'\n", v);
-				goto usage;
-			}
-			a.filter_pid = 1;
 		} else if (!only_files && argv[i][0] == '-' && argv[i][1]) {
 			fprintf(errout, CLI_PROG " dump: unknown option '%s' (see --help)\n", argv[i]);
 			goto usage;

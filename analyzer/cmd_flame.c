@@ -104,14 +104,9 @@ static int flame_parse(int argc, char **argv, struct flame_args *a, FILE *out, F
 			if (m < 0)
 				return CLI_USAGE;
 			a->at = value;
-		} else if ((m = cli_option(argc, argv, &i, "--pid", NULL, &value, "flame", errout))) {
+		} else if ((m = cli_pid_option(argc, argv, &i, "flame", &a->pid, &a->filter_pid, errout))) {
 			if (m < 0)
 				return CLI_USAGE;
-			if (cli_parse_pid(value, &a->pid)) {
-				fprintf(errout, CLI_PROG " flame: --pid '%s' is not a process id (a positive decimal number)\n", value);
-				return CLI_USAGE;
-			}
-			a->filter_pid = 1;
 		} else {
 			fprintf(errout, CLI_PROG " flame: unknown option '%s' (see '" CLI_PROG " flame --help')\n", arg);
 			return CLI_USAGE;

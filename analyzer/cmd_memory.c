@@ -58,7 +58,7 @@ static int memory_parse(int argc, char **argv, struct memory_args *a, FILE *out,
 	int only_files = 0;
 	a->rows = 20;
 	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i], *value = NULL;
+		const char *arg = argv[i];
 		int m;
 		if (only_files || arg[0] != '-' || !arg[1]) {
 			a->files[a->n_files++] = arg;
@@ -69,24 +69,12 @@ static int memory_parse(int argc, char **argv, struct memory_args *a, FILE *out,
 			return -1;
 		} else if (strcmp(arg, "--json") == 0) {
 			a->json = 1;
-		} else if ((m = cli_option(argc, argv, &i, "--pid", NULL, &value, "memory", errout))) {
+		} else if ((m = cli_pid_option(argc, argv, &i, "memory", &a->pid, &a->filter_pid, errout))) {
 			if (m < 0)
 				return CLI_USAGE;
-			if (cli_parse_pid(value, &a->pid)) {
-				fprintf(errout, CLI_PROG " memory: --pid '%s' is not a process id (a positive decimal number)\n", value);
-				return CLI_USAGE;
-			}
-			a->filter_pid = 1;
-		} else if ((m = cli_option(argc, argv, &i, "--rows", NULL, &value, "memory", errout))) {
+		} else if ((m = cli_uint_option(argc, argv, &i, "--rows", "memory", 1, 2000, &a->rows, errout))) {
 			if (m < 0)
 				return CLI_USAGE;
-			char *end;
-			unsigned long n = strtoul(value, &end, 10);
-			if (end == value || *end || n < 1 || n > 2000) {
-				fprintf(errout, CLI_PROG " memory: --rows '%s' is not a number from 1 to 2000\n", value);
-				return CLI_USAGE;
-			}
-			a->rows = (unsigned)n;
 		} else {
 			fprintf(errout, CLI_PROG " memory: unknown option '%s' (see '" CLI_PROG " memory --help')\n", arg);
 			return CLI_USAGE;

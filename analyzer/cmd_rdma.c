@@ -53,7 +53,7 @@ static int rdma_parse(int argc, char **argv, struct rdma_args *a, FILE *out, FIL
 {
 	int only_files = 0;
 	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i], *value = NULL;
+		const char *arg = argv[i];
 		int m;
 		if (only_files || arg[0] != '-' || !arg[1]) {
 			a->files[a->n_files++] = arg;
@@ -64,14 +64,9 @@ static int rdma_parse(int argc, char **argv, struct rdma_args *a, FILE *out, FIL
 			return -1;
 		} else if (strcmp(arg, "--json") == 0) {
 			a->json = 1;
-		} else if ((m = cli_option(argc, argv, &i, "--pid", NULL, &value, "rdma", errout))) {
+		} else if ((m = cli_pid_option(argc, argv, &i, "rdma", &a->pid, &a->filter_pid, errout))) {
 			if (m < 0)
 				return CLI_USAGE;
-			if (cli_parse_pid(value, &a->pid)) {
-				fprintf(errout, CLI_PROG " rdma: --pid '%s' is not a process id (a positive decimal number)\n", value);
-				return CLI_USAGE;
-			}
-			a->filter_pid = 1;
 		} else {
 			fprintf(errout, CLI_PROG " rdma: unknown option '%s' (see '" CLI_PROG " rdma --help')\n", arg);
 			return CLI_USAGE;

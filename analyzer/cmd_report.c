@@ -85,43 +85,13 @@ static int mem_snapshots(const char *const *files, size_t n_files, const void *m
 
 int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 {
-	const char **files = calloc((size_t)argc + 1, sizeof(*files));
-	size_t n_files = 0;
-	const char *output = NULL;
-	int only_files = 0;
-	if (!files) {
-		fprintf(errout, CLI_PROG " report: out of memory\n");
-		return CLI_FAIL;
-	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *value = NULL;
-		int m;
-		if (only_files || a[0] != '-' || !a[1]) {
-			files[n_files++] = a;
-		} else if (strcmp(a, "--") == 0) {
-			only_files = 1;
-		} else if (cli_is_help(a)) {
-			fputs(report_help, out);
-			free(files);
-			return CLI_OK;
-		} else if ((m = cli_option(argc, argv, &i, "--output", "-o", &value, "report", errout))) {
-			if (m < 0) {
-				free(files);
-				return CLI_USAGE;
-			}
-			output = value;
-		} else {
-			fprintf(errout, CLI_PROG " report: unknown option '%s' (see '" CLI_PROG " report --help')\n", a);
-			free(files);
-			return CLI_USAGE;
-		}
-	}
-	if (!n_files || !output) {
-		fprintf(errout, CLI_PROG " report: %s (usage: " CLI_PROG " report FILE... -o OUT.html)\n",
-			!n_files ? "no trace file given" : "no output given");
-		free(files);
-		return CLI_USAGE;
-	}
+	struct cli_file_output fo;
+	int rc = cli_parse_file_output(argc, argv, "report", report_help, "OUT.html", 0, &fo, out, errout);
+	if (rc)
+		return rc < 0 ? CLI_OK : rc;
+	const char **files = fo.files;
+	size_t n_files = fo.n_files;
+	const char *output = fo.output;
 	struct frec_error err = { .offset = -1 };
 	struct trace_set *ts;
 	if (trace_set_open(files, n_files, &ts, &err)) {
@@ -167,7 +137,7 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 	struct out_report_input in = { .ts = ts, .data = data, .syscalls = syscalls, .mem = mem,
 				       .mem_snapshots = snaps, .n_mem_snapshots = n_snaps,
 				       .cuda = cuda, .stragglers = strag, .rdma = rdma };
-	int rc = out_report_write(dst, &in, &err) ? CLI_FAIL : CLI_OK;
+	rc = out_report_write(dst, &in, &err) ? CLI_FAIL : CLI_OK;
 	if (to_file && fclose(dst))
 		rc = CLI_FAIL;
 	if (rc != CLI_OK) {

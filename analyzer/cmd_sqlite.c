@@ -207,45 +207,14 @@ static int put_mem(struct out_sqlite *db, struct trace_set *ts, const struct mem
 
 int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout)
 {
-	const char **files = calloc((size_t)argc + 1, sizeof(*files));
-	size_t n_files = 0;
-	const char *output = NULL;
-	int force = 0, only_files = 0;
-	if (!files) {
-		fprintf(errout, CLI_PROG " sqlite: out of memory\n");
-		return CLI_FAIL;
-	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *value = NULL;
-		int m;
-		if (only_files || a[0] != '-' || !a[1]) {
-			files[n_files++] = a;
-		} else if (strcmp(a, "--") == 0) {
-			only_files = 1;
-		} else if (cli_is_help(a)) {
-			fputs(sqlite_help, out);
-			free(files);
-			return CLI_OK;
-		} else if (strcmp(a, "--force") == 0) {
-			force = 1;
-		} else if ((m = cli_option(argc, argv, &i, "--output", "-o", &value, "sqlite", errout))) {
-			if (m < 0) {
-				free(files);
-				return CLI_USAGE;
-			}
-			output = value;
-		} else {
-			fprintf(errout, CLI_PROG " sqlite: unknown option '%s' (see '" CLI_PROG " sqlite --help')\n", a);
-			free(files);
-			return CLI_USAGE;
-		}
-	}
-	if (!n_files || !output) {
-		fprintf(errout, CLI_PROG " sqlite: %s (usage: " CLI_PROG " sqlite FILE... -o OUT.db)\n",
-			!n_files ? "no trace file given" : "no output given");
-		free(files);
-		return CLI_USAGE;
-	}
+	struct cli_file_output fo;
+	int rc = cli_parse_file_output(argc, argv, "sqlite", sqlite_help, "OUT.db", 1, &fo, out, errout);
+	if (rc)
+		return rc < 0 ? CLI_OK : rc;
+	const char **files = fo.files;
+	size_t n_files = fo.n_files;
+	const char *output = fo.output;
+	int force = fo.force;
 	if (!force && access(output, F_OK) == 0) {
 		fprintf(errout, CLI_PROG ": %s: exists; pass --force to replace it\n", output);
 		free(files);
@@ -269,7 +238,7 @@ int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout)
 	snprintf(tmp, tlen, "%s.tmp-%ld", output, (long)getpid());
 	unlink(tmp);
 	struct out_sqlite *db = NULL;
-	int rc = CLI_FAIL;
+	rc = CLI_FAIL;
 	if (out_sqlite_open(tmp, &db, &err) || out_sqlite_attach(db, ts, &err)) {
 		cli_print_error(errout, &err);
 		goto out;

@@ -66,43 +66,13 @@ static int first_event(const char **files, size_t n, int64_t *origin, int64_t *o
 
 int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 {
-	const char **files = calloc((size_t)argc + 1, sizeof(*files));
-	size_t n_files = 0;
-	const char *output = NULL;
-	int only_files = 0;
-	if (!files) {
-		fprintf(errout, CLI_PROG " timeline: out of memory\n");
-		return CLI_FAIL;
-	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *value = NULL;
-		int m;
-		if (only_files || a[0] != '-' || !a[1]) {
-			files[n_files++] = a;
-		} else if (strcmp(a, "--") == 0) {
-			only_files = 1;
-		} else if (cli_is_help(a)) {
-			fputs(timeline_help, out);
-			free(files);
-			return CLI_OK;
-		} else if ((m = cli_option(argc, argv, &i, "--output", "-o", &value, "timeline", errout))) {
-			if (m < 0) {
-				free(files);
-				return CLI_USAGE;
-			}
-			output = value;
-		} else {
-			fprintf(errout, CLI_PROG " timeline: unknown option '%s' (see '" CLI_PROG " timeline --help')\n", a);
-			free(files);
-			return CLI_USAGE;
-		}
-	}
-	if (!n_files || !output) {
-		fprintf(errout, CLI_PROG " timeline: %s (usage: " CLI_PROG " timeline FILE... -o OUT.json)\n",
-			!n_files ? "no trace file given" : "no output given");
-		free(files);
-		return CLI_USAGE;
-	}
+	struct cli_file_output fo;
+	int rc = cli_parse_file_output(argc, argv, "timeline", timeline_help, "OUT.json", 0, &fo, out, errout);
+	if (rc)
+		return rc < 0 ? CLI_OK : rc;
+	const char **files = fo.files;
+	size_t n_files = fo.n_files;
+	const char *output = fo.output;
 	int64_t origin;
 	int64_t *offsets = calloc(n_files, sizeof(*offsets));
 	if (!offsets || first_event(files, n_files, &origin, offsets, errout)) {
@@ -130,7 +100,7 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 		return CLI_FAIL;
 	}
 	struct out_timeline *t = NULL;
-	int rc = CLI_FAIL;
+	rc = CLI_FAIL;
 	if (out_timeline_begin(ts, dst, origin, &t, &err) ||
 	    out_timeline_set_offsets(t, offsets, n_files) || trace_set_run(ts, &err) ||
 	    out_timeline_end(t, ts, &err)) {

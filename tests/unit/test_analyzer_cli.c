@@ -7,6 +7,8 @@
 
 #include "commands.h"
 
+#include <unistd.h>
+
 struct run {
 	int rc;
 	char *out;
@@ -61,6 +63,7 @@ int main(void)
 	synth_path("analyzer_cli.html", out_html, sizeof(out_html));
 	CHECK_EQ_U64(std_trace_write(path, 1), 0);
 	CHECK_EQ_U64(std_trace_write(inc, 0), 0);
+	char want[160];
 
 	/* flame: folded to stdout by default, --kind cpu implied */
 	struct run r = run(cmd_flame, (char *[]){ "flame", path, NULL });
@@ -182,7 +185,6 @@ int main(void)
 	/* the synthetic trace's 441 records plus one schema record per type */
 	size_t n_schema;
 	frec_schema_table(&n_schema);
-	char want[160];
 	r = run(cmd_check, (char *[]){ "check", path, NULL });
 	CHECK_EQ_U64(r.rc, 0);
 	snprintf(want, sizeof(want), ": intact: 5 chunks, %zu records, ", 441 + n_schema);
@@ -193,6 +195,66 @@ int main(void)
 	snprintf(want, sizeof(want), "analyzer_cli_incomplete.frec: incomplete: no end record; "
 		 "recovered 3 chunks (%zu records)", 441 + n_schema);
 	CHECK(strstr(r.out, want) != NULL);
+	run_free(&r);
+
+	/* FILE... -o OUT commands share one parser: its messages name the command */
+	struct {
+		int (*cmd)(int, char **, FILE *, FILE *);
+		const char *name;
+	} fo_cmds[] = { { cmd_report, "report" }, { cmd_timeline, "timeline" }, { cmd_sqlite, "sqlite" } };
+	for (int i = 0; i < 3; i++) {
+		char *name = (char *)fo_cmds[i].name;
+		r = run(fo_cmds[i].cmd, (char *[]){ name, path, NULL });
+		CHECK_EQ_U64(r.rc, 2);
+		CHECK(one_line(r.err));
+		snprintf(want, sizeof(want), "flightrec-analyze %s: no output given (usage: ", name);
+		CHECK(strstr(r.err, want) != NULL);
+		run_free(&r);
+		r = run(fo_cmds[i].cmd, (char *[]){ name, "-o", out_html, NULL });
+		CHECK_EQ_U64(r.rc, 2);
+		CHECK(strstr(r.err, "no trace file given") != NULL);
+		run_free(&r);
+		r = run(fo_cmds[i].cmd, (char *[]){ name, path, "-o", NULL });
+		CHECK_EQ_U64(r.rc, 2);
+		CHECK(one_line(r.err) && strstr(r.err, "option -o needs a value"));
+		run_free(&r);
+		if (i < 2) {
+			r = run(fo_cmds[i].cmd, (char *[]){ name, "--force", path, "-o", out_html, NULL });
+			CHECK_EQ_U64(r.rc, 2);
+			CHECK(one_line(r.err) && strstr(r.err, "unknown option '--force'"));
+			run_free(&r);
+		}
+		r = run(fo_cmds[i].cmd, (char *[]){ name, "--help", NULL });
+		CHECK(r.rc == 0 && strstr(r.out, "usage: ") && !strcmp(r.err, ""));
+		run_free(&r);
+	}
+
+	/* sqlite alone takes --force, and wants it to replace a file */
+	char out_db[512];
+	synth_path("analyzer_cli.db", out_db, sizeof(out_db));
+	unlink(out_db);
+	r = run(cmd_sqlite, (char *[]){ "sqlite", path, "-o", out_db, NULL });
+	CHECK_EQ_U64(r.rc, 0);
+	run_free(&r);
+	r = run(cmd_sqlite, (char *[]){ "sqlite", path, "-o", out_db, NULL });
+	CHECK_EQ_U64(r.rc, 1);
+	CHECK(one_line(r.err) && strstr(r.err, "exists; pass --force"));
+	run_free(&r);
+	r = run(cmd_sqlite, (char *[]){ "sqlite", "--force", path, "-o", out_db, NULL });
+	CHECK_EQ_U64(r.rc, 0);
+	run_free(&r);
+
+	/* numeric and pid options: the value and its range in one line */
+	r = run(cmd_cuda, (char *[]){ "cuda", path, "--top", "1001", NULL });
+	CHECK_EQ_U64(r.rc, 2);
+	CHECK_STR(r.err, "flightrec-analyze cuda: --top '1001' is not a number from 0 to 1000\n");
+	run_free(&r);
+	r = run(cmd_cuda, (char *[]){ "cuda", path, "--top=-1", NULL });
+	CHECK_EQ_U64(r.rc, 2);
+	run_free(&r);
+	r = run(cmd_dump, (char *[]){ "dump", path, "--pid", "0", NULL });
+	CHECK_EQ_U64(r.rc, 2);
+	CHECK(strstr(r.err, "flightrec-analyze dump: --pid '0' is not a process id") != NULL);
 	run_free(&r);
 
 	/* help teaches, with examples */
