@@ -15,6 +15,7 @@
  * becomes U+FFFD: one stray byte must not make the whole .svg ill-formed
  * XML. */
 #include "flame_tree.h"
+#include "out_common.h"
 
 #include <errno.h>
 #include <math.h>
@@ -30,91 +31,6 @@
 #define FRAME_H 16
 #define TOP_PX 70
 #define BOTTOM_PX 30
-
-/* Decodes one UTF-8 code point; returns it, or -1 for an invalid sequence
- * (overlong, surrogate, past U+10FFFF, truncated), consuming one byte. */
-static int32_t utf8_next(const unsigned char *s, size_t *used)
-{
-	unsigned char c = s[0];
-	*used = 1;
-	if (c < 0x80)
-		return c;
-	int len;
-	int32_t cp, min;
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2; cp = c & 0x1f; min = 0x80;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3; cp = c & 0x0f; min = 0x800;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4; cp = c & 0x07; min = 0x10000;
-	} else {
-		return -1;
-	}
-	for (int i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
-			return -1;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return -1;
-	*used = (size_t)len;
-	return cp;
-}
-
-static void json_string(FILE *f, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)(str ? str : "");
-	fputc('"', f);
-	while (*s) {
-		size_t used;
-		int32_t cp = utf8_next(s, &used);
-		s += used;
-		if (cp < 0)
-			cp = 0xfffd;
-		if (cp >= 0x20 && cp < 0x7f && cp != '"' && cp != '\\' && cp != '<' &&
-		    cp != '>' && cp != '&' && cp != '\'') {
-			fputc(cp, f);
-		} else if (cp == '"' || cp == '\\') {
-			fputc('\\', f);
-			fputc(cp, f);
-		} else if (cp < 0x10000) {
-			fprintf(f, "\\u%04x", (unsigned)cp);
-		} else {
-			cp -= 0x10000;
-			fprintf(f, "\\u%04x\\u%04x", 0xd800u + ((unsigned)cp >> 10),
-				0xdc00u + ((unsigned)cp & 0x3ff));
-		}
-	}
-	fputc('"', f);
-}
-
-/* Text content for XML or HTML: markup characters and everything outside
- * ASCII as character references; characters XML forbids (controls,
- * U+FFFE/U+FFFF) become U+FFFD so the document stays well-formed. */
-static void markup_text(FILE *f, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)(str ? str : "");
-	while (*s) {
-		size_t used;
-		int32_t cp = utf8_next(s, &used);
-		s += used;
-		if (cp < 0 || (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') ||
-		    cp == 0xfffe || cp == 0xffff)
-			cp = 0xfffd;
-		switch (cp) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&#39;", f); break;
-		default:
-			if (cp < 0x7f && cp != '\r')
-				fputc(cp, f);
-			else
-				fprintf(f, "&#x%x;", (unsigned)cp);
-		}
-	}
-}
 
 /* Which tree nodes go into the JSON, in pre-order. */
 struct selection {
@@ -258,11 +174,11 @@ static int write_json(const struct flame_tree *t, const struct flame_render_opts
 		goto out;
 	}
 	fputs("{\"title\":", f);
-	json_string(f, o && o->title ? o->title : "Flame graph");
+	out_json_str(f, o && o->title ? o->title : "Flame graph");
 	fputs(",\"subtitle\":", f);
-	json_string(f, o && o->subtitle ? o->subtitle : "");
+	out_json_str(f, o && o->subtitle ? o->subtitle : "");
 	fputs(",\"unit\":", f);
-	json_string(f, o && o->unit ? o->unit : "samples");
+	out_json_str(f, o && o->unit ? o->unit : "samples");
 	fprintf(f, ",\"total\":%llu,\"omitted\":%llu,\"omittedBelow\":%llu,\"names\":[",
 		(unsigned long long)flame_tree_total(t), (unsigned long long)sel->omitted,
 		(unsigned long long)(sel->omitted ? sel->threshold : 0));
@@ -274,7 +190,7 @@ static int write_json(const struct flame_tree *t, const struct flame_render_opts
 			if (name_idx[k])
 				fputc(',', f);
 			fputc('\n', f);
-			json_string(f, node->name);
+			out_json_str(f, node->name);
 		}
 	}
 	fputs("],\"nodes\":[", f);
@@ -316,7 +232,7 @@ int flame_write_svg_ex(const struct flame_tree *t, const struct flame_render_opt
 		"width=\"%u\" height=\"%u\" viewBox=\"0 0 %u %u\">\n",
 		SVG_WIDTH, height, SVG_WIDTH, height);
 	fputs("<title>", f);
-	markup_text(f, o && o->title ? o->title : "Flame graph");
+	out_html_text(f, o && o->title ? o->title : "Flame graph");
 	fputs("</title>\n<style type=\"text/css\"><![CDATA[\n", f);
 	fputs(flame_web_css, f);
 	fputs("]]></style>\n", f);
@@ -346,7 +262,7 @@ int flame_write_html_ex(const struct flame_tree *t, const struct flame_render_op
 	      "script-src 'unsafe-inline'; style-src 'unsafe-inline'\">\n"
 	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 	      "<title>", f);
-	markup_text(f, o && o->title ? o->title : "Flame graph");
+	out_html_text(f, o && o->title ? o->title : "Flame graph");
 	fputs("</title>\n<style>\n", f);
 	fputs(flame_web_css, f);
 	fputs("</style>\n</head>\n<body class=\"fg-page\">\n"

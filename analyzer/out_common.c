@@ -203,7 +203,8 @@ void out_html_text(FILE *f, const char *str)
 		size_t used;
 		int32_t cp = utf8_next(s, &used);
 		s += used;
-		if (cp < 0 || (cp < 0x20 && cp != '\t' && cp != '\n'))
+		if (cp < 0 || (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') ||
+		    cp == 0xfffe || cp == 0xffff)
 			cp = 0xfffd;
 		switch (cp) {
 		case '<': fputs("&lt;", f); break;
@@ -212,7 +213,7 @@ void out_html_text(FILE *f, const char *str)
 		case '"': fputs("&quot;", f); break;
 		case '\'': fputs("&#39;", f); break;
 		default:
-			if (cp < 0x7f)
+			if (cp < 0x7f && cp != '\r')
 				fputc(cp, f);
 			else
 				fprintf(f, "&#x%x;", (unsigned)cp);

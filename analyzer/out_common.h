@@ -53,7 +53,10 @@ int out_nccl_is_collective(uint32_t func);
  * and every one of < > & ' escaped as \uXXXX, so the text can sit inside an
  * HTML <script> element; invalid UTF-8 becomes U+FFFD. */
 void out_json_str(FILE *f, const char *s);
-/* HTML text: markup characters escaped, invalid UTF-8 replaced. */
+/* Text content for HTML, SVG or XML: markup characters and everything
+ * outside ASCII as character references; invalid UTF-8 and characters XML
+ * forbids (controls, U+FFFE/U+FFFF) become U+FFFD so the document stays
+ * well-formed. */
 void out_html_text(FILE *f, const char *s);
 
 /* ---- live CUDA allocations ------------------------------------------- */
