@@ -1026,8 +1026,7 @@ static int write_processes(struct out_sqlite *o, struct trace_set *ts, const int
 			bi(ps, 9, p->threads);
 			rc = put(o, ps);
 		}
-		/* threads named by THREAD records (names are not kept by the
-		 * decoder yet: NULL) */
+		/* threads named by THREAD records */
 		for (size_t k = 0; !rc && k < f->thread_seen.cap; k++) {
 			const struct hmap_slot *s = &f->thread_seen.slots[k];
 			if (!s->used)
@@ -1037,7 +1036,11 @@ static int write_processes(struct out_sqlite *o, struct trace_set *ts, const int
 			bi(th, 1, (int64_t)i);
 			bu(th, 2, s->key_a);
 			bu(th, 3, s->key_b);
-			bnull(th, 4);
+			const char *name = trace_file_thread_name(f, (uint32_t)s->key_a, (uint32_t)s->key_b);
+			if (name)
+				bt(th, 4, name);
+			else
+				bnull(th, 4);
 			bu(th, 5, events);
 			rc = put(o, th);
 		}

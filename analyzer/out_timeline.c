@@ -505,9 +505,12 @@ int out_timeline_end(struct out_timeline *t, struct trace_set *ts, struct frec_e
 			name_process(t, fi, f, pid);
 		const struct ts_process *p = trace_file_process(f, pid);
 		char name[64];
-		/* thread names are not kept by the decoder yet: the main thread
-		 * takes the process's comm, the others their tid */
-		if (tid == pid && p && p->comm[0])
+		/* a thread without a THREAD record: the main thread takes the
+		 * process's comm, the others their tid */
+		const char *tname = trace_file_thread_name(f, pid, tid);
+		if (tname && tname[0])
+			snprintf(name, sizeof(name), "%s", tname);
+		else if (tid == pid && p && p->comm[0])
 			snprintf(name, sizeof(name), "%s", p->comm);
 		else
 			snprintf(name, sizeof(name), "tid %u", tid);

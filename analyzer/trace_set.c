@@ -141,6 +141,7 @@ static void trace_file_free(struct trace_file *f)
 	free(f->procs);
 	hmap_free(&f->proc_by_pid);
 	hmap_free(&f->thread_seen);
+	free(f->thread_names);
 	for (size_t i = 0; i < f->n_maps; i++)
 		free(f->maps[i].path);
 	free(f->maps);
@@ -458,9 +459,30 @@ static int decode_thread(const struct ts_where *w, const uint8_t *p, struct frec
 {
 	struct fr_rec_thread r;
 	memcpy(&r, p, sizeof(r));
-	if (!hmap_slot(&w->f->thread_seen, r.pid, r.tid, NULL))
+	struct trace_file *f = w->f;
+	uint64_t *slot = hmap_slot(&f->thread_seen, r.pid, r.tid, NULL);
+	if (!slot)
 		return ts_oom(err, w);
+	if (!*slot) {
+		size_t n = f->n_thread_names;
+		if ((n & (n - 1)) == 0) { /* capacity doubles at powers of two */
+			void *grown = realloc(f->thread_names, (n ? 2 * n : 1) * sizeof(*f->thread_names));
+			if (!grown)
+				return ts_oom(err, w);
+			f->thread_names = grown;
+		}
+		*slot = ++f->n_thread_names;
+	}
+	ts_copy_comm(f->thread_names[*slot - 1], r.comm);
 	return 0;
+}
+
+const char *trace_file_thread_name(const struct trace_file *f, uint32_t pid, uint32_t tid)
+{
+	uint64_t v = 0;
+	if (!hmap_get(&f->thread_seen, pid, tid, &v) || !v || v > f->n_thread_names)
+		return NULL;
+	return f->thread_names[v - 1];
 }
 
 static int decode_mapping(const struct ts_where *w, const uint8_t *p, uint32_t size,

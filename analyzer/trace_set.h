@@ -186,7 +186,9 @@ struct trace_file {
 	struct ts_process *procs;     /* one per pid, latest record wins */
 	size_t n_procs;
 	struct hmap proc_by_pid;      /* pid -> index */
-	struct hmap thread_seen;      /* (pid, tid) */
+	struct hmap thread_seen;      /* (pid, tid) -> index into thread_names + 1 */
+	char (*thread_names)[17];     /* latest THREAD record's name per thread */
+	size_t n_thread_names;
 	struct ts_mapping *maps;
 	size_t n_maps;
 	struct ts_dso *dsos;
@@ -265,6 +267,8 @@ struct trace_file *trace_set_file(struct trace_set *ts, size_t i);
 const struct ts_stack *trace_file_stack(const struct trace_file *f, uint32_t stack_id);
 const struct ts_dso *trace_file_dso(const struct trace_file *f, uint32_t dso_id);
 const struct ts_process *trace_file_process(const struct trace_file *f, uint32_t pid);
+/* The thread's name from its latest THREAD record; NULL when none. */
+const char *trace_file_thread_name(const struct trace_file *f, uint32_t pid, uint32_t tid);
 
 /* True when the file is damaged (reader damage, missing chunks, malformed
  * records, I/O error) or incomplete (no END). */

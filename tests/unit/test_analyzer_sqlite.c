@@ -349,6 +349,10 @@ int main(void)
 	v = rows_of(db, "SELECT tid, events FROM threads WHERE pid = 100 ORDER BY tid");
 	CHECK(v && strncmp(v, "100|", 4) == 0 && strstr(v, "\n101|100\n"));
 	free(v);
+	/* names from the THREAD records; pid 200's tid 200 has none */
+	v = rows_of(db, "SELECT pid, tid, coalesce(name, 'NULL') FROM threads WHERE pid IN (100, 200) ORDER BY pid, tid");
+	CHECK_STR(v, "100|100|trainer\n100|101|dataloader\n200|200|NULL\n");
+	free(v);
 	v = rows_of(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%'");
 	CHECK_STR(v, "18\n");
 	free(v);

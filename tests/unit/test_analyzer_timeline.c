@@ -239,6 +239,7 @@ static int write_trace(const char *path)
 	if (synth_open(&s, path))
 		return -1;
 	synth_process(&s, 100, 1, "<img src=x>", "python train.py");
+	synth_thread(&s, 100, 101, "<b>loader");
 	uint64_t t = 2000000000ull;
 	/* nested: a syscall inside a cudaMalloc (arrives first: it ends first) */
 	sysc(&s, 100, t + 1000, 2000);
@@ -455,6 +456,9 @@ int main(void)
 	      strstr(text, "\"cat\":\"syscall.overlap\",\"name\":\"ioctl\"") != NULL);
 	CHECK(strstr(text, "\"ph\":\"X\",\"cat\":\"cuda\",\"name\":\"cudaMalloc\"") != NULL);
 	CHECK(strstr(text, "\"name\":\"process_name\"") != NULL);
+	/* tid 101's name from its THREAD record; 102 has none: its tid */
+	CHECK(strstr(text, "\"args\":{\"name\":\"\\u003cb\\u003eloader\"}") != NULL);
+	CHECK(strstr(text, "\"args\":{\"name\":\"tid 102\"}") != NULL);
 	free(xs);
 	free(ps.evs);
 	free(text);
