@@ -125,6 +125,56 @@ usage:
 	return CLI_USAGE;
 }
 
+int cli_parse_table_args(int argc, char **argv, const struct cli_table_spec *spec,
+			 struct cli_table_args *a, FILE *out, FILE *errout)
+{
+	const char *cmd = spec->cmd;
+	*a = (struct cli_table_args){ .files = calloc((size_t)argc + 1, sizeof(*a->files)),
+				      .number = spec->number_default };
+	if (!a->files) {
+		fprintf(errout, CLI_PROG " %s: out of memory\n", cmd);
+		return CLI_FAIL;
+	}
+	int only_files = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		int m;
+		if (only_files || arg[0] != '-' || !arg[1]) {
+			a->files[a->n_files++] = arg;
+		} else if (strcmp(arg, "--") == 0) {
+			only_files = 1;
+		} else if (cli_is_help(arg)) {
+			fputs(spec->help, out);
+			free(a->files);
+			return -1;
+		} else if (strcmp(arg, "--json") == 0) {
+			a->json = 1;
+		} else if (spec->flag_name && strcmp(arg, spec->flag_name) == 0) {
+			a->flag = 1;
+		} else if (spec->takes_pid &&
+			   (m = cli_pid_option(argc, argv, &i, cmd, &a->pid, &a->filter_pid, errout))) {
+			if (m < 0)
+				goto usage;
+		} else if (spec->number_name &&
+			   (m = cli_uint_option(argc, argv, &i, spec->number_name, cmd, spec->number_min,
+						spec->number_max, &a->number, errout))) {
+			if (m < 0)
+				goto usage;
+		} else {
+			fprintf(errout, CLI_PROG " %s: unknown option '%s' (see '" CLI_PROG " %s --help')\n",
+				cmd, arg, cmd);
+			goto usage;
+		}
+	}
+	if (a->n_files)
+		return CLI_OK;
+	fprintf(errout, CLI_PROG " %s: no trace file given (usage: " CLI_PROG " %s FILE...)\n", cmd, cmd);
+usage:
+	free(a->files);
+	a->files = NULL;
+	return CLI_USAGE;
+}
+
 const char *cli_bytes(uint64_t bytes, char *buf, size_t len)
 {
 	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };

@@ -63,6 +63,33 @@ void cli_print_error(FILE *errout, const struct frec_error *err);
 
 
 
+/* A table command's arguments: FILE... [--json] and what its spec adds. */
+struct cli_table_args {
+	const char **files;
+	size_t n_files;
+	int json;
+	int filter_pid;
+	uint32_t pid;
+	unsigned number;    /* spec->number_name's value, or its default */
+	int flag;           /* spec->flag_name was given */
+};
+
+/* The options a table command takes beyond FILE... and --json. */
+struct cli_table_spec {
+	const char *cmd;
+	const char *help;
+	int takes_pid;               /* --pid PID */
+	const char *number_name;     /* e.g. "--top"; NULL for none */
+	unsigned number_min, number_max, number_default;
+	const char *flag_name;       /* e.g. "--step-marker-less"; NULL for none */
+};
+
+/* Parses a table command's arguments.  CLI_OK with *a filled (free
+ * a->files), -1 after printing help, CLI_USAGE or CLI_FAIL after a
+ * message. */
+int cli_parse_table_args(int argc, char **argv, const struct cli_table_spec *spec,
+			 struct cli_table_args *a, FILE *out, FILE *errout);
+
 /* The common start of a one-model command: open the files and register the
  * model (its state in *state).  NULL after printing one line to errout. */
 struct trace_set;

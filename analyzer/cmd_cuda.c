@@ -39,48 +39,11 @@ static const char cuda_help[] =
 	"  " CLI_PROG " cuda run.frec --pid 4242 --top 10\n"
 	"  " CLI_PROG " cuda node*.frec --json > cuda.json\n";
 
-struct cuda_args {
-	const char **files;
-	size_t n_files;
-	int json;
-	int filter_pid;
-	uint32_t pid;
-	unsigned top;
+static const struct cli_table_spec cuda_spec = {
+	.cmd = "cuda", .help = cuda_help, .takes_pid = 1,
+	.number_name = "--top", .number_min = 0, .number_max = 1000,
+	.number_default = 5,
 };
-
-static int cuda_parse(int argc, char **argv, struct cuda_args *a, FILE *out, FILE *errout)
-{
-	int only_files = 0;
-	a->top = 5;
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-		int m;
-		if (only_files || arg[0] != '-' || !arg[1]) {
-			a->files[a->n_files++] = arg;
-		} else if (strcmp(arg, "--") == 0) {
-			only_files = 1;
-		} else if (cli_is_help(arg)) {
-			fputs(cuda_help, out);
-			return -1;
-		} else if (strcmp(arg, "--json") == 0) {
-			a->json = 1;
-		} else if ((m = cli_pid_option(argc, argv, &i, "cuda", &a->pid, &a->filter_pid, errout))) {
-			if (m < 0)
-				return CLI_USAGE;
-		} else if ((m = cli_uint_option(argc, argv, &i, "--top", "cuda", 0, 1000, &a->top, errout))) {
-			if (m < 0)
-				return CLI_USAGE;
-		} else {
-			fprintf(errout, CLI_PROG " cuda: unknown option '%s' (see '" CLI_PROG " cuda --help')\n", arg);
-			return CLI_USAGE;
-		}
-	}
-	if (!a->n_files) {
-		fprintf(errout, CLI_PROG " cuda: no trace file given (usage: " CLI_PROG " cuda FILE...)\n");
-		return CLI_USAGE;
-	}
-	return 0;
-}
 
 /* GB/s (10^9 bytes per second), or -1 when the time is 0. */
 static double gbps(uint64_t bytes, uint64_t ns)
@@ -218,16 +181,10 @@ static void cuda_json(struct trace_set *ts, const struct cuda_result *r, unsigne
 
 int cmd_cuda(int argc, char **argv, FILE *out, FILE *errout)
 {
-	struct cuda_args a = { .files = calloc((size_t)argc + 1, sizeof(char *)) };
-	if (!a.files) {
-		fprintf(errout, CLI_PROG " cuda: out of memory\n");
-		return CLI_FAIL;
-	}
-	int rc = cuda_parse(argc, argv, &a, out, errout);
-	if (rc) {
-		free(a.files);
+	struct cli_table_args a;
+	int rc = cli_parse_table_args(argc, argv, &cuda_spec, &a, out, errout);
+	if (rc)
 		return rc < 0 ? CLI_OK : rc;
-	}
 	struct model_opts mo = { .filter_pid = a.filter_pid, .pid = a.pid };
 	void *cuda;
 	struct trace_set *ts = cli_open_with_model("cuda", (const char *const *)a.files,
@@ -251,9 +208,9 @@ int cmd_cuda(int argc, char **argv, FILE *out, FILE *errout)
 		return CLI_FAIL;
 	}
 	if (a.json)
-		cuda_json(ts, r, a.top, out);
+		cuda_json(ts, r, a.number, out);
 	else
-		cuda_text(ts, r, a.top, out);
+		cuda_text(ts, r, a.number, out);
 	rc = CLI_OK;
 	if (fflush(out) || ferror(out)) {
 		fprintf(errout, CLI_PROG " cuda: write failed on standard output\n");

@@ -44,48 +44,11 @@ static const char memory_help[] =
 	"  " CLI_PROG " memory node*.frec --json > memory.json\n"
 	"  " CLI_PROG " flame run.frec --kind mem-inuse --format html -o peak.html\n";
 
-struct memory_args {
-	const char **files;
-	size_t n_files;
-	int json;
-	int filter_pid;
-	uint32_t pid;
-	unsigned rows;
+static const struct cli_table_spec memory_spec = {
+	.cmd = "memory", .help = memory_help, .takes_pid = 1,
+	.number_name = "--rows", .number_min = 1, .number_max = 2000,
+	.number_default = 20,
 };
-
-static int memory_parse(int argc, char **argv, struct memory_args *a, FILE *out, FILE *errout)
-{
-	int only_files = 0;
-	a->rows = 20;
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-		int m;
-		if (only_files || arg[0] != '-' || !arg[1]) {
-			a->files[a->n_files++] = arg;
-		} else if (strcmp(arg, "--") == 0) {
-			only_files = 1;
-		} else if (cli_is_help(arg)) {
-			fputs(memory_help, out);
-			return -1;
-		} else if (strcmp(arg, "--json") == 0) {
-			a->json = 1;
-		} else if ((m = cli_pid_option(argc, argv, &i, "memory", &a->pid, &a->filter_pid, errout))) {
-			if (m < 0)
-				return CLI_USAGE;
-		} else if ((m = cli_uint_option(argc, argv, &i, "--rows", "memory", 1, 2000, &a->rows, errout))) {
-			if (m < 0)
-				return CLI_USAGE;
-		} else {
-			fprintf(errout, CLI_PROG " memory: unknown option '%s' (see '" CLI_PROG " memory --help')\n", arg);
-			return CLI_USAGE;
-		}
-	}
-	if (!a->n_files) {
-		fprintf(errout, CLI_PROG " memory: no trace file given (usage: " CLI_PROG " memory FILE...)\n");
-		return CLI_USAGE;
-	}
-	return 0;
-}
 
 static const char *comm_of(struct trace_set *ts, uint32_t file, uint32_t pid)
 {
@@ -334,16 +297,10 @@ static void memory_json(struct trace_set *ts, const struct mem_result *r, FILE *
 
 int cmd_memory(int argc, char **argv, FILE *out, FILE *errout)
 {
-	struct memory_args a = { .files = calloc((size_t)argc + 1, sizeof(char *)) };
-	if (!a.files) {
-		fprintf(errout, CLI_PROG " memory: out of memory\n");
-		return CLI_FAIL;
-	}
-	int rc = memory_parse(argc, argv, &a, out, errout);
-	if (rc) {
-		free(a.files);
+	struct cli_table_args a;
+	int rc = cli_parse_table_args(argc, argv, &memory_spec, &a, out, errout);
+	if (rc)
 		return rc < 0 ? CLI_OK : rc;
-	}
 	struct model_opts mo = { .filter_pid = a.filter_pid, .pid = a.pid };
 	void *mem;
 	struct trace_set *ts = cli_open_with_model("memory", (const char *const *)a.files,
@@ -369,7 +326,7 @@ int cmd_memory(int argc, char **argv, FILE *out, FILE *errout)
 	if (a.json)
 		memory_json(ts, r, out);
 	else
-		memory_text(ts, r, a.rows, out);
+		memory_text(ts, r, a.number, out);
 	rc = CLI_OK;
 	if (fflush(out) || ferror(out)) {
 		fprintf(errout, CLI_PROG " memory: write failed on standard output\n");

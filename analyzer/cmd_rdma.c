@@ -41,43 +41,9 @@ static const char rdma_help[] =
 	"  " CLI_PROG " rdma run.frec\n"
 	"  " CLI_PROG " rdma node1.frec node2.frec --json > rdma.json\n";
 
-struct rdma_args {
-	const char **files;
-	size_t n_files;
-	int json;
-	int filter_pid;
-	uint32_t pid;
+static const struct cli_table_spec rdma_spec = {
+	.cmd = "rdma", .help = rdma_help, .takes_pid = 1,
 };
-
-static int rdma_parse(int argc, char **argv, struct rdma_args *a, FILE *out, FILE *errout)
-{
-	int only_files = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-		int m;
-		if (only_files || arg[0] != '-' || !arg[1]) {
-			a->files[a->n_files++] = arg;
-		} else if (strcmp(arg, "--") == 0) {
-			only_files = 1;
-		} else if (cli_is_help(arg)) {
-			fputs(rdma_help, out);
-			return -1;
-		} else if (strcmp(arg, "--json") == 0) {
-			a->json = 1;
-		} else if ((m = cli_pid_option(argc, argv, &i, "rdma", &a->pid, &a->filter_pid, errout))) {
-			if (m < 0)
-				return CLI_USAGE;
-		} else {
-			fprintf(errout, CLI_PROG " rdma: unknown option '%s' (see '" CLI_PROG " rdma --help')\n", arg);
-			return CLI_USAGE;
-		}
-	}
-	if (!a->n_files) {
-		fprintf(errout, CLI_PROG " rdma: no trace file given (usage: " CLI_PROG " rdma FILE...)\n");
-		return CLI_USAGE;
-	}
-	return 0;
-}
 
 static double span_s(const struct rdma_conn *c)
 {
@@ -337,16 +303,10 @@ static void rdma_json(const struct rdma_result *r, FILE *out)
 
 int cmd_rdma(int argc, char **argv, FILE *out, FILE *errout)
 {
-	struct rdma_args a = { .files = calloc((size_t)argc + 1, sizeof(char *)) };
-	if (!a.files) {
-		fprintf(errout, CLI_PROG " rdma: out of memory\n");
-		return CLI_FAIL;
-	}
-	int rc = rdma_parse(argc, argv, &a, out, errout);
-	if (rc) {
-		free(a.files);
+	struct cli_table_args a;
+	int rc = cli_parse_table_args(argc, argv, &rdma_spec, &a, out, errout);
+	if (rc)
 		return rc < 0 ? CLI_OK : rc;
-	}
 	struct model_opts mo = { .filter_pid = a.filter_pid, .pid = a.pid };
 	void *rdma;
 	struct trace_set *ts = cli_open_with_model("rdma", (const char *const *)a.files,

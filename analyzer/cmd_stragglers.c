@@ -43,43 +43,10 @@ static const char stragglers_help[] =
 	"  " CLI_PROG " stragglers nodeA.frec nodeB.frec\n"
 	"  " CLI_PROG " stragglers node*.frec --json > stragglers.json\n";
 
-struct stragglers_args {
-	const char **files;
-	size_t n_files;
-	int json;
-	int no_markers;
+static const struct cli_table_spec stragglers_spec = {
+	.cmd = "stragglers", .help = stragglers_help,
+	.flag_name = "--step-marker-less",
 };
-
-static int stragglers_parse(int argc, char **argv, struct stragglers_args *a, FILE *out,
-			    FILE *errout)
-{
-	int only_files = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-		if (only_files || arg[0] != '-' || !arg[1]) {
-			a->files[a->n_files++] = arg;
-		} else if (strcmp(arg, "--") == 0) {
-			only_files = 1;
-		} else if (cli_is_help(arg)) {
-			fputs(stragglers_help, out);
-			return -1;
-		} else if (strcmp(arg, "--json") == 0) {
-			a->json = 1;
-		} else if (strcmp(arg, "--step-marker-less") == 0) {
-			a->no_markers = 1;
-		} else {
-			fprintf(errout, CLI_PROG " stragglers: unknown option '%s' (see '" CLI_PROG
-				" stragglers --help')\n", arg);
-			return CLI_USAGE;
-		}
-	}
-	if (!a->n_files) {
-		fprintf(errout, CLI_PROG " stragglers: no trace file given (usage: " CLI_PROG
-			" stragglers FILE...)\n");
-		return CLI_USAGE;
-	}
-	return 0;
-}
 
 static const char *steps_from(const struct nccl_result *nc)
 {
@@ -249,16 +216,10 @@ static void stragglers_text(struct trace_set *ts, const struct stragglers_result
 
 int cmd_stragglers(int argc, char **argv, FILE *out, FILE *errout)
 {
-	struct stragglers_args a = { .files = calloc((size_t)argc + 1, sizeof(char *)) };
-	if (!a.files) {
-		fprintf(errout, CLI_PROG " stragglers: out of memory\n");
-		return CLI_FAIL;
-	}
-	int rc = stragglers_parse(argc, argv, &a, out, errout);
-	if (rc) {
-		free(a.files);
+	struct cli_table_args a;
+	int rc = cli_parse_table_args(argc, argv, &stragglers_spec, &a, out, errout);
+	if (rc)
 		return rc < 0 ? CLI_OK : rc;
-	}
 	void *strag;
 	struct trace_set *ts = cli_open_with_model("stragglers", (const char *const *)a.files,
 						     a.n_files, &model_stragglers_ops, NULL,
@@ -266,7 +227,7 @@ int cmd_stragglers(int argc, char **argv, FILE *out, FILE *errout)
 	free(a.files);
 	if (!ts)
 		return CLI_FAIL;
-	if (a.no_markers)
+	if (a.flag)
 		model_stragglers_ignore_step_markers(strag);
 	if (cli_run_set(ts, errout))
 		return CLI_FAIL;
