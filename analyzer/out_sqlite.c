@@ -891,22 +891,39 @@ static sqlite3_stmt *prep(struct out_sqlite *o, const char *sql)
 	return st;
 }
 
-static int write_enums(struct out_sqlite *o)
+/* An (id, name) enum table: every id from first below limit that has a
+ * name; when dense, the first id without one ends the table. */
+static int write_enum(struct out_sqlite *o, const char *table_sql, const char *(*name_of)(uint32_t),
+		      uint32_t first, uint32_t limit, int dense)
 {
-	sqlite3_stmt *st = prep(o, "INSERT INTO enum_syscalls VALUES(?,?)");
+	sqlite3_stmt *st = prep(o, table_sql);
 	int rc = st ? 0 : -1;
-	for (uint32_t nr = 0; st && !rc && nr < 1024; nr++) {
-		const char *name = syscall_name(nr);
-		if (!name)
+	for (uint32_t id = first; st && !rc && id < limit; id++) {
+		const char *name = name_of(id);
+		if (!name) {
+			if (dense)
+				break;
 			continue;
-		bi(st, 1, nr);
+		}
+		bi(st, 1, id);
 		bt(st, 2, name);
 		rc = put(o, st);
 	}
 	sqlite3_finalize(st);
-	if (rc || !(st = prep(o, "INSERT INTO enum_cuda_funcs VALUES(?,?,?)")))
+	return rc;
+}
+
+static int write_enums(struct out_sqlite *o)
+{
+	if (write_enum(o, "INSERT INTO enum_syscalls VALUES(?,?)", syscall_name, 0, 1024, 0) ||
+	    write_enum(o, "INSERT INTO enum_copy_kinds VALUES(?,?)", out_copy_kind_name, 0, UINT32_MAX, 1) ||
+	    write_enum(o, "INSERT INTO enum_rdma_funcs VALUES(?,?)", out_rdma_func_name, 1, UINT32_MAX, 1) ||
+	    write_enum(o, "INSERT INTO enum_wc_status VALUES(?,?)", out_wc_status_name, 0, UINT32_MAX, 1))
 		return -1;
-	for (uint32_t f = 0; !rc && f < 64; f++) {
+	/* the tables with a third column */
+	sqlite3_stmt *st = prep(o, "INSERT INTO enum_cuda_funcs VALUES(?,?,?)");
+	int rc = st ? 0 : -1;
+	for (uint32_t f = 0; st && !rc && f < 64; f++) {
 		if (!out_cuda_func_name(f))
 			continue;
 		enum out_cuda_mem_op op = out_cuda_mem_op(f);
@@ -916,36 +933,12 @@ static int write_enums(struct out_sqlite *o)
 		rc = put(o, st);
 	}
 	sqlite3_finalize(st);
-	if (rc || !(st = prep(o, "INSERT INTO enum_copy_kinds VALUES(?,?)")))
-		return -1;
-	for (uint32_t k = 0; !rc && out_copy_kind_name(k); k++) {
-		bi(st, 1, k);
-		bt(st, 2, out_copy_kind_name(k));
-		rc = put(o, st);
-	}
-	sqlite3_finalize(st);
 	if (rc || !(st = prep(o, "INSERT INTO enum_nccl_funcs VALUES(?,?,?)")))
 		return -1;
 	for (uint32_t f = 1; !rc && out_nccl_func_name(f); f++) {
 		bi(st, 1, f);
 		bt(st, 2, out_nccl_func_name(f));
 		bi(st, 3, out_nccl_is_collective(f));
-		rc = put(o, st);
-	}
-	sqlite3_finalize(st);
-	if (rc || !(st = prep(o, "INSERT INTO enum_rdma_funcs VALUES(?,?)")))
-		return -1;
-	for (uint32_t f = 1; !rc && out_rdma_func_name(f); f++) {
-		bi(st, 1, f);
-		bt(st, 2, out_rdma_func_name(f));
-		rc = put(o, st);
-	}
-	sqlite3_finalize(st);
-	if (rc || !(st = prep(o, "INSERT INTO enum_wc_status VALUES(?,?)")))
-		return -1;
-	for (uint32_t s = 0; !rc && out_wc_status_name(s); s++) {
-		bi(st, 1, s);
-		bt(st, 2, out_wc_status_name(s));
 		rc = put(o, st);
 	}
 	sqlite3_finalize(st);
