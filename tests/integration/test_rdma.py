@@ -83,6 +83,12 @@ class Rdma(frtest.Case):
     def record_pingpong(self, name, args, extra_rec=()):
         d = frtest.workdir(name)
         trace = os.path.join(d, "pp.frec")
+        # The provider's post/poll functions are attached when the device is
+        # opened (from its ops table), a few ms later on a busy machine; a
+        # real job exchanges QP numbers out of band before its first post,
+        # so the sample waits as well instead of racing the attach.
+        if "--settle-ms" not in args:
+            args = [*args, "--settle-ms", "50"]
         cmd = [frtest.FLIGHTREC, "record", "-o", trace, "--probes", "rdma,cpu", *extra_rec,
                "--", frtest.sample("rdma_pingpong"), *args]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=self.env)
