@@ -515,6 +515,16 @@ static int cmp_instance_time(const void *a, const void *b)
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
+/* A file's time on the common clock; saturates, since a hostile trace can
+ * carry any timestamp and offset. */
+static int64_t common_ns(uint64_t ns, int64_t off)
+{
+	int64_t v;
+	if (__builtin_add_overflow((int64_t)(ns > INT64_MAX ? INT64_MAX : ns), off, &v))
+		return off < 0 ? INT64_MIN : INT64_MAX;
+	return v;
+}
+
 /* Matches calls into instances (call.instance), aligns the clocks on their
  * exits, puts every call on the common timeline, then sorts the instances by
  * time and lays out their members. */
@@ -581,8 +591,8 @@ static int build_instances(struct nccl_result *r, struct trace_set *ts, struct f
 		int64_t off = trace_set_time_offset_ns(ts, rk->file_index);
 		for (size_t c = 0; c < rk->n_calls; c++) {
 			struct nccl_call *call = &rk->calls[c];
-			call->entry_common_ns = (int64_t)call->entry_ns + off;
-			call->exit_common_ns = (int64_t)call->exit_ns + off;
+			call->entry_common_ns = common_ns(call->entry_ns, off);
+			call->exit_common_ns = common_ns(call->exit_ns, off);
 			if (call->instance == NCCL_NONE)
 				continue;
 			struct nccl_instance *in = &r->instances[call->instance];
