@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "model_syscalls.h"
+#include "out_common.h"
 #include "syscall_names.h"
 #include "trace_set.h"
 
@@ -77,6 +78,28 @@ static void info_probes_get(const struct trace_file *f, struct info_probes *p)
 			return;
 		memcpy(p->probes, f->stats_probes, f->n_stats_probes * sizeof(*p->probes));
 		p->n = f->n_stats_probes;
+	}
+}
+
+/* What was lost, per probe and reason, and when: an event lost whole, or
+ * an event kept without its stack. */
+static void info_losses_text(const struct trace_file *f, FILE *out)
+{
+	uint32_t n = 0;
+	const struct fr_drop_count *d = trace_file_drops(f, &n);
+	if (!d)
+		return;
+	fprintf(out, "\n  losses:\n");
+	fprintf(out, "    %-16s %-12s %12s  %-6s %s\n", "PROBE", "REASON", "COUNT", "LOST", "WHEN");
+	for (uint32_t i = 0; i < n; i++) {
+		char when[64] = "unknown";
+		uint64_t t0 = f->hdr.start_mono_ns;
+		if (d[i].first_ns && d[i].first_ns >= t0 && d[i].last_ns >= d[i].first_ns)
+			snprintf(when, sizeof(when), "%.3f-%.3f s", (d[i].first_ns - t0) / 1e9,
+				 (d[i].last_ns - t0) / 1e9);
+		fprintf(out, "    %-16.16s %-12s %12" PRIu64 "  %-6s %s\n", d[i].probe,
+			fr_drop_reason_name(d[i].reason), d[i].count,
+			FR_DROP_LOSES_EVENT(d[i].reason) ? "event" : "stack", when);
 	}
 }
 
@@ -178,6 +201,7 @@ static void info_text(struct trace_file *f, uint32_t file_index, const void *sys
 		fprintf(out, "\n  probes: no counters recorded (no end record, no stats record)\n");
 	}
 	free(pr.probes);
+	info_losses_text(f, out);
 
 	struct syscall_stat top[INFO_TOP_SYSCALLS];
 	size_t n_top = syscalls ? model_syscalls_top(syscalls, file_index, top, INFO_TOP_SYSCALLS) : 0;
@@ -309,8 +333,10 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 			pr.probes[i].drops);
 		drops += pr.probes[i].drops;
 	}
-	fprintf(out, "],\"drops\":%" PRIu64 ",\"recorder_cpu_user_ns\":%" PRIu64
-		",\"recorder_cpu_sys_ns\":%" PRIu64, drops, pr.cpu_user_ns, pr.cpu_sys_ns);
+	fprintf(out, "],\"drops\":%" PRIu64 ",\"losses\":", drops);
+	out_json_losses(out, f);
+	fprintf(out, ",\"recorder_cpu_user_ns\":%" PRIu64 ",\"recorder_cpu_sys_ns\":%" PRIu64,
+		pr.cpu_user_ns, pr.cpu_sys_ns);
 	free(pr.probes);
 
 	struct syscall_stat top[INFO_TOP_SYSCALLS];

@@ -4,6 +4,7 @@
 #include "align.h"
 #include "trace_set.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -316,4 +317,30 @@ int out_allocs_take(struct out_allocs *a, uint32_t file_index, uint32_t pid, uin
 	memset(&a->slots[hole], 0, sizeof(a->slots[hole]));
 	a->count--;
 	return 1;
+}
+
+void out_json_losses(FILE *f, const struct trace_file *tf)
+{
+	uint32_t n = 0;
+	const struct fr_drop_count *d = trace_file_drops(tf, &n);
+	uint64_t t0 = tf->hdr.start_mono_ns;
+	fputc('[', f);
+	for (uint32_t i = 0; d && i < n; i++) {
+		char probe[17];
+		memcpy(probe, d[i].probe, 16);
+		probe[16] = '\0';
+		fprintf(f, "%s{\"probe\":", i ? "," : "");
+		out_json_str(f, probe);
+		fprintf(f, ",\"reason\":");
+		out_json_str(f, fr_drop_reason_name(d[i].reason));
+		fprintf(f, ",\"count\":%" PRIu64 ",\"lost\":\"%s\"", d[i].count,
+			FR_DROP_LOSES_EVENT(d[i].reason) ? "event" : "stack");
+		if (d[i].first_ns >= t0 && d[i].first_ns && d[i].last_ns >= d[i].first_ns)
+			fprintf(f, ",\"first_s\":%.6f,\"last_s\":%.6f", (d[i].first_ns - t0) / 1e9,
+				(d[i].last_ns - t0) / 1e9);
+		else
+			fprintf(f, ",\"first_s\":null,\"last_s\":null");
+		fputc('}', f);
+	}
+	fputc(']', f);
 }

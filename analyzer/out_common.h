@@ -53,6 +53,10 @@ int out_nccl_is_collective(uint32_t func);
  * and every one of < > & ' escaped as \uXXXX, so the text can sit inside an
  * HTML <script> element; invalid UTF-8 becomes U+FFFD. */
 void out_json_str(FILE *f, const char *s);
+/* The file's losses per (probe, reason) as a JSON array: probe, reason,
+ * count, lost ("event" or "stack"), first_s/last_s (seconds since the
+ * recording's start; null when the recorder could not tell). */
+void out_json_losses(FILE *f, const struct trace_file *tf);
 /* Text content for HTML, SVG or XML: markup characters and everything
  * outside ASCII as character references; invalid UTF-8 and characters XML
  * forbids (controls, U+FFFE/U+FFFF) become U+FFFD so the document stays

@@ -195,7 +195,9 @@ static void section_summary(FILE *f, struct trace_set *ts)
 				tf->stats_probes[k].events, tf->stats_probes[k].drops);
 			first = 0;
 		}
-		fputs("],\"damage\":[", f);
+		fputs("],\"losses\":", f);
+		out_json_losses(f, tf);
+		fputs(",\"damage\":[", f);
 		size_t nd = tf->reader ? frec_damage_count(tf->reader) : 0;
 		for (size_t k = 0; k < nd && k < 100; k++) {
 			const struct frec_damage *d = frec_damage_at(tf->reader, k);

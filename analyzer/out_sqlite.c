@@ -99,6 +99,8 @@ static const char schema_sql[] =
 	" allocations INTEGER);\n"
 	"CREATE TABLE drops(file_id INTEGER, probe TEXT, events INTEGER, drops INTEGER,"
 	" source TEXT);\n"
+	"CREATE TABLE drop_reasons(file_id INTEGER, probe TEXT, reason TEXT, lost TEXT,"
+	" count INTEGER, first_s REAL, last_s REAL);\n"
 	"CREATE TABLE damaged_regions(file_id INTEGER, kind TEXT, offset INTEGER, length INTEGER,"
 	" what TEXT);\n"
 	"CREATE TABLE enum_syscalls(nr INTEGER PRIMARY KEY, name TEXT);\n"
@@ -1241,9 +1243,32 @@ static int write_drops_damage(struct out_sqlite *o, struct trace_set *ts)
 {
 	sqlite3_stmt *ds = prep(o, "INSERT INTO drops VALUES(?,?,?,?,?)");
 	sqlite3_stmt *dm = prep(o, "INSERT INTO damaged_regions VALUES(?,?,?,?,?)");
-	int rc = ds && dm ? 0 : -1;
+	sqlite3_stmt *dr = prep(o, "INSERT INTO drop_reasons VALUES(?,?,?,?,?,?,?)");
+	int rc = ds && dm && dr ? 0 : -1;
 	for (size_t i = 0; !rc && i < trace_set_count(ts); i++) {
 		const struct trace_file *f = trace_set_file(ts, i);
+		uint32_t n_losses = 0;
+		const struct fr_drop_count *loss = trace_file_drops(f, &n_losses);
+		for (uint32_t k = 0; !rc && loss && k < n_losses; k++) {
+			const struct fr_drop_count *d = &loss[k];
+			uint64_t t0 = f->hdr.start_mono_ns;
+			char probe[17];
+			memcpy(probe, d->probe, 16);
+			probe[16] = '\0';
+			bi(dr, 1, (int64_t)i);
+			bt(dr, 2, probe);
+			bt(dr, 3, fr_drop_reason_name(d->reason));
+			bt(dr, 4, FR_DROP_LOSES_EVENT(d->reason) ? "event" : "stack");
+			bu(dr, 5, d->count);
+			if (d->first_ns && d->first_ns >= t0 && d->last_ns >= d->first_ns) {
+				sqlite3_bind_double(dr, 6, (d->first_ns - t0) / 1e9);
+				sqlite3_bind_double(dr, 7, (d->last_ns - t0) / 1e9);
+			} else {
+				bnull(dr, 6);
+				bnull(dr, 7);
+			}
+			rc = put(o, dr);
+		}
 		const struct fr_end *end = f->reader ? frec_end(f->reader) : NULL;
 		uint32_t n = 0;
 		const struct fr_probe_stats *ps = end ? frec_end_probes(f->reader, &n) : NULL;
@@ -1308,6 +1333,7 @@ static int write_drops_damage(struct out_sqlite *o, struct trace_set *ts)
 	}
 	sqlite3_finalize(ds);
 	sqlite3_finalize(dm);
+	sqlite3_finalize(dr);
 	return rc;
 }
 

@@ -5,6 +5,9 @@
  * does not depend on the build machine's kernel headers) from Debian 12's
  * /usr/include/x86_64-linux-gnu/asm/unistd_64.h with:
  *   awk '/^#define __NR_/ { sub("__NR_", "", $2); print "\t[" $3 "] = \"" $2 "\"," }'
+ * then completed from the kernel's arch/x86/entry/syscalls/syscall_64.tbl up
+ * to Linux 6.18 (335 uretprobe and 336 uprobe, the uprobe machinery's own
+ * calls; 451-469).
  */
 #include "syscall_names.h"
 
@@ -346,6 +349,8 @@ static const char *const syscall_names_x86_64[] = {
 	[332] = "statx",
 	[333] = "io_pgetevents",
 	[334] = "rseq",
+	[335] = "uretprobe",
+	[336] = "uprobe",
 	[424] = "pidfd_send_signal",
 	[425] = "io_uring_setup",
 	[426] = "io_uring_enter",
@@ -373,6 +378,25 @@ static const char *const syscall_names_x86_64[] = {
 	[448] = "process_mrelease",
 	[449] = "futex_waitv",
 	[450] = "set_mempolicy_home_node",
+	[451] = "cachestat",
+	[452] = "fchmodat2",
+	[453] = "map_shadow_stack",
+	[454] = "futex_wake",
+	[455] = "futex_wait",
+	[456] = "futex_requeue",
+	[457] = "statmount",
+	[458] = "listmount",
+	[459] = "lsm_get_self_attr",
+	[460] = "lsm_set_self_attr",
+	[461] = "lsm_list_modules",
+	[462] = "mseal",
+	[463] = "setxattrat",
+	[464] = "getxattrat",
+	[465] = "listxattrat",
+	[466] = "removexattrat",
+	[467] = "open_tree_attr",
+	[468] = "file_getattr",
+	[469] = "file_setattr",
 };
 
 const char *syscall_name(uint32_t nr)

@@ -161,6 +161,7 @@ static void trace_file_free(struct trace_file *f)
 		free(f->schema_names);
 	}
 	free(f->stats_probes);
+	free(f->stats_drops);
 	free(f->clock_pairs);
 	hmap_free(&f->env_by_pid);
 	free(f->rdma_counters);
@@ -359,6 +360,14 @@ const struct ts_process *trace_file_process(const struct trace_file *f, uint32_t
 int trace_file_complete(const struct trace_file *f)
 {
 	return !f->io_failed && f->reader && frec_has_end(f->reader);
+}
+
+const struct fr_drop_count *trace_file_drops(const struct trace_file *f, uint32_t *n)
+{
+	if (f->reader && frec_end(f->reader))
+		return frec_end_drops(f->reader, n);
+	*n = f->n_stats_drops;
+	return f->n_stats_drops ? f->stats_drops : NULL;
 }
 
 int trace_file_damaged(const struct trace_file *f)
@@ -914,9 +923,27 @@ static int decode_stats(const struct ts_where *w, const uint8_t *p, uint32_t siz
 		probes[i].events = s.events;
 		probes[i].drops = s.drops;
 	}
+	size_t drops_at = sizeof(r) + (size_t)r.n_probes * sizeof(struct fr_probe_stats);
+	uint32_t nd = r.n_drops;
+	if ((uint64_t)nd * sizeof(struct fr_drop_count) > size - drops_at) {
+		PROBLEM(w, "stats: %u drop counts do not fit in the record (%u bytes)", nd, size);
+		nd = 0;
+	}
+	struct fr_drop_count *drops = NULL;
+	if (nd) {
+		drops = malloc((size_t)nd * sizeof(*drops));
+		if (!drops) {
+			free(probes);
+			return ts_oom(err, w);
+		}
+		memcpy(drops, p + drops_at, (size_t)nd * sizeof(*drops));
+	}
 	free(f->stats_probes);
 	f->stats_probes = probes;
 	f->n_stats_probes = r.n_probes;
+	free(f->stats_drops);
+	f->stats_drops = drops;
+	f->n_stats_drops = nd;
 	f->has_stats = 1;
 	f->stats_ts_ns = r.ts_ns;
 	f->stats_cpu_user_ns = r.cpu_user_ns;

@@ -212,6 +212,8 @@ struct trace_file {
 	uint64_t stats_ts_ns, stats_cpu_user_ns, stats_cpu_sys_ns;
 	struct ts_probe *stats_probes;
 	uint32_t n_stats_probes;
+	struct fr_drop_count *stats_drops; /* losses per (probe, reason) */
+	uint32_t n_stats_drops;
 
 	/* RDMA port counters, summed per name (model_rdma.c reports them) */
 	struct ts_rdma_counter *rdma_counters;
@@ -272,6 +274,9 @@ const char *trace_file_thread_name(const struct trace_file *f, uint32_t pid, uin
 
 /* True when the file is damaged (reader damage, missing chunks, malformed
  * records, I/O error) or incomplete (no END). */
+/* Losses per (probe, reason): END's, else the latest STATS record's; NULL
+ * (n = 0) when the file has neither, or predates format 1.1. */
+const struct fr_drop_count *trace_file_drops(const struct trace_file *f, uint32_t *n);
 int trace_file_damaged(const struct trace_file *f);
 int trace_file_complete(const struct trace_file *f);
 

@@ -36,20 +36,27 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, FR_PROBE_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
+	__uint(max_entries, FR_PROBE_MAX * FR_DROP_REASON_MAX);
+	__type(key, __u32); /* probe * FR_DROP_REASON_MAX + reason */
+	__type(value, struct fr_drop_slot);
 } fr_drops SEC(".maps");
 
 /* Knobs, set by the recorder before load (one copy per object). */
 const volatile __u32 fr_filter_mode = FR_FILTER_PIDS;
 const volatile __u64 fr_target_cgroup_id = 0;
 
-static __always_inline void fr_count_drop(__u32 probe)
+static __always_inline void fr_count_drop(__u32 probe, __u32 reason)
 {
-	__u64 *n = bpf_map_lookup_elem(&fr_drops, &probe);
-	if (n)
-		*n += 1;
+	__u32 k = probe * FR_DROP_REASON_MAX + reason;
+	struct fr_drop_slot *d = bpf_map_lookup_elem(&fr_drops, &k);
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!d)
+		return;
+	/* a nested program on this CPU may count too: the count stays exact */
+	if (__sync_fetch_and_add(&d->count, 1) == 0)
+		d->first_ns = now;
+	d->last_ns = now;
 }
 
 static __always_inline bool fr_is_traced(__u32 tgid)
@@ -89,35 +96,11 @@ static __always_inline void fr_capture_stack(void *ctx, struct fr_raw_stack *st,
 
 #include "ustack.bpf.h"
 
-/* Everything a stack-carrying program does about its stack, in both modes:
- * fr_stack_begin (before reserving the event) sends the dwarf-mode record
- * and says how big the event's reservation is; fr_stack_finish fills the
- * event's stack fields.  want: this event takes a stack at all. */
-struct fr_stack_plan {
-	__u32 tag;     /* dwarf: the stack_id the event carries */
-	bool fp;       /* frame-pointer ips follow the event */
-	bool dwarf;
-};
-
-static __always_inline struct fr_stack_plan fr_stack_begin(void *ctx, __u64 pid_tgid,
-							   bool want, bool kernel)
-{
-	struct fr_stack_plan p = {0, false, false};
-	if (!want)
-		return p;
-	if (fr_stack_mode == FR_STACK_MODE_DWARF) {
-		p.tag = fr_emit_ustack(ctx, pid_tgid, kernel);
-		p.dwarf = p.tag != 0;
-	} else {
-		p.fp = true;
-	}
-	return p;
-}
-
-static __always_inline __u16 fr_stack_flags(const struct fr_stack_plan *p)
-{
-	return p->fp ? FR_RECF_RAW_STACK : p->dwarf ? FR_RECF_USTACK : 0;
-}
+_Static_assert(__builtin_offsetof(struct fr_ustack_scratch, hdr) ==
+	       __builtin_offsetof(struct fr_ustack_scratch, ev) + FR_RING_EV_MAX, "scratch ev");
+_Static_assert(__builtin_offsetof(struct fr_ustack_scratch, stack) -
+	       __builtin_offsetof(struct fr_ustack_scratch, hdr) == FR_RING_USTACK_STACK_OFFSET,
+	       "scratch stack");
 
 /* User stack at the entry of a probed function, before its prologue ran:
  * the frame-pointer walk starts from the caller's frame and so would skip
@@ -139,6 +122,78 @@ static __always_inline void fr_capture_stack_at_entry(struct pt_regs *ctx,
 	st->user_ips[0] = st->user_ips[1]; /* the function itself */
 	st->user_ips[1] = ret;             /* its caller */
 	st->n_user = ((__u64)n >> 3) + 1;
+}
+
+/* How an event takes its stack (fr_emit's want). */
+#define FR_STACK_NO 0
+#define FR_STACK_USER 1       /* user stack */
+#define FR_STACK_KERNEL 2     /* kernel and user stacks (CPU samples) */
+#define FR_STACK_AT_ENTRY 3   /* user stack at a probed function's entry */
+
+/* Sends one event as one ring record: ev, built by the caller (size bytes,
+ * a constant, common part filled), followed by its stack in the mode of
+ * --stack when want says so.  Every loss is counted with its reason: the
+ * event when the ring is full, the stack alone when no scratch slot is free
+ * (the event then goes out without one).  Returns 0 when the event was
+ * sent. */
+static __always_inline int fr_emit(void *ctx, void *ev, __u32 size, __u32 probe, int want)
+{
+	struct fr_ev_common *c = ev;
+
+	c->h.flags = 0;
+	c->h.size = size;
+	if (want != FR_STACK_NO && fr_stack_mode == FR_STACK_MODE_DWARF) {
+		struct fr_ustack_scratch *s = fr_scratch_claim();
+		if (s) {
+			__u8 *rec = &s->ev[FR_RING_EV_MAX - size];
+			__builtin_memcpy(rec, ev, size);
+			__u32 len = fr_fill_ustack(ctx, s, bpf_get_current_pid_tgid(),
+						   want == FR_STACK_KERNEL);
+			struct fr_ev_common *rc = (void *)rec;
+			rc->h.flags = FR_RECF_USTACK;
+			rc->h.size = size + len;
+			long err = bpf_ringbuf_output(&fr_events, rec, size + len, BPF_RB_NO_WAKEUP);
+			fr_scratch_release(s);
+			if (err) {
+				fr_count_drop(probe, FR_DROP_RING_FULL);
+				return -1;
+			}
+			return 0;
+		}
+		fr_count_drop(probe, FR_DROP_STACK_BUSY);
+		want = FR_STACK_NO;
+	}
+	if (want != FR_STACK_NO) {
+		__u8 *e = bpf_ringbuf_reserve(&fr_events, size + sizeof(struct fr_raw_stack), 0);
+		if (!e) {
+			fr_count_drop(probe, FR_DROP_RING_FULL);
+			return -1;
+		}
+		c->h.flags = FR_RECF_RAW_STACK;
+		c->h.size = size + sizeof(struct fr_raw_stack);
+		__builtin_memcpy(e, ev, size);
+		struct fr_raw_stack *st = (void *)(e + size);
+		if (want == FR_STACK_AT_ENTRY)
+			fr_capture_stack_at_entry(ctx, st);
+		else
+			fr_capture_stack(ctx, st, want == FR_STACK_KERNEL);
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+		return 0;
+	}
+	if (bpf_ringbuf_output(&fr_events, ev, size, BPF_RB_NO_WAKEUP)) {
+		fr_count_drop(probe, FR_DROP_RING_FULL);
+		return -1;
+	}
+	return 0;
+}
+
+/* A ring reservation of a stackless event, or NULL with the loss counted. */
+static __always_inline void *fr_reserve(__u32 size, __u32 probe)
+{
+	void *e = bpf_ringbuf_reserve(&fr_events, size, 0);
+	if (!e)
+		fr_count_drop(probe, FR_DROP_RING_FULL);
+	return e;
 }
 
 #endif

@@ -30,11 +30,6 @@ struct {
 	__type(value, __u32);
 } fr_launch_tick SEC(".maps");
 
-struct cuda_raw {
-	struct fr_ev_cuda ev;
-	struct fr_raw_stack stack;
-};
-
 static __always_inline int enter(struct pt_regs *ctx, bool launch)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -178,53 +173,43 @@ int BPF_KRETPROBE(fr_cuda_exit)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct call_key k = call_key_of(ctx, id);
 	struct call_state *st = bpf_map_lookup_elem(&fr_cuda_calls, &k);
-	struct cuda_raw *e;
+	struct fr_ev_cuda e;
 	__u16 func = cookie & 0xffff;
 	__s32 result = (__s32)PT_REGS_RC(ctx);
 	__s32 *dev;
 	__u32 tid = (__u32)id;
 	bool stack;
 
-	if (!st)
+	if (!st) {
+		if (fr_is_traced(id >> 32))
+			fr_count_drop(FR_PROBE_CUDA, FR_DROP_NO_ENTRY);
 		return 0;
+	}
 	if (func == FR_CUDA_SET_DEVICE && result == 0) {
 		__s32 d = (__s32)st->arg[0];
 		bpf_map_update_elem(&fr_cuda_device, &tid, &d, BPF_ANY);
 	}
 	stack = take_stack(func);
-	struct fr_stack_plan sp = fr_stack_begin(ctx, id, stack, false);
-	if (sp.fp)
-		e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
-	else
-		e = bpf_ringbuf_reserve(&fr_events, sizeof(e->ev), 0);
-	if (!e) {
-		fr_count_drop(FR_PROBE_CUDA);
-		bpf_map_delete_elem(&fr_cuda_calls, &k);
-		return 0;
-	}
-	fr_fill_common(&e->ev.c, FR_EV_CUDA, sp.fp ? sizeof(*e) : sizeof(e->ev),
-		       fr_stack_flags(&sp), id);
-	e->ev.c.ts_ns = st->ts_ns;
-	e->ev.func = func;
-	e->ev.flags = ((cookie >> 16) & 0xffff) | (is_launch(func) && !stack ? FR_CUDAF_UNSAMPLED : 0);
-	e->ev.stack_id = sp.tag;
-	e->ev.duration_ns = bpf_ktime_get_ns() - st->ts_ns;
-	e->ev.result = result;
-	e->ev.ptr = 0;
-	e->ev.src = 0;
-	e->ev.bytes = 0;
-	e->ev.stream = 0;
-	e->ev.kind = 0;
-	fill_args(&e->ev, st, func, (__u32)(cookie >> 32));
+	fr_fill_common(&e.c, FR_EV_CUDA, sizeof(e), 0, id);
+	e.c.ts_ns = st->ts_ns;
+	e.func = func;
+	e.flags = ((cookie >> 16) & 0xffff) | (is_launch(func) && !stack ? FR_CUDAF_UNSAMPLED : 0);
+	e.stack_id = 0;
+	e.duration_ns = bpf_ktime_get_ns() - st->ts_ns;
+	e.result = result;
+	e.ptr = 0;
+	e.src = 0;
+	e.bytes = 0;
+	e.stream = 0;
+	e.kind = 0;
+	fill_args(&e, st, func, (__u32)(cookie >> 32));
 	if (func == FR_CUDA_SET_DEVICE)
-		e->ev.device = (__s32)st->arg[0];
+		e.device = (__s32)st->arg[0];
 	else {
 		dev = bpf_map_lookup_elem(&fr_cuda_device, &tid);
-		e->ev.device = dev ? *dev : -1;
+		e.device = dev ? *dev : -1;
 	}
 	bpf_map_delete_elem(&fr_cuda_calls, &k);
-	if (sp.fp)
-		fr_capture_stack(ctx, &e->stack, false);
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	fr_emit(ctx, &e, sizeof(e), FR_PROBE_CUDA, stack ? FR_STACK_USER : FR_STACK_NO);
 	return 0;
 }

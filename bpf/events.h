@@ -65,7 +65,7 @@ enum fr_rec_type {
 	FR_REC_PYTHON = 0x10e,    /* struct fr_rec_python: a process's interpreter */
 
 	/* ring buffer only, never in a file */
-	FR_RING_USTACK = 0xff00,  /* struct fr_ring_ustack: precedes its event */
+	FR_RING_USTACK = 0xff00,  /* struct fr_ring_ustack: trailer of its event's ring record */
 };
 
 /* record flags (fr_rec_hdr.flags) */
@@ -74,9 +74,11 @@ enum fr_rec_flags {
 	 * recorder interns it into the stack table and writes stack_id instead.
 	 * Never set in a file. */
 	FR_RECF_RAW_STACK = 1 << 0,
-	/* ring buffer only: the event's stack_id field holds a tag; the
-	 * FR_RING_USTACK record with that tag (same thread) came just before it
-	 * and becomes an FR_REC_USTACK of the file. */
+	/* ring buffer only: a struct fr_ring_ustack (with its fixed arrays and
+	 * stack bytes) follows the event's fixed part in the same ring record;
+	 * the recorder writes it as an FR_REC_USTACK and the event's stack_id
+	 * names it.  One record, so nothing can come between an event and its
+	 * stack.  Never set in a file. */
 	FR_RECF_USTACK = 1 << 1,
 };
 
@@ -127,6 +129,38 @@ enum fr_probe_id {
 	FR_PROBE_STEP = 6,
 	FR_PROBE_MAX = 16,
 };
+
+/* Why something was lost.  Every loss is counted per (probe, reason) with
+ * the window it happened in, in the kernel (fr_drops) or in the recorder,
+ * and written to FR_REC_STATS and END (struct fr_drop_count).  Append-only. */
+enum fr_drop_reason {
+	FR_DROP_RING_FULL = 0,   /* event lost: the BPF ring buffer was full */
+	FR_DROP_STACK_BUSY = 1,  /* event kept, its stack lost: every stack scratch
+				    slot of the CPU was in use (programs nested
+				    deeper than FR_USTACK_SLOTS) */
+	FR_DROP_NO_ENTRY = 2,    /* event lost: a return probe found no entry
+				    state (the in-flight call table was full) */
+	FR_DROP_MALFORMED = 3,   /* event lost: the recorder could not parse its
+				    ring record */
+	FR_DROP_CHUNK_LOST = 4,  /* records lost with a chunk the writer could not
+				    keep (queue over its limit, write error) */
+	FR_DROP_NO_MEMORY = 5,   /* event lost: the recorder could not allocate
+				    room for it */
+	FR_DROP_REASON_MAX = 8,
+};
+#define FR_DROP_COUNTS_MAX (FR_PROBE_MAX * FR_DROP_REASON_MAX)
+
+/* True when a reason loses the whole event (false: only its stack). */
+#define FR_DROP_LOSES_EVENT(r) ((r) != FR_DROP_STACK_BUSY)
+
+/* Value of the kernel's per-CPU drop counters (map fr_drops, indexed by
+ * probe * FR_DROP_REASON_MAX + reason). */
+struct fr_drop_slot {
+	fr_u64 count;
+	fr_u64 first_ns; /* CLOCK_MONOTONIC of the first and the latest loss */
+	fr_u64 last_ns;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_drop_slot) == 24, "fr_drop_slot");
 
 struct fr_ev_cpu_sample {
 	struct fr_ev_common c;
@@ -557,11 +591,12 @@ struct fr_rec_ustack {
 };
 FR_STATIC_ASSERT(sizeof(struct fr_rec_ustack) == 168, "fr_rec_ustack");
 
-/* Ring form of a raw user stack: like fr_rec_ustack, but tag (the value the
- * following event carries in its stack_id) instead of stack_id. */
+/* Ring form of a raw user stack: the trailer of an event's ring record
+ * (FR_RECF_USTACK), laid out like fr_rec_ustack with h.type FR_RING_USTACK
+ * and h.size the trailer's own size. */
 struct fr_ring_ustack {
 	struct fr_rec_hdr h;
-	fr_u32 tag;
+	fr_u32 _unused;
 	fr_u32 pid;
 	fr_u32 tid;
 	fr_u16 n_kernel;
@@ -575,6 +610,16 @@ FR_STATIC_ASSERT(sizeof(struct fr_ring_ustack) == 168, "fr_ring_ustack");
 /* In the ring record, fixed-size arrays follow the header (kernel ips, then
  * Python frames), then the stack bytes at this offset. */
 #define FR_RING_USTACK_STACK_OFFSET (168 + 8 * FR_MAX_KERNEL_FRAMES + 16 * FR_MAX_PY_FRAMES)
+/* Stack scratch slots per CPU in the BPF programs.  Programs on one CPU
+ * nest: the CPU-sample program runs from the timer interrupt inside a uprobe
+ * or system-call program (those do not block other BPF programs the way
+ * kprobes do), and on a preemptible kernel a task-context program can be
+ * preempted (migration disabled) by another task's.  Each program claims a
+ * free slot, so none writes into another's record; two levels are the usual
+ * worst case. */
+#define FR_USTACK_SLOTS 4
+/* Largest fixed part of an event that carries an fr_ring_ustack trailer. */
+#define FR_RING_EV_MAX 144
 
 /* Unwind data of one file, for dwarf-mode stacks: image_len bytes of a
  * reduced ELF image follow (the ELF header, the program headers and the
@@ -639,9 +684,22 @@ FR_STATIC_ASSERT(sizeof(struct fr_rec_clock) == 24, "fr_rec_clock");
 struct fr_probe_stats {
 	char name[16];   /* "cpu", "syscalls", "proc", "writer" ... */
 	fr_u64 events;   /* events delivered */
-	fr_u64 drops;    /* ring-buffer reserve failures / lost chunks */
+	fr_u64 drops;    /* events lost, every reason (stacks lost alone are not
+			    counted here: see struct fr_drop_count) */
 };
 FR_STATIC_ASSERT(sizeof(struct fr_probe_stats) == 32, "fr_probe_stats");
+
+/* One (probe, reason) loss counter, after the probes of FR_REC_STATS and
+ * END; only counters that are not zero are written. */
+struct fr_drop_count {
+	char probe[16];  /* as fr_probe_stats.name */
+	fr_u16 reason;   /* enum fr_drop_reason */
+	fr_u16 _pad[3];
+	fr_u64 count;
+	fr_u64 first_ns; /* CLOCK_MONOTONIC window of the losses (0: unknown) */
+	fr_u64 last_ns;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_drop_count) == 48, "fr_drop_count");
 
 struct fr_rec_stats {
 	struct fr_rec_hdr h;
@@ -649,7 +707,7 @@ struct fr_rec_stats {
 	fr_u64 cpu_user_ns;  /* recorder's own CPU time so far */
 	fr_u64 cpu_sys_ns;
 	fr_u32 n_probes;     /* struct fr_probe_stats follow */
-	fr_u32 _pad;
+	fr_u32 n_drops;      /* then struct fr_drop_count (0 in files before 1.1) */
 };
 FR_STATIC_ASSERT(sizeof(struct fr_rec_stats) == 40, "fr_rec_stats");
 
@@ -681,5 +739,21 @@ FR_STATIC_ASSERT(offsetof(struct fr_ev_step, stack_id) == FR_EV_STACK_ID_OFFSET,
 #endif
 
 #define FR_ALIGN8(x) (((x) + 7u) & ~7u)
+
+#ifndef __bpf__
+/* Names of enum fr_drop_reason, as info, the report and SQLite show them. */
+static inline const char *fr_drop_reason_name(unsigned reason)
+{
+	static const char *const names[FR_DROP_REASON_MAX] = {
+		[FR_DROP_RING_FULL] = "ring_full",   [FR_DROP_STACK_BUSY] = "stack_busy",
+		[FR_DROP_NO_ENTRY] = "no_entry",     [FR_DROP_MALFORMED] = "malformed",
+		[FR_DROP_CHUNK_LOST] = "chunk_lost", [FR_DROP_NO_MEMORY] = "no_memory",
+	};
+	return reason < FR_DROP_REASON_MAX && names[reason] ? names[reason] : "unknown";
+}
+FR_STATIC_ASSERT(sizeof(struct fr_ev_rdma_ctrl) <= FR_RING_EV_MAX, "ring ev max");
+FR_STATIC_ASSERT(sizeof(struct fr_ev_nccl) <= FR_RING_EV_MAX, "ring ev max");
+FR_STATIC_ASSERT(sizeof(struct fr_ev_cuda) <= FR_RING_EV_MAX, "ring ev max");
+#endif
 
 #endif

@@ -14,11 +14,6 @@ struct {
 	__type(value, struct call_state);
 } fr_nccl_calls SEC(".maps");
 
-struct nccl_raw {
-	struct fr_ev_nccl ev;
-	struct fr_raw_stack stack;
-};
-
 static __always_inline int nccl_enter(struct pt_regs *ctx, bool init)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -133,43 +128,26 @@ int BPF_KRETPROBE(fr_nccl_exit)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct call_key k = call_key_of(ctx, id);
 	struct call_state *st = bpf_map_lookup_elem(&fr_nccl_calls, &k);
-	struct nccl_raw *e;
+	struct fr_ev_nccl e;
 	__u16 func = cookie & 0xffff;
 
-	if (!st)
-		return 0;
-	struct fr_stack_plan sp = fr_stack_begin(ctx, id, true, false);
-	if (sp.fp)
-		e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
-	else
-		e = bpf_ringbuf_reserve(&fr_events, sizeof(e->ev), 0);
-	if (!e) {
-		fr_count_drop(FR_PROBE_NCCL);
-		bpf_map_delete_elem(&fr_nccl_calls, &k);
+	if (!st) {
+		if (fr_is_traced(id >> 32))
+			fr_count_drop(FR_PROBE_NCCL, FR_DROP_NO_ENTRY);
 		return 0;
 	}
-	fr_fill_common(&e->ev.c, FR_EV_NCCL, sp.fp ? sizeof(*e) : sizeof(e->ev),
-		       fr_stack_flags(&sp), id);
-	e->ev.c.ts_ns = st->ts_ns;
-	e->ev.func = func;
-	e->ev.flags = (cookie >> 16) & 0xffff;
-	e->ev.stack_id = sp.tag;
-	e->ev.duration_ns = bpf_ktime_get_ns() - st->ts_ns;
-	e->ev.result = (__s32)PT_REGS_RC(ctx);
-	e->ev.comm = 0;
-	e->ev.count = 0;
-	e->ev.datatype = 0;
-	e->ev.op = 0;
-	e->ev.peer = -1;
-	e->ev.rank = -1;
-	e->ev.nranks = -1;
-	e->ev._pad = 0;
-	e->ev.stream = 0;
-	e->ev.uid_hash = 0;
-	nccl_fill(&e->ev, st, func);
+	__builtin_memset(&e, 0, sizeof(e));
+	fr_fill_common(&e.c, FR_EV_NCCL, sizeof(e), 0, id);
+	e.c.ts_ns = st->ts_ns;
+	e.func = func;
+	e.flags = (cookie >> 16) & 0xffff;
+	e.duration_ns = bpf_ktime_get_ns() - st->ts_ns;
+	e.result = (__s32)PT_REGS_RC(ctx);
+	e.peer = -1;
+	e.rank = -1;
+	e.nranks = -1;
+	nccl_fill(&e, st, func);
 	bpf_map_delete_elem(&fr_nccl_calls, &k);
-	if (sp.fp)
-		fr_capture_stack(ctx, &e->stack, false);
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	fr_emit(ctx, &e, sizeof(e), FR_PROBE_NCCL, FR_STACK_USER);
 	return 0;
 }

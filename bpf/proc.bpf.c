@@ -11,7 +11,7 @@ static __always_inline void emit_proc(__u16 type, __u32 pid, __u32 tid,
 
 	e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
 	if (!e) {
-		fr_count_drop(FR_PROBE_PROC);
+		fr_count_drop(FR_PROBE_PROC, FR_DROP_RING_FULL);
 		return;
 	}
 	fr_fill_common(&e->c, type, sizeof(*e), 0, 0);

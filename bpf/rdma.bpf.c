@@ -28,11 +28,6 @@ struct {
 	__type(value, __u64);
 } fr_rdma_empty_polls SEC(".maps");
 
-struct ctrl_raw {
-	struct fr_ev_rdma_ctrl ev;
-	struct fr_raw_stack stack;
-};
-
 static __always_inline __u32 read_u32(__u64 addr)
 {
 	__u32 v = 0;
@@ -79,11 +74,9 @@ static __always_inline void emit_ops(__u64 id, __u64 context)
 
 	if (!context)
 		return;
-	e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
-	if (!e) {
-		fr_count_drop(FR_PROBE_RDMA);
+	e = fr_reserve(sizeof(*e), FR_PROBE_RDMA);
+	if (!e)
 		return;
-	}
 	__builtin_memset(e, 0, sizeof(*e));
 	fr_fill_common(&e->c, FR_EV_RDMA_CTRL, sizeof(*e), 0, id);
 	e->func = FR_RDMA_OPS;
@@ -101,100 +94,89 @@ int BPF_KRETPROBE(fr_rdma_exit)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct call_key k = call_key_of(ctx, id);
 	struct call_state *st = bpf_map_lookup_elem(&fr_rdma_calls, &k);
-	struct ctrl_raw *e;
+	struct fr_ev_rdma_ctrl ev, *e = &ev;
 	__u16 func = cookie & 0xffff;
 	__u64 rc = PT_REGS_RC(ctx);
 	__u64 ops_context = 0;
 
-	if (!st)
-		return 0;
-	struct fr_stack_plan sp = fr_stack_begin(ctx, id, true, false);
-	if (sp.fp)
-		e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
-	else
-		e = bpf_ringbuf_reserve(&fr_events, sizeof(e->ev), 0);
-	if (!e) {
-		fr_count_drop(FR_PROBE_RDMA);
-		bpf_map_delete_elem(&fr_rdma_calls, &k);
+	if (!st) {
+		if (fr_is_traced(id >> 32))
+			fr_count_drop(FR_PROBE_RDMA, FR_DROP_NO_ENTRY);
 		return 0;
 	}
-	__builtin_memset(&e->ev, 0, sizeof(e->ev));
-	fr_fill_common(&e->ev.c, FR_EV_RDMA_CTRL, sp.fp ? sizeof(*e) : sizeof(e->ev),
-		       fr_stack_flags(&sp), id);
-	e->ev.stack_id = sp.tag;
-	e->ev.c.ts_ns = st->ts_ns;
-	e->ev.func = func;
-	e->ev.duration_ns = bpf_ktime_get_ns() - st->ts_ns;
+	__builtin_memset(e, 0, sizeof(*e));
+	fr_fill_common(&e->c, FR_EV_RDMA_CTRL, sizeof(*e), 0, id);
+	e->c.ts_ns = st->ts_ns;
+	e->func = func;
+	e->duration_ns = bpf_ktime_get_ns() - st->ts_ns;
 	const __u64 *a = st->arg;
 	switch (func) {
 	case FR_RDMA_OPEN_DEVICE:
-		e->ev.ptr = rc;
-		e->ev.result = rc ? 0 : -1;
+		e->ptr = rc;
+		e->result = rc ? 0 : -1;
 		ops_context = rc;
 		break;
 	case FR_RDMA_CREATE_QP: case FR_RDMA_CREATE_QP_EX:
-		e->ev.ptr = rc;
-		e->ev.obj = a[0];
-		e->ev.result = rc ? 0 : -1;
-		e->ev.qp_num = read_u32(rc ? rc + VERBS_QP_QP_NUM : 0);
+		e->ptr = rc;
+		e->obj = a[0];
+		e->result = rc ? 0 : -1;
+		e->qp_num = read_u32(rc ? rc + VERBS_QP_QP_NUM : 0);
 		ops_context = read_user_u64(rc ? rc + VERBS_QP_CONTEXT : 0);
 		break;
 	case FR_RDMA_MODIFY_QP: {
 		__u64 attr = a[1];
-		e->ev.result = (__s32)rc;
-		e->ev.ptr = a[0];
-		e->ev.qp_num = read_u32(a[0] + VERBS_QP_QP_NUM);
-		e->ev.attr_mask = (__u32)a[2];
-		e->ev.qp_state = read_u32(attr + VERBS_QP_ATTR_QP_STATE);
-		if (e->ev.qp_state == VERBS_QPS_RTR) {
+		e->result = (__s32)rc;
+		e->ptr = a[0];
+		e->qp_num = read_u32(a[0] + VERBS_QP_QP_NUM);
+		e->attr_mask = (__u32)a[2];
+		e->qp_state = read_u32(attr + VERBS_QP_ATTR_QP_STATE);
+		if (e->qp_state == VERBS_QPS_RTR) {
 			__u16 dlid = 0;
 			__u8 port = 0;
-			e->ev.dest_qp_num = read_u32(attr + VERBS_QP_ATTR_DEST_QP_NUM);
-			e->ev.path_mtu = read_u32(attr + VERBS_QP_ATTR_PATH_MTU);
+			e->dest_qp_num = read_u32(attr + VERBS_QP_ATTR_DEST_QP_NUM);
+			e->path_mtu = read_u32(attr + VERBS_QP_ATTR_PATH_MTU);
 			bpf_probe_read_user(&dlid, 2, (void *)(attr + VERBS_QP_ATTR_AH_ATTR + VERBS_AH_ATTR_DLID));
 			bpf_probe_read_user(&port, 1, (void *)(attr + VERBS_QP_ATTR_AH_ATTR + VERBS_AH_ATTR_PORT_NUM));
-			e->ev.dlid = dlid;
-			e->ev.port_num = port;
-			__builtin_memcpy(e->ev.gid, st->extra, 16);
+			e->dlid = dlid;
+			e->port_num = port;
+			__builtin_memcpy(e->gid, st->extra, 16);
 		}
 		break;
 	}
 	case FR_RDMA_DESTROY_QP:
-		e->ev.result = (__s32)rc;
-		e->ev.ptr = a[0];
-		e->ev.qp_num = (__u32)st->extra[0];
+		e->result = (__s32)rc;
+		e->ptr = a[0];
+		e->qp_num = (__u32)st->extra[0];
 		break;
 	case FR_RDMA_REG_MR: case FR_RDMA_REG_DMABUF_MR:
-		e->ev.ptr = rc;
-		e->ev.obj = a[0];
-		e->ev.result = rc ? 0 : -1;
-		e->ev.addr = a[1];
-		e->ev.length = a[2];
+		e->ptr = rc;
+		e->obj = a[0];
+		e->result = rc ? 0 : -1;
+		e->addr = a[1];
+		e->length = a[2];
 		/* ibv_reg_mr(pd, addr, len, access); _iova2 and dmabuf move access */
-		e->ev.access = (__u32)((cookie >> 32) == 2 ? a[5] : (cookie >> 32) == 1 ? a[4] : a[3]);
+		e->access = (__u32)((cookie >> 32) == 2 ? a[5] : (cookie >> 32) == 1 ? a[4] : a[3]);
 		if (rc) {
-			e->ev.lkey = read_u32(rc + VERBS_MR_LKEY);
-			e->ev.rkey = read_u32(rc + VERBS_MR_RKEY);
+			e->lkey = read_u32(rc + VERBS_MR_LKEY);
+			e->rkey = read_u32(rc + VERBS_MR_RKEY);
 		}
 		break;
 	case FR_RDMA_DEREG_MR:
-		e->ev.result = (__s32)rc;
-		e->ev.ptr = a[0];
-		e->ev.lkey = (__u32)st->extra[0];
+		e->result = (__s32)rc;
+		e->ptr = a[0];
+		e->lkey = (__u32)st->extra[0];
 		break;
 	case FR_RDMA_CREATE_CQ:
-		e->ev.ptr = rc;
-		e->ev.obj = a[0];
-		e->ev.length = a[1];
-		e->ev.result = rc ? 0 : -1;
+		e->ptr = rc;
+		e->obj = a[0];
+		e->length = a[1];
+		e->result = rc ? 0 : -1;
 		break;
 	default:
 		break;
 	}
 	bpf_map_delete_elem(&fr_rdma_calls, &k);
-	if (sp.fp)
-		fr_capture_stack(ctx, &e->stack, false);
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	fr_emit(ctx, e, sizeof(*e), FR_PROBE_RDMA, FR_STACK_USER);
 	if (ops_context)
 		emit_ops(id, ops_context);
 	return 0;
@@ -245,7 +227,7 @@ static __always_inline void post_walk(__u64 id, const struct call_state *st, boo
 		__u64 bytes = 0;
 
 		if (!e) {
-			fr_count_drop(FR_PROBE_RDMA);
+			fr_count_drop(FR_PROBE_RDMA, FR_DROP_RING_FULL);
 			return;
 		}
 		for (int s = 0; s < MAX_SGE; s++) {
@@ -292,7 +274,7 @@ static __always_inline void poll_report(__u64 id, const struct call_state *st, i
 		struct fr_ev_rdma_cqe *e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
 		__u64 w = wc + (__u64)i * VERBS_WC_SIZE;
 		if (!e) {
-			fr_count_drop(FR_PROBE_RDMA);
+			fr_count_drop(FR_PROBE_RDMA, FR_DROP_RING_FULL);
 			return;
 		}
 		fr_fill_common(&e->c, FR_EV_RDMA_CQE, sizeof(*e), 0, id);

@@ -50,10 +50,13 @@ struct {
 	__type(value, struct sys_entry);
 } fr_sys_inflight SEC(".maps");
 
-struct syscall_raw {
-	struct fr_ev_syscall ev;
-	struct fr_raw_stack stack;
-};
+/* x86-64 system calls that are the uprobe machinery, not the job: since
+ * 6.11 every uretprobe returns through `uretprobe` (and since 6.16 an
+ * optimized uprobe enters through `uprobe`).  Recording them would log the
+ * recorder's own probes as the job's calls (one per probed return) and
+ * make each probed call pay a second event. */
+#define FR_NR_URETPROBE 335
+#define FR_NR_UPROBE 336
 
 /* Which x86-64 calls take an fd first, and which a byte count third. */
 static __always_inline __u32 syscall_arg_flags(__u32 nr)
@@ -78,6 +81,8 @@ int BPF_PROG(fr_sys_enter, struct pt_regs *regs, long id)
 	__u32 tid = (__u32)pid_tgid;
 	struct sys_entry ent = {};
 
+	if (id == FR_NR_URETPROBE || id == FR_NR_UPROBE)
+		return 0;
 	if (!fr_is_traced(pid_tgid >> 32))
 		return 0;
 	ent.ts_ns = bpf_ktime_get_ns();
@@ -97,7 +102,7 @@ int BPF_PROG(fr_sys_exit, struct pt_regs *regs, long ret)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid;
 	struct sys_entry *ent;
-	struct syscall_raw *e;
+	struct fr_ev_syscall e;
 	__u64 now, dur;
 
 	ent = bpf_map_lookup_elem(&fr_sys_inflight, &tid);
@@ -109,31 +114,18 @@ int BPF_PROG(fr_sys_exit, struct pt_regs *regs, long ret)
 		bpf_map_delete_elem(&fr_sys_inflight, &tid);
 		return 0;
 	}
-	struct fr_stack_plan sp = fr_stack_begin(ctx, pid_tgid, syscall_wants_stack(dur), false);
-	/* without fp stacks, reserve only the fixed part: 72 bytes, not 1.6 KiB */
-	if (sp.fp)
-		e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
-	else
-		e = bpf_ringbuf_reserve(&fr_events, sizeof(e->ev), 0);
-	if (!e) {
-		fr_count_drop(FR_PROBE_SYSCALLS);
-		bpf_map_delete_elem(&fr_sys_inflight, &tid);
-		return 0;
-	}
-	fr_fill_common(&e->ev.c, FR_EV_SYSCALL, sp.fp ? sizeof(*e) : sizeof(e->ev),
-		       fr_stack_flags(&sp), pid_tgid);
-	e->ev.c.ts_ns = ent->ts_ns;
-	e->ev.nr = ent->nr;
-	e->ev.stack_id = sp.tag;
-	e->ev.ret = ret;
-	e->ev.duration_ns = dur;
-	e->ev.sc_flags = ent->sc_flags;
-	e->ev.fd = (ent->sc_flags & FR_SYSCALL_HAS_FD) ? (__s64)(int)ent->arg0 : -1;
-	e->ev.count = (ent->sc_flags & FR_SYSCALL_HAS_BYTES) ? ent->arg2 : 0;
-	e->ev._pad = 0;
+	fr_fill_common(&e.c, FR_EV_SYSCALL, sizeof(e), 0, pid_tgid);
+	e.c.ts_ns = ent->ts_ns;
+	e.nr = ent->nr;
+	e.stack_id = 0;
+	e.ret = ret;
+	e.duration_ns = dur;
+	e.sc_flags = ent->sc_flags;
+	e.fd = (ent->sc_flags & FR_SYSCALL_HAS_FD) ? (__s64)(int)ent->arg0 : -1;
+	e.count = (ent->sc_flags & FR_SYSCALL_HAS_BYTES) ? ent->arg2 : 0;
+	e._pad = 0;
 	bpf_map_delete_elem(&fr_sys_inflight, &tid);
-	if (sp.fp)
-		fr_capture_stack(ctx, &e->stack, false);
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	fr_emit(ctx, &e, sizeof(e), FR_PROBE_SYSCALLS,
+		syscall_wants_stack(dur) ? FR_STACK_USER : FR_STACK_NO);
 	return 0;
 }

@@ -1,10 +1,10 @@
 /* --stack dwarf: what a stack-carrying event sends instead of frame-pointer
  * ips.  The user registers, the top fr_ustack_bytes of the user stack and
- * the Python frames of the thread go out as one FR_RING_USTACK record just
- * before the event, tagged; the recorder's drain pairs them.  The analyzer
- * unwinds the copy offline (libdw), so stacks are complete without frame
- * pointers.  Python frames are walked here, at the event: later, from user
- * space, the process may be gone. */
+ * the Python frames of the thread follow the event's fixed part in the same
+ * ring record (an fr_ring_ustack trailer), so an event can never lose its
+ * stack to another record.  The analyzer unwinds the copy offline (libdw),
+ * so stacks are complete without frame pointers.  Python frames are walked
+ * here, at the event: later, from user space, the process may be gone. */
 #ifndef FLIGHTREC_USTACK_BPF_H
 #define FLIGHTREC_USTACK_BPF_H
 
@@ -18,20 +18,44 @@ const volatile __u32 fr_stack_mode = FR_STACK_MODE_FP;
 const volatile __u32 fr_ustack_bytes = 16384;
 
 struct fr_ustack_scratch {
+	__u32 busy;                 /* claimed by a running program */
+	__u32 _pad;
+	__u8 ev[FR_RING_EV_MAX];    /* the event's fixed part, ending at hdr */
 	struct fr_ring_ustack hdr;
 	__u64 kernel_ips[FR_MAX_KERNEL_FRAMES];
 	struct fr_py_frame py[FR_MAX_PY_FRAMES];
 	__u8 stack[FR_USTACK_MAX + 4096];
 };
 
-/* One scratch slot per CPU (an ARRAY indexed by CPU: a per-CPU map value
- * is limited to 32 KiB).  Programs run with migration disabled. */
+/* FR_USTACK_SLOTS slots per CPU (an ARRAY indexed by cpu * FR_USTACK_SLOTS
+ * + slot: a per-CPU map value is limited to 32 KiB).  Programs run with
+ * migration disabled, so a CPU's slots are only contended by nesting. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 512); /* set to the number of CPUs before load */
+	__uint(max_entries, 512 * FR_USTACK_SLOTS); /* set to CPUs x slots before load */
 	__type(key, __u32);
 	__type(value, struct fr_ustack_scratch);
 } fr_ustack_scratch SEC(".maps");
+
+/* A free scratch slot of this CPU, claimed; NULL when all are in use. */
+static __always_inline struct fr_ustack_scratch *fr_scratch_claim(void)
+{
+	__u32 base = bpf_get_smp_processor_id() * FR_USTACK_SLOTS;
+
+#pragma unroll
+	for (int i = 0; i < FR_USTACK_SLOTS; i++) {
+		__u32 k = base + i;
+		struct fr_ustack_scratch *s = bpf_map_lookup_elem(&fr_ustack_scratch, &k);
+		if (s && __sync_val_compare_and_swap(&s->busy, 0, 1) == 0)
+			return s;
+	}
+	return NULL;
+}
+
+static __always_inline void fr_scratch_release(struct fr_ustack_scratch *s)
+{
+	*(volatile __u32 *)&s->busy = 0;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -234,23 +258,18 @@ static long copy_step(__u64 i, void *arg)
 	return 0;
 }
 
-/* Sends the FR_RING_USTACK record for the current thread and returns its tag
- * (for the event's stack_id), 0 when nothing could be sent.  kernel: also
- * record the kernel stack (CPU samples). */
-static __always_inline __u32 fr_emit_ustack(void *ctx, __u64 pid_tgid, bool kernel)
+/* Fills the fr_ring_ustack trailer of slot s for the current thread and
+ * returns its size.  kernel: also record the kernel stack (CPU samples). */
+static __always_inline __u32 fr_fill_ustack(void *ctx, struct fr_ustack_scratch *s,
+					    __u64 pid_tgid, bool kernel)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct fr_ustack_scratch *s = bpf_map_lookup_elem(&fr_ustack_scratch, &cpu);
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	__u32 tag = bpf_get_prandom_u32() | 1;
 	long n;
 
-	if (!s)
-		return 0;
 	s->hdr.h.type = FR_RING_USTACK;
 	s->hdr.h.flags = 0;
-	s->hdr.tag = tag;
+	s->hdr._unused = 0;
 	s->hdr.pid = pid_tgid >> 32;
 	s->hdr.tid = (__u32)pid_tgid;
 	s->hdr.flags = 0;
@@ -288,11 +307,9 @@ static __always_inline __u32 fr_emit_ustack(void *ctx, __u64 pid_tgid, bool kern
 		off = FR_USTACK_MAX;
 	s->hdr.stack_len = off;
 	py_walk(s, pid_tgid >> 32, (__u32)pid_tgid);
-	__u32 size = (__u32)offsetof(struct fr_ustack_scratch, stack) + off;
+	__u32 size = (__u32)FR_RING_USTACK_STACK_OFFSET + off;
 	s->hdr.h.size = size;
-	if (bpf_ringbuf_output(&fr_events, s, size, BPF_RB_NO_WAKEUP))
-		return 0;
-	return tag;
+	return size;
 }
 
 #endif

@@ -10,7 +10,7 @@
 
 #define FR_FILE_MAGIC "FLIGHTR\x01" /* 8 bytes, the last one is 0x01 */
 #define FR_VERSION_MAJOR 1
-#define FR_VERSION_MINOR 0
+#define FR_VERSION_MINOR 1
 
 /* Fixed part of the file header; cmdline_len bytes of NUL-separated argv
  * follow, then padding to 8.  header_size = 128 + FR_ALIGN8(cmdline_len).
@@ -90,8 +90,9 @@ struct fr_index_entry {
 };
 _Static_assert(sizeof(struct fr_index_entry) == 40, "fr_index_entry");
 
-/* END chunk payload: fixed part, then n_probes x struct fr_probe_stats
- * (bpf/events.h).  Present only when the recorder closed the file. */
+/* END chunk payload: fixed part, then n_probes x struct fr_probe_stats,
+ * then n_drops x struct fr_drop_count (bpf/events.h; 0 before format 1.1).
+ * Present only when the recorder closed the file. */
 struct fr_end {
 	uint64_t index_offset; /* file offset of the INDEX chunk header */
 	uint64_t total_records;
@@ -102,7 +103,7 @@ struct fr_end {
 	uint64_t cpu_user_ns; /* recorder CPU time for the whole run */
 	uint64_t cpu_sys_ns;
 	uint32_t n_probes;
-	uint32_t _pad;
+	uint32_t n_drops;
 };
 _Static_assert(sizeof(struct fr_end) == 72, "fr_end");
 

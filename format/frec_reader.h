@@ -78,6 +78,9 @@ int frec_has_end(const struct frec_reader *r);        /* END chunk seen and vali
 const struct fr_end *frec_end(const struct frec_reader *r);   /* NULL if none */
 const struct fr_probe_stats *frec_end_probes(const struct frec_reader *r,
 					     uint32_t *n);
+/* END's loss counters per (probe, reason); NULL (n = 0) without END or in
+ * files before format 1.1. */
+const struct fr_drop_count *frec_end_drops(const struct frec_reader *r, uint32_t *n);
 uint64_t frec_chunks_read(const struct frec_reader *r);  /* intact chunks */
 /* Index cross-check: chunks listed in the INDEX that the scan did not yield. */
 uint64_t frec_chunks_missing(const struct frec_reader *r);

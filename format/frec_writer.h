@@ -94,6 +94,10 @@ int frec_writer_close(struct frec_writer *w, const struct fr_end *end,
 		      const struct fr_probe_stats *probes, uint32_t n_probes,
 		      struct frec_error *err);
 
+/* Loss counters per (probe, reason) for the END chunk, copied; call before
+ * frec_writer_close.  Returns 0, or -1 out of memory. */
+int frec_writer_set_drops(struct frec_writer *w, const struct fr_drop_count *drops, uint32_t n);
+
 /* Crash path: stop the thread without writing INDEX/END (tests use it).
  * Chunks already queued are still written first, so tests are deterministic;
  * no fsync.  Frees w. */

@@ -57,6 +57,7 @@ struct frec_reader {
 	int has_end;
 	struct fr_end end;
 	struct fr_probe_stats *probes;
+	struct fr_drop_count *drops;
 
 	/* frec_chunk_next_record's count check */
 	uint64_t it_offset, it_seen;
@@ -294,6 +295,7 @@ void frec_close(struct frec_reader *r)
 	free(r->intact);
 	free(r->index);
 	free(r->probes);
+	free(r->drops);
 	free(r);
 }
 
@@ -556,8 +558,26 @@ static void parse_end(struct frec_reader *r, const struct frec_chunk *c)
 			return;
 		memcpy(p, c->data + sizeof(e), (size_t)e.n_probes * sizeof(*p));
 	}
+	/* the drop counts (format 1.1) follow the probes; an older END has
+	 * none, and a count that does not fit is damage, not a crash */
+	struct fr_drop_count *d = NULL;
+	uint64_t need_d = need + (uint64_t)e.n_drops * sizeof(struct fr_drop_count);
+	if (need_d > c->len) {
+		add_damage(r, c->offset, chunk_span(&c->hdr),
+			   "END n_drops %u needs %" PRIu64 " bytes, payload has %zu "
+			   "(chunk seq %" PRIu64 ")", e.n_drops, need_d, c->len, c->hdr.seq);
+		e.n_drops = 0;
+	} else if (e.n_drops) {
+		d = malloc((size_t)e.n_drops * sizeof(*d));
+		if (!d)
+			e.n_drops = 0;
+		else
+			memcpy(d, c->data + need, (size_t)e.n_drops * sizeof(*d));
+	}
 	free(r->probes);
+	free(r->drops);
 	r->probes = p;
+	r->drops = d;
 	r->end = e;
 	r->has_end = 1;
 }
@@ -902,6 +922,12 @@ const struct fr_probe_stats *frec_end_probes(const struct frec_reader *r,
 {
 	*n = r->has_end ? r->end.n_probes : 0;
 	return *n ? r->probes : NULL;
+}
+
+const struct fr_drop_count *frec_end_drops(const struct frec_reader *r, uint32_t *n)
+{
+	*n = r->has_end ? r->end.n_drops : 0;
+	return *n ? r->drops : NULL;
 }
 
 uint64_t frec_chunks_read(const struct frec_reader *r)

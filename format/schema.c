@@ -50,9 +50,9 @@ static const struct frec_schema_entry schema_table[] = {
 	  "build_id_len:u8,build_id:u8[20],_pad:u32,path_syms_strtab:var" },
 	{ FR_REC_CLOCK, 1, sizeof(struct fr_rec_clock), "clock",
 	  "mono_ns:u64,real_ns:u64" },
-	{ FR_REC_STATS, 1, sizeof(struct fr_rec_stats), "stats",
-	  "ts_ns:u64,cpu_user_ns:u64,cpu_sys_ns:u64,n_probes:u32,_pad:u32,"
-	  "probes:var" },
+	{ FR_REC_STATS, 2, sizeof(struct fr_rec_stats), "stats",
+	  "ts_ns:u64,cpu_user_ns:u64,cpu_sys_ns:u64,n_probes:u32,n_drops:u32,"
+	  "probes_drops:var" },
 	{ FR_REC_SCHEMA, 1, sizeof(struct fr_rec_schema), "schema",
 	  "rec_type:u16,version:u16,fixed_size:u32,name:char[24],desc_len:u32,"
 	  "_pad:u32,desc:var" },

@@ -65,6 +65,8 @@ struct frec_writer {
 	uint64_t next_seq, file_off;
 	struct fr_index_entry *index;
 	size_t index_n, index_cap;
+	struct fr_drop_count *drops; /* for END (frec_writer_set_drops) */
+	uint32_t n_drops;
 	int index_broken; /* an entry could not be stored: write no INDEX */
 };
 
@@ -476,6 +478,7 @@ static void writer_free(struct frec_writer *w)
 	pthread_mutex_destroy(&w->mu);
 	free(w->out);
 	free(w->index);
+	free(w->drops);
 	free(w->path);
 	free(w);
 }
@@ -750,8 +753,12 @@ static int write_end(struct frec_writer *w, const struct fr_end *end_in,
 		if (strncmp(probes[i].name, "writer", sizeof(probes[i].name)) == 0)
 			have_writer = 1;
 	uint32_t n = n_probes + (have_writer ? 0 : 1);
+	/* without the caller's "writer" entry, the writer reports its own loss */
+	int own_loss = !have_writer && w->st.records_dropped;
+	uint32_t nd = w->n_drops + (own_loss ? 1 : 0);
 
-	size_t len = sizeof(e) + (size_t)n * sizeof(struct fr_probe_stats);
+	size_t len = sizeof(e) + (size_t)n * sizeof(struct fr_probe_stats) +
+		     (size_t)nd * sizeof(struct fr_drop_count);
 	uint8_t *buf = calloc(1, len);
 	if (!buf) {
 		fail_io(w, "cannot build END chunk", ENOMEM);
@@ -765,6 +772,15 @@ static int write_end(struct frec_writer *w, const struct fr_end *end_in,
 		memcpy(wp->name, "writer", 7);
 		wp->events = w->st.records_written;
 		wp->drops = w->st.records_dropped;
+	}
+	struct fr_drop_count *dc = (struct fr_drop_count *)(ps + n);
+	if (w->n_drops)
+		memcpy(dc, w->drops, (size_t)w->n_drops * sizeof(*dc));
+	if (own_loss) {
+		struct fr_drop_count *d = &dc[w->n_drops];
+		memcpy(d->probe, "writer", 7);
+		d->reason = FR_DROP_CHUNK_LOST;
+		d->count = w->st.records_dropped;
 	}
 
 	e.index_offset = index_offset;
@@ -780,13 +796,28 @@ static int write_end(struct frec_writer *w, const struct fr_end *end_in,
 	if (!e.end_real_ns)
 		e.end_real_ns = clock_ns(CLOCK_REALTIME);
 	e.n_probes = n;
-	e._pad = 0;
+	e.n_drops = nd;
 	memcpy(buf, &e, sizeof(e));
 
 	int rc = write_chunk(w, FR_CHUNK_END, FR_CODEC_NONE, buf, len, 0,
 			     e.end_mono_ns, e.end_mono_ns);
 	free(buf);
 	return rc;
+}
+
+int frec_writer_set_drops(struct frec_writer *w, const struct fr_drop_count *drops, uint32_t n)
+{
+	struct fr_drop_count *copy = NULL;
+	if (n) {
+		copy = malloc((size_t)n * sizeof(*copy));
+		if (!copy)
+			return -1;
+		memcpy(copy, drops, (size_t)n * sizeof(*copy));
+	}
+	free(w->drops);
+	w->drops = copy;
+	w->n_drops = n;
+	return 0;
 }
 
 int frec_writer_close(struct frec_writer *w, const struct fr_end *end,

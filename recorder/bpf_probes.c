@@ -107,9 +107,11 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 	p->proc->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
 	p->proc->rodata->fr_target_cgroup_id = cgroup_id;
 	bpf_map__set_max_entries(p->proc->maps.fr_events, o->ring_mib << 20);
-	/* one raw-stack scratch slot per CPU in dwarf mode (~34 KiB each) */
+	/* FR_USTACK_SLOTS raw-stack scratch slots per CPU in dwarf mode (~36 KiB
+	 * each): one per level of programs nesting on a CPU */
 	bpf_map__set_max_entries(p->proc->maps.fr_ustack_scratch,
-				 o->stack_dwarf ? (uint32_t)libbpf_num_possible_cpus() : 1);
+				 o->stack_dwarf ? (uint32_t)libbpf_num_possible_cpus() *
+							  FR_USTACK_SLOTS : 1);
 	err = fr_proc_bpf__load(p->proc);
 	if (err) {
 		snprintf(msg, len, "cannot load the BPF process tracker: %s (run with -v "
@@ -405,19 +407,28 @@ void bpf_probes_forget_pid(struct bpf_probes *p, uint32_t pid)
 		bpf_map_delete_elem(bpf_map__fd(p->proc->maps.fr_pids), &pid);
 }
 
-void bpf_probes_drops(const struct bpf_probes *p, uint64_t out[FR_PROBE_MAX])
+void bpf_probes_drops(const struct bpf_probes *p,
+		      struct fr_drop_slot out[FR_PROBE_MAX][FR_DROP_REASON_MAX])
 {
 	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *vals;
+	struct fr_drop_slot *vals;
 
-	memset(out, 0, sizeof(uint64_t) * FR_PROBE_MAX);
+	memset(out, 0, sizeof(struct fr_drop_slot) * FR_PROBE_MAX * FR_DROP_REASON_MAX);
 	if (ncpu <= 0 || !(vals = calloc((size_t)ncpu, sizeof(*vals))))
 		return;
-	for (uint32_t k = 0; k < FR_PROBE_MAX; k++) {
+	for (uint32_t k = 0; k < FR_PROBE_MAX * FR_DROP_REASON_MAX; k++) {
+		struct fr_drop_slot *o = &out[k / FR_DROP_REASON_MAX][k % FR_DROP_REASON_MAX];
 		if (bpf_map_lookup_elem(bpf_map__fd(p->proc->maps.fr_drops), &k, vals))
 			continue;
-		for (int c = 0; c < ncpu; c++)
-			out[k] += vals[c];
+		for (int c = 0; c < ncpu; c++) {
+			if (!vals[c].count)
+				continue;
+			if (!o->count || vals[c].first_ns < o->first_ns)
+				o->first_ns = vals[c].first_ns;
+			if (vals[c].last_ns > o->last_ns)
+				o->last_ns = vals[c].last_ns;
+			o->count += vals[c].count;
+		}
 	}
 	free(vals);
 }

@@ -63,8 +63,9 @@ int bpf_probes_add_pid(struct bpf_probes *p, uint32_t pid);
 /* FR_PID_* state of pid in the kernel's pid set, 0 when absent. */
 uint32_t bpf_probes_pid_state(const struct bpf_probes *p, uint32_t pid);
 void bpf_probes_forget_pid(struct bpf_probes *p, uint32_t pid);
-/* Sum over CPUs of the per-probe ring reserve failures. */
-void bpf_probes_drops(const struct bpf_probes *p, uint64_t out[FR_PROBE_MAX]);
+/* The kernel's loss counters, summed over CPUs, per probe and reason. */
+void bpf_probes_drops(const struct bpf_probes *p,
+		      struct fr_drop_slot out[FR_PROBE_MAX][FR_DROP_REASON_MAX]);
 /* The map the Python frame walker reads per-process settings from. */
 int bpf_probes_py_procs_fd(const struct bpf_probes *p);
 /* poll_cq calls that returned no completion (counted in the kernel). */

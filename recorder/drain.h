@@ -16,6 +16,7 @@
 #include "python.h"
 #include "dso_table.h"
 #include "uprobe_family.h"
+#include "ring_record.h"
 
 struct ring_buffer;
 
@@ -25,7 +26,7 @@ typedef void (*drain_proc_cb)(void *ctx, const struct fr_ev_common *ev);
 struct drain {
 	struct ring_buffer *rb;
 	struct frec_builder *builder;
-	struct stack_table *stacks;
+	struct ring_sink sink;      /* ring records into file records; counts events */
 	struct sym_collector *syms; /* told about every new stack */
 	drain_proc_cb on_proc;
 	void *on_proc_ctx;
@@ -41,21 +42,10 @@ struct drain {
 	 * drain period, then handed to the tracking thread */
 	struct pending_ops { struct fr_ev_rdma_ctrl ev; uint64_t give_up_ns; } ops_retry[16];
 	int n_ops_retry;
-	/* dwarf mode: the latest FR_RING_USTACK of each thread, until its event */
-	struct pending_ustack {
-		uint32_t tid, tag;
-		uint32_t len;                 /* 0: empty */
-		uint8_t *buf;
-		size_t cap;
-	} ustacks[256];
-	uint32_t next_ustack_id;
-	atomic_uint_fast64_t ustacks_unpaired; /* events whose raw stack was lost */
 	unsigned period_us;       /* sleep between drains */
 	uint64_t flush_period_ns; /* seal a partial chunk this often */
 	pthread_t thread;
 	atomic_int stop;
-	atomic_uint_fast64_t events[FR_PROBE_MAX]; /* delivered, per probe */
-	atomic_uint_fast64_t malformed;            /* ring records we could not parse */
 	uint64_t last_flush_ns;
 };
 

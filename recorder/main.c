@@ -99,43 +99,81 @@ static void rusage_ns(uint64_t *user, uint64_t *sys)
 	*sys = (uint64_t)ru.ru_stime.tv_sec * 1000000000ull + (uint64_t)ru.ru_stime.tv_usec * 1000ull;
 }
 
-/* Per-probe counters, as written in STATS records and the END chunk. */
-static void collect_stats(void *ctx, struct fr_probe_stats *out, uint32_t *n,
-			  uint64_t *user, uint64_t *sys)
+/* Adds one (probe, reason) loss counter to st; the probe's own drops sum
+ * the losses of whole events. */
+static void add_loss(struct recorder_stats *st, struct fr_probe_stats *ps, unsigned reason,
+		     uint64_t count, uint64_t first_ns, uint64_t last_ns)
+{
+	if (!count || st->n_drops >= FR_DROP_COUNTS_MAX)
+		return;
+	struct fr_drop_count *d = &st->drops[st->n_drops++];
+	memset(d, 0, sizeof(*d));
+	memcpy(d->probe, ps->name, sizeof(d->probe));
+	d->reason = (uint16_t)reason;
+	d->count = count;
+	d->first_ns = first_ns;
+	d->last_ns = last_ns;
+	if (FR_DROP_LOSES_EVENT(reason))
+		ps->drops += count;
+}
+
+/* Per-probe counters and losses, as written in STATS records and END. */
+static void collect_stats(void *ctx, struct recorder_stats *st)
 {
 	struct recording *r = ctx;
-	uint64_t drops[FR_PROBE_MAX];
+	static const struct { const char *name; int id; uint32_t bit; } fams[] = {
+		{ "proc", FR_PROBE_PROC, 0 },
+		{ "cpu", FR_PROBE_CPU, PROBE_CPU },
+		{ "syscalls", FR_PROBE_SYSCALLS, PROBE_SYSCALLS },
+		{ "cuda", FR_PROBE_CUDA, PROBE_CUDA },
+		{ "nccl", FR_PROBE_NCCL, PROBE_NCCL },
+		{ "rdma", FR_PROBE_RDMA, PROBE_RDMA },
+		{ "step", FR_PROBE_STEP, 0 },
+	};
+	struct fr_drop_slot kdrops[FR_PROBE_MAX][FR_DROP_REASON_MAX];
 	struct frec_writer_stats ws;
-	uint32_t k = 0;
+	struct fr_probe_stats *ps;
 
-	bpf_probes_drops(&r->probes, drops);
+	memset(st, 0, sizeof(*st));
+	bpf_probes_drops(&r->probes, kdrops);
 	frec_writer_stats(r->writer, &ws);
-#define STAT(nm, ev, dr) do { \
-	memset(&out[k], 0, sizeof(out[k])); \
-	snprintf(out[k].name, sizeof(out[k].name), "%s", nm); \
-	out[k].events = (ev); out[k].drops = (dr); k++; } while (0)
-	STAT("proc", atomic_load(&r->drain.events[FR_PROBE_PROC]), drops[FR_PROBE_PROC]);
-	if (r->probes.attached & PROBE_CPU)
-		STAT("cpu", atomic_load(&r->drain.events[FR_PROBE_CPU]), drops[FR_PROBE_CPU]);
-	if (r->probes.attached & PROBE_SYSCALLS)
-		STAT("syscalls", atomic_load(&r->drain.events[FR_PROBE_SYSCALLS]),
-		     drops[FR_PROBE_SYSCALLS]);
-	if (r->probes.attached & PROBE_CUDA)
-		STAT("cuda", atomic_load(&r->drain.events[FR_PROBE_CUDA]), drops[FR_PROBE_CUDA]);
-	if (r->probes.attached & PROBE_NCCL)
-		STAT("nccl", atomic_load(&r->drain.events[FR_PROBE_NCCL]), drops[FR_PROBE_NCCL]);
-	if (r->probes.attached & PROBE_RDMA) {
-		STAT("rdma", atomic_load(&r->drain.events[FR_PROBE_RDMA]), drops[FR_PROBE_RDMA]);
-		/* not drops: poll_cq calls that found nothing, only counted */
-		STAT("rdma_idle_polls", bpf_probes_rdma_empty_polls(&r->probes), 0);
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+		int id = fams[i].id;
+		if (fams[i].bit && !(r->probes.attached & fams[i].bit))
+			continue;
+		if (id == FR_PROBE_STEP && !r->probes.step)
+			continue;
+		ps = &st->probes[st->n_probes++];
+		memset(ps, 0, sizeof(*ps));
+		snprintf(ps->name, sizeof(ps->name), "%s", fams[i].name);
+		ps->events = atomic_load(&r->drain.sink.events[id]);
+		for (unsigned why = 0; why < FR_DROP_REASON_MAX; why++) {
+			const struct fr_drop_slot *k = &kdrops[id][why];
+			const struct ring_loss *l = &r->drain.sink.lost[id][why];
+			uint64_t n = atomic_load(&l->count);
+			add_loss(st, ps, why, k->count, k->first_ns, k->last_ns);
+			add_loss(st, ps, why, n, atomic_load(&l->first_ns), atomic_load(&l->last_ns));
+		}
+		if (id == FR_PROBE_RDMA) {
+			/* not drops: poll_cq calls that found nothing, only counted */
+			ps = &st->probes[st->n_probes++];
+			memset(ps, 0, sizeof(*ps));
+			snprintf(ps->name, sizeof(ps->name), "rdma_idle_polls");
+			ps->events = bpf_probes_rdma_empty_polls(&r->probes);
+		}
 	}
-	if (r->probes.step)
-		STAT("step", atomic_load(&r->drain.events[FR_PROBE_STEP]), drops[FR_PROBE_STEP]);
-	STAT("mmap", atomic_load(&r->track.mappings), atomic_load(&r->track.mmap_lost));
-	STAT("writer", ws.records_written, ws.records_dropped);
-#undef STAT
-	*n = k;
-	rusage_ns(user, sys);
+	ps = &st->probes[st->n_probes++];
+	memset(ps, 0, sizeof(*ps));
+	snprintf(ps->name, sizeof(ps->name), "mmap");
+	ps->events = atomic_load(&r->track.mappings);
+	/* perf's mmap ring overflowed: the kernel says how many, not when */
+	add_loss(st, ps, FR_DROP_RING_FULL, atomic_load(&r->track.mmap_lost), 0, 0);
+	ps = &st->probes[st->n_probes++];
+	memset(ps, 0, sizeof(*ps));
+	snprintf(ps->name, sizeof(ps->name), "writer");
+	ps->events = ws.records_written;
+	add_loss(st, ps, FR_DROP_CHUNK_LOST, ws.records_dropped, 0, 0);
+	rusage_ns(&st->cpu_user_ns, &st->cpu_sys_ns);
 }
 
 static void on_new_file(void *ctx, struct frec_builder *b, uint32_t pid, const char *path,
@@ -229,24 +267,51 @@ static void detach_probes(struct recording *r)
 		fr_proc_bpf__detach(r->probes.proc);
 }
 
+/* One line per kind of loss: what was lost, per probe and reason, and when
+ * (seconds since the start of the recording). */
+static void print_losses(const struct recorder_stats *st, uint64_t start_ns, bool events)
+{
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < st->n_drops; i++)
+		if (FR_DROP_LOSES_EVENT(st->drops[i].reason) == events)
+			total += st->drops[i].count;
+	if (!total)
+		return;
+	fprintf(stderr, "flightrec: WARNING: %" PRIu64 " %s:", total,
+		events ? "events were dropped" : "events lost their stack");
+	for (uint32_t i = 0, first = 1; i < st->n_drops; i++) {
+		const struct fr_drop_count *d = &st->drops[i];
+		if (FR_DROP_LOSES_EVENT(d->reason) != events)
+			continue;
+		fprintf(stderr, "%s %.16s %" PRIu64 " (%s", first ? "" : ",", d->probe, d->count,
+			fr_drop_reason_name(d->reason));
+		if (d->first_ns && d->first_ns >= start_ns)
+			fprintf(stderr, ", %.3f-%.3f s", (d->first_ns - start_ns) / 1e9,
+				(d->last_ns - start_ns) / 1e9);
+		fprintf(stderr, ")");
+		first = 0;
+	}
+	fprintf(stderr, events ? "; a larger --ring-mib or a lower --freq helps\n" : "\n");
+}
+
 static int finish(struct recording *r, uint64_t start_ns)
 {
-	struct fr_probe_stats probes[FR_PROBE_MAX];
-	struct frec_writer_stats ws;
+	struct recorder_stats st;
 	struct frec_error err = {0};
 	struct fr_end end = {0};
-	uint32_t n = 0;
 
 	detach_probes(r);
 	if (r->drain_running)
 		drain_stop(&r->drain);
 	if (r->track_running)
 		proc_track_stop(&r->track); /* writes the last symbols */
-	collect_stats(r, probes, &n, &end.cpu_user_ns, &end.cpu_sys_ns);
+	collect_stats(r, &st);
+	end.cpu_user_ns = st.cpu_user_ns;
+	end.cpu_sys_ns = st.cpu_sys_ns;
 	proc_track_close(&r->track);
 	r->track_open = false;
-	for (uint32_t i = 0; i < n; i++)
-		end.total_drops += probes[i].drops;
+	for (uint32_t i = 0; i < st.n_probes; i++)
+		end.total_drops += st.probes[i].drops;
 	end.end_mono_ns = mono_ns();
 	{
 		struct timespec ts;
@@ -254,8 +319,8 @@ static int finish(struct recording *r, uint64_t start_ns)
 		end.end_real_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
 				  (uint64_t)(int64_t)(r->opts.realtime_offset_s * 1e9);
 	}
-	frec_writer_stats(r->writer, &ws);
-	if (frec_writer_close(r->writer, &end, probes, n, &err)) {
+	frec_writer_set_drops(r->writer, st.drops, st.n_drops);
+	if (frec_writer_close(r->writer, &end, st.probes, st.n_probes, &err)) {
 		char buf[600];
 		fprintf(stderr, "flightrec: %s\n", frec_error_str(&err, buf, sizeof(buf)));
 		r->writer = NULL;
@@ -265,57 +330,50 @@ static int finish(struct recording *r, uint64_t start_ns)
 
 	if (r->opts.stack_dwarf && !r->opts.quiet) {
 		fprintf(stderr, "flightrec: dwarf stacks: %u raw stacks, unwind data for %u files "
-			"(%.1f MiB before compression), %llu symbols", r->drain.next_ustack_id,
+			"(%.1f MiB before compression), %llu symbols", r->drain.sink.ustacks,
 			r->track.unwind.files, r->track.unwind.image_bytes / 1048576.0,
 			(unsigned long long)r->track.unwind.symbols);
 		if (r->python_on)
 			fprintf(stderr, ", %llu Python code objects named",
 				(unsigned long long)r->python.codes_resolved);
-		if (atomic_load(&r->drain.ustacks_unpaired))
-			fprintf(stderr, ", %llu events lost their raw stack",
-				(unsigned long long)atomic_load(&r->drain.ustacks_unpaired));
 		fprintf(stderr, "\n");
 	}
 	if (r->opts.step_marker && !r->probes.step_family.functions_attached)
 		fprintf(stderr, "flightrec: step marker %s: no file the target mapped has a function "
 			"of that name; no steps were recorded\n", r->opts.step_marker);
 	if (!r->opts.quiet) {
-		struct stat st;
+		struct stat sb;
 		char size[32];
-		uint64_t total = 0, drops = 0;
+		uint64_t total = 0;
 		double elapsed = (mono_ns() - start_ns) / 1e9;
 		double cpu_s = (end.cpu_user_ns + end.cpu_sys_ns) / 1e9;
-		stat(r->opts.output, &st);
-		human_bytes((uint64_t)st.st_size, size, sizeof(size));
+		stat(r->opts.output, &sb);
+		human_bytes((uint64_t)sb.st_size, size, sizeof(size));
 		fprintf(stderr, "flightrec: wrote %s: ", r->opts.output);
-		for (uint32_t i = 0; i < n; i++) {
-			if (!strcmp(probes[i].name, "writer") || !strcmp(probes[i].name, "mmap") ||
-			    !strcmp(probes[i].name, "rdma_idle_polls"))
+		for (uint32_t i = 0; i < st.n_probes; i++) {
+			const char *nm = st.probes[i].name;
+			if (!strcmp(nm, "writer") || !strcmp(nm, "mmap") || !strcmp(nm, "rdma_idle_polls"))
 				continue;
-			total += probes[i].events;
+			total += st.probes[i].events;
 		}
 		fprintf(stderr, "%" PRIu64 " events (", total);
-		for (uint32_t i = 0, first = 1; i < n; i++) {
-			if (!strcmp(probes[i].name, "writer"))
+		for (uint32_t i = 0, first = 1; i < st.n_probes; i++) {
+			if (!strcmp(st.probes[i].name, "writer"))
 				continue;
 			fprintf(stderr, "%s%s %" PRIu64, first ? "" : ", ",
-				!strcmp(probes[i].name, "mmap") ? "mappings" : probes[i].name,
-				probes[i].events);
+				!strcmp(st.probes[i].name, "mmap") ? "mappings" : st.probes[i].name,
+				st.probes[i].events);
 			first = 0;
-			drops += probes[i].drops;
 		}
+		/* both stack kinds and both symbol sources, so this line agrees
+		 * with the dwarf line above */
 		fprintf(stderr, "), %" PRIu64 " stacks, %" PRIu64 " symbols, %" PRIu64 " dropped, %s, "
 			"recorder CPU %.2f s (%.2f%% of one core over %.1f s)\n",
-			(uint64_t)stack_table_count(r->stacks), r->syms.symbols_written,
-			drops + ws.records_dropped,
+			(uint64_t)stack_table_count(r->stacks) + r->drain.sink.ustacks,
+			r->syms.symbols_written + r->track.unwind.symbols, end.total_drops,
 			size, cpu_s, elapsed > 0 ? 100.0 * cpu_s / elapsed : 0.0, elapsed);
-		if (drops + ws.records_dropped) {
-			fprintf(stderr, "flightrec: WARNING: events were dropped:");
-			for (uint32_t i = 0; i < n; i++)
-				if (probes[i].drops)
-					fprintf(stderr, " %s %" PRIu64, probes[i].name, probes[i].drops);
-			fprintf(stderr, " (a larger --ring-mib or a lower --freq helps)\n");
-		}
+		print_losses(&st, start_ns, true);
+		print_losses(&st, start_ns, false);
 	}
 	return 0;
 }

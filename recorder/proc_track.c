@@ -503,15 +503,14 @@ void proc_track_write_clock(struct proc_track *t)
 
 static void write_stats(struct proc_track *t)
 {
-	struct fr_probe_stats probes[FR_PROBE_MAX];
-	uint32_t n = 0;
-	uint64_t user = 0, sys = 0;
+	struct recorder_stats st;
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
 	if (!t->stats_fn)
 		return;
-	t->stats_fn(t->stats_ctx, probes, &n, &user, &sys);
-	uint32_t size = sizeof(struct fr_rec_stats) + n * sizeof(probes[0]);
+	t->stats_fn(t->stats_ctx, &st);
+	uint32_t size = sizeof(struct fr_rec_stats) + st.n_probes * sizeof(st.probes[0]) +
+			st.n_drops * sizeof(st.drops[0]);
 	struct fr_rec_stats *s = frec_builder_reserve(t->builder, size);
 	if (!s)
 		return;
@@ -519,10 +518,13 @@ static void write_stats(struct proc_track *t)
 	s->h.size = size;
 	s->h.type = FR_REC_STATS;
 	s->ts_ns = now;
-	s->cpu_user_ns = user;
-	s->cpu_sys_ns = sys;
-	s->n_probes = n;
-	memcpy(s + 1, probes, n * sizeof(probes[0]));
+	s->cpu_user_ns = st.cpu_user_ns;
+	s->cpu_sys_ns = st.cpu_sys_ns;
+	s->n_probes = st.n_probes;
+	s->n_drops = st.n_drops;
+	memcpy(s + 1, st.probes, st.n_probes * sizeof(st.probes[0]));
+	memcpy((uint8_t *)(s + 1) + st.n_probes * sizeof(st.probes[0]), st.drops,
+	       st.n_drops * sizeof(st.drops[0]));
 	frec_builder_commit(t->builder, now);
 }
 

@@ -26,8 +26,17 @@
 typedef void (*track_new_file_fn)(void *ctx, struct frec_builder *b, uint32_t pid,
 				  const char *path, uint64_t mapped_ns);
 
-typedef void (*track_stats_fn)(void *ctx, struct fr_probe_stats *out, uint32_t *n,
-			       uint64_t *cpu_user_ns, uint64_t *cpu_sys_ns);
+/* What FR_REC_STATS and END report: events and losses per probe, losses
+ * per (probe, reason), the recorder's CPU time. */
+struct recorder_stats {
+	struct fr_probe_stats probes[FR_PROBE_MAX];
+	uint32_t n_probes;
+	struct fr_drop_count drops[FR_DROP_COUNTS_MAX];
+	uint32_t n_drops;
+	uint64_t cpu_user_ns, cpu_sys_ns;
+};
+
+typedef void (*track_stats_fn)(void *ctx, struct recorder_stats *out);
 
 struct pending_pid {
 	uint16_t type; /* FR_EV_PROC_* */

@@ -187,13 +187,28 @@
 
 	function renderWarnings() {
 		(S.files || []).forEach(function (f) {
-			var drops = 0, probes = [];
+			var drops = 0, probes = [], stackless = 0, stackWhy = [];
 			(f.drops || []).forEach(function (p) {
 				if (p.drops > 0) { drops += p.drops; probes.push(p.probe + ' ' + commas(p.drops)); }
 			});
+			function why(l) {
+				return l.probe + ' ' + commas(l.count) + ' ' + l.reason +
+					(l.first_s === null ? '' : ' at ' + l.first_s.toFixed(3) + '-' + l.last_s.toFixed(3) + ' s');
+			}
+			if ((f.losses || []).length) {
+				probes = [];
+				f.losses.forEach(function (l) {
+					if (l.lost === 'event') probes.push(why(l));
+					else { stackless += l.count; stackWhy.push(why(l)); }
+				});
+			}
 			if (drops > 0) {
 				el('div', 'fr-warn fr-drops', 'Dropped events: ' + commas(drops) + ' in ' + f.path +
 					' (' + probes.join(', ') + '). Counts and graphs below miss these events.', root);
+			}
+			if (stackless > 0) {
+				el('div', 'fr-warn fr-stackless', 'Events without their stack: ' + commas(stackless) +
+					' in ' + f.path + ' (' + stackWhy.join(', ') + '). They are counted under [no stack].', root);
 			}
 			if (f.damaged_regions > 0 || f.malformed_records > 0) {
 				el('div', 'fr-warn fr-bad fr-damage', 'Damaged trace: ' + f.path + ': ' +

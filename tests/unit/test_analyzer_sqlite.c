@@ -189,7 +189,7 @@ int main(void)
 	free(v);
 	v = rows_of(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
 			"WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name)");
-	CHECK_STR(v, "allocations,collectives,cpu_samples,cuda_calls,damaged_regions,drops,"
+	CHECK_STR(v, "allocations,collectives,cpu_samples,cuda_calls,damaged_regions,drop_reasons,drops,"
 		     "enum_copy_kinds,enum_cuda_funcs,enum_nccl_funcs,enum_rdma_funcs,enum_syscalls,"
 		     "enum_wc_status,files,frames,hosts,memory_inuse,memory_series,memory_top_stacks,"
 		     "meta,nccl_calls,process_events,"

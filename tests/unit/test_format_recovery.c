@@ -347,6 +347,8 @@ static void test_file_header(void)
 
 	memcpy(buf, orig, orig_len);
 	buf[8] = 2; /* version_major 2 */
+	buf[10] = 0; /* version_minor 0 */
+	buf[11] = 0;
 	tu_write_file(p, buf, orig_len);
 	CHECK(frec_open(p, &r, &err) < 0);
 	CHECK(strstr(err.what, "version 2.0") != NULL);
