@@ -9,11 +9,15 @@ tests/bench/cuda_callbench (mean over PAIRS calls, median over RUNS runs):
                on both functions (the least a probe can cost on this kernel)
   flightrec    flightrec record --probes cuda --stack fp (argument capture,
                pointer read at return, caller's stack, per-thread pairing);
-               and the same with --stack dwarf (16 KiB of stack per call)
+               and the same with --stack dwarf (16 KiB of stack per call),
+               and dwarf with the syscalls family on too (what the job pays
+               for system-call tracing next to the cuda probes; the kernel's
+               uretprobe system call of each return is not recorded)
 The ratio that matters is (flightrec - bare) / (floor - bare): the cuda
 family's cost over the floor.  Target: at most 1.15.
 
 usage: sudo tests/bench/bench_cuda.py [--build build] [--runs 5] [--pairs 100000]
+                                     [--recorder PATH]  (another flightrec, to compare)
 """
 import argparse
 import json
@@ -38,6 +42,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--pairs", type=int, default=100000)
+    ap.add_argument("--recorder", help="the flightrec binary to measure (default: the build's)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench_cuda: needs root")
@@ -45,9 +50,10 @@ def main():
     lib = os.path.join(b, "samples", "cudart", "libcudart.so.12")
     bench = [os.path.join(b, "tests", "bench", "cuda_callbench"), lib, str(a.pairs)]
     floor = [os.path.join(b, "tests", "bench", "uprobe_floor"), lib, "--"]
-    rec = os.path.join(b, "recorder", "flightrec")
+    rec = a.recorder or os.path.join(b, "recorder", "flightrec")
     tmp = tempfile.mkdtemp(prefix="flightrec-bench-cuda-")
-    res = {"bare": [], "floor": [], "flightrec": [], "flightrec_dwarf": []}
+    res = {"bare": [], "floor": [], "flightrec": [], "flightrec_dwarf": [],
+           "flightrec_dwarf_syscalls": []}
     for i in range(a.runs):
         res["bare"].append(ns_per_pair(bench))
         res["floor"].append(ns_per_pair(floor + bench))
@@ -57,13 +63,17 @@ def main():
         res["flightrec_dwarf"].append(ns_per_pair([rec, "record", "-q", "-o", os.path.join(tmp, "d.frec"),
                                                    "--probes", "cuda", "--stack", "dwarf",
                                                    "--lib", f"cuda={lib}", "--"] + bench))
+        res["flightrec_dwarf_syscalls"].append(ns_per_pair(
+            [rec, "record", "-q", "-o", os.path.join(tmp, "s.frec"), "--probes", "cuda,syscalls",
+             "--stack", "dwarf", "--lib", f"cuda={lib}", "--"] + bench))
     med = {k: statistics.median(v) for k, v in res.items()}
     over = {k: med[k] - med["bare"] for k in med}
     print("cudaMalloc + cudaFree pair, %d pairs per run, %d runs, medians" % (a.pairs, a.runs))
     print("%-28s %12s %14s %10s" % ("", "ns/pair", "added ns/pair", "x floor"))
     for k, label in (("bare", "no probes"), ("floor", "bare uprobe+ringbuf (floor)"),
                      ("flightrec", "flightrec, --stack fp"),
-                     ("flightrec_dwarf", "flightrec, --stack dwarf")):
+                     ("flightrec_dwarf", "flightrec, --stack dwarf"),
+                     ("flightrec_dwarf_syscalls", "  same, with syscalls")):
         ratio = over[k] / over["floor"] if over["floor"] > 0 and k != "bare" else float("nan")
         print("%-28s %12.1f %14.1f %10.2f" % (label, med[k], over[k], ratio))
     out = os.path.join(b, "bench")
