@@ -246,6 +246,8 @@ int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout)
 	/* the models that fill collectives, steps, rdma_*, memory_*; the nccl
 	 * model inside stragglers also aligns the files' clocks */
 	void *mem = trace_set_add_model(ts, &model_mem_ops, NULL);
+	if (mem)
+		model_mem_on_change(mem, out_sqlite_mem_change, db);
 	void *strag = mem ? trace_set_add_model(ts, &model_stragglers_ops, NULL) : NULL;
 	void *rdma = strag ? trace_set_add_model(ts, &model_rdma_ops, NULL) : NULL;
 	if (!rdma) {

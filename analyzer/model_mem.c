@@ -125,6 +125,10 @@ struct live_slot {
 	uint64_t bytes;
 	uint32_t stack;  /* index into stacks */
 	uint32_t used;   /* SLOT_USED | SLOT_MANAGED */
+	uint64_t alloc_ns; /* for the change observer */
+	uint32_t tid;
+	uint16_t func;
+	uint16_t _pad;
 };
 enum { SLOT_USED = 1, SLOT_MANAGED = 2 };
 
@@ -246,7 +250,34 @@ struct model_mem {
 	struct mfile *files;
 	size_t n_files;
 	struct mem_result result;
+	mem_change_fn on_change;
+	void *on_change_ctx;
 };
+
+void model_mem_on_change(void *state, mem_change_fn fn, void *ctx)
+{
+	struct model_mem *m = state;
+	m->on_change = fn;
+	m->on_change_ctx = ctx;
+}
+
+/* Tells the observer about the allocation in slot s (stack si). */
+static int changed(struct model_mem *m, enum mem_change_kind kind, const struct live_slot *s,
+		   uint32_t si, uint32_t end_tid, uint64_t t)
+{
+	if (!m->on_change)
+		return 0;
+	const struct mstack *st = &m->stacks[si];
+	const struct mseries *se = &m->series[st->series];
+	struct mem_change c = {
+		.kind = kind, .file = se->pub.file, .pid = se->pub.pid, .device = se->pub.device,
+		.space = se->pub.space, .func = s->func, .managed = (s->used & SLOT_MANAGED) != 0,
+		.alloc_tid = s->tid, .end_tid = end_tid, .ptr = s->ptr, .bytes = s->bytes,
+		.stack_id = st->stack_id, .alloc_ns = s->alloc_ns, .t_ns = t,
+		.inuse_bytes = se->inuse,
+	};
+	return m->on_change(m->on_change_ctx, &c) ? -1 : 0;
+}
 
 static void *mem_create(const struct model_opts *opts)
 {
@@ -514,6 +545,23 @@ static int record_failure(struct model_mem *m, uint32_t file, const struct fr_ev
 	return 0;
 }
 
+static int failed_change(struct model_mem *m, uint32_t file, const struct fr_ev_cuda *ev,
+			 enum mem_space space, uint64_t t)
+{
+	if (!m->on_change)
+		return 0;
+	const struct mseries *se = series_get(m, file, ev->c.pid, ev->device, space, NULL);
+	if (!se)
+		return -1;
+	struct mem_change c = {
+		.kind = MEM_FAILED, .file = file, .pid = ev->c.pid, .device = se->pub.device,
+		.space = space, .func = ev->func, .managed = ev->func == FR_CUDA_MALLOC_MANAGED,
+		.alloc_tid = ev->c.tid, .bytes = ev->bytes, .stack_id = ev->stack_id,
+		.error = ev->result, .alloc_ns = t, .t_ns = t, .inuse_bytes = se->inuse,
+	};
+	return m->on_change(m->on_change_ctx, &c) ? -1 : 0;
+}
+
 static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *rec)
 {
 	struct model_mem *m = state;
@@ -561,7 +609,8 @@ static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 		if (space == MEM_SPACE_DEVICE)
 			m->result.device_allocs++;
 		if (ev.result != 0)
-			return record_failure(m, file_index, &ev, space, t);
+			return record_failure(m, file_index, &ev, space, t) ||
+			       failed_change(m, file_index, &ev, space, t) ? -1 : 0;
 		if (!ev.ptr || ev.bytes >= MEM_IMPLAUSIBLE_BYTES || !ev.bytes) {
 			/* cudaMalloc(&p, 0) succeeds with p = NULL: nothing held. */
 			if (ev.bytes)
@@ -581,6 +630,8 @@ static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 			if (s->used & SLOT_MANAGED)
 				old->managed_inuse -= s->bytes;
 			apply(m, f, s->stack, s->bytes, 0, t);
+			if (changed(m, MEM_FREED, s, s->stack, 0, t))
+				return -1;
 		} else {
 			s->used = 1;
 			s->owner = owner;
@@ -591,6 +642,9 @@ static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 		s->bytes = ev.bytes;
 		s->stack = si;
 		s->used = SLOT_USED | (ev.func == FR_CUDA_MALLOC_MANAGED ? SLOT_MANAGED : 0);
+		s->alloc_ns = t;
+		s->tid = ev.c.tid;
+		s->func = ev.func;
 		struct mstack *st = &m->stacks[si];
 		struct mseries *se = &m->series[st->series];
 		st->alloc_bytes += ev.bytes;
@@ -605,7 +659,7 @@ static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 				se->pub.managed_bytes_peak = se->managed_inuse;
 		}
 		apply(m, f, si, ev.bytes, 1, t);
-		return 0;
+		return changed(m, MEM_ALLOCATED, s, si, 0, t);
 	}
 
 	/* A free of some kind. */
@@ -625,6 +679,7 @@ static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 		return 0;
 	}
 	uint32_t si = s->stack;
+	struct live_slot gone = *s;
 	uint64_t bytes = s->bytes;
 	int managed = (s->used & SLOT_MANAGED) != 0;
 	live_delete(&m->live, s);
@@ -634,7 +689,7 @@ static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 	if (managed)
 		se->managed_inuse -= bytes;
 	apply(m, f, si, bytes, 0, t);
-	return 0;
+	return changed(m, MEM_FREED, &gone, si, ev.c.tid, t);
 }
 
 /* ---- finish ---------------------------------------------------------------- */
@@ -772,6 +827,16 @@ static int tree_add(struct flame_tree *t, struct trace_set *ts, uint32_t file, u
 	return rc ? -1 : 0;
 }
 
+static int live_by_time(const void *a, const void *b)
+{
+	const struct live_slot *x = a, *y = b;
+	if (x->alloc_ns != y->alloc_ns)
+		return x->alloc_ns < y->alloc_ns ? -1 : 1;
+	if (x->owner != y->owner)
+		return x->owner < y->owner ? -1 : 1;
+	return x->ptr < y->ptr ? -1 : x->ptr > y->ptr;
+}
+
 static int mem_finish(void *state, struct trace_set *ts, struct frec_error *err)
 {
 	struct model_mem *m = state;
@@ -786,6 +851,25 @@ static int mem_finish(void *state, struct trace_set *ts, struct frec_error *err)
 		f->pub.peak_t_ns = rel(f, f->pub.peak_t_ns);
 		f->pub.at_after_end = f->at_enabled && !f->at_frozen;
 		f->pub.at_bytes = f->at_enabled ? 0 : f->pub.peak_bytes;
+	}
+	/* what is still live, in allocation order (the table's order is a
+	 * hash's): leak candidates for the observer */
+	if (m->on_change && m->live.count) {
+		struct live_slot *left = malloc(m->live.count * sizeof(*left));
+		size_t n = 0;
+		if (!left)
+			goto oom;
+		for (size_t k = 0; k < m->live.cap; k++)
+			if (m->live.slots[k].used)
+				left[n++] = m->live.slots[k];
+		qsort(left, n, sizeof(*left), live_by_time);
+		int bad = 0;
+		for (size_t k = 0; k < n && !bad; k++)
+			bad = changed(m, MEM_LIVE_AT_END, &left[k], left[k].stack,
+				      0, m->series[m->stacks[left[k].stack].series].pub.last_t_ns);
+		free(left);
+		if (bad)
+			goto oom;
 	}
 	r->inuse = flame_tree_new();
 	r->alloc = flame_tree_new();

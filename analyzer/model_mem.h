@@ -133,6 +133,41 @@ struct mem_result {
 
 const struct mem_result *model_mem_result(const void *state);
 
+/* One change of the ledger, as the model applies it.  Outputs that show
+ * allocations one by one (SQLite's allocations and memory_inuse, the
+ * timeline's memory counters) subscribe to these rather than keeping a
+ * ledger of their own, so every output counts exactly what `memory` counts
+ * (nested runtime/driver calls once, cuMemCreate/cuMemRelease, pinned host
+ * memory apart, the same times). */
+enum mem_change_kind {
+	MEM_ALLOCATED,   /* a successful allocation, live from t_ns */
+	MEM_FREED,       /* an allocation ended at t_ns: freed (end_tid) or its
+			    address returned again by a later allocation (end_tid
+			    0: the free was not recorded) */
+	MEM_FAILED,      /* an allocation that returned an error: nothing held */
+	MEM_LIVE_AT_END, /* at finish: never freed in the recording */
+};
+
+struct mem_change {
+	enum mem_change_kind kind;
+	uint32_t file, pid;
+	int32_t device;          /* the series' device: -1 for pinned host memory */
+	enum mem_space space;
+	uint16_t func;           /* the allocating call */
+	int managed;             /* cudaMallocManaged */
+	uint32_t alloc_tid, end_tid;
+	uint64_t ptr, bytes;     /* FAILED: ptr 0, bytes requested */
+	uint32_t stack_id;       /* the allocating stack */
+	int64_t error;           /* FAILED: the call's result */
+	uint64_t alloc_ns, t_ns; /* the file's CLOCK_MONOTONIC; t_ns: of this change */
+	uint64_t inuse_bytes;    /* the series' bytes in use after the change */
+};
+
+/* Called for every change, during the pass (MEM_LIVE_AT_END during finish);
+ * a nonzero return stops the pass as out of memory would. */
+typedef int (*mem_change_fn)(void *ctx, const struct mem_change *c);
+void model_mem_on_change(void *state, mem_change_fn fn, void *ctx);
+
 /* Frames of a stack, root first, for printing: *n set, pointers valid until
  * the set's symbolizer is freed.  Returns an array the caller frees, or NULL
  * (out of memory).  Stack 0 reads "[no stack]", an undefined id "[missing

@@ -34,43 +34,6 @@ uint16_t out_rec_type(const struct fr_rec_hdr *rec)
 	return type;
 }
 
-const char *out_cuda_func_name(uint32_t func)
-{
-	switch (func) {
-	case FR_CUDA_MALLOC: return "cudaMalloc";
-	case FR_CUDA_FREE: return "cudaFree";
-	case FR_CUDA_MALLOC_ASYNC: return "cudaMallocAsync";
-	case FR_CUDA_FREE_ASYNC: return "cudaFreeAsync";
-	case FR_CUDA_MALLOC_MANAGED: return "cudaMallocManaged";
-	case FR_CUDA_MALLOC_HOST: return "cudaMallocHost";
-	case FR_CUDA_HOST_ALLOC: return "cudaHostAlloc";
-	case FR_CUDA_FREE_HOST: return "cudaFreeHost";
-	case FR_CUDA_HOST_REGISTER: return "cudaHostRegister";
-	case FR_CUDA_HOST_UNREGISTER: return "cudaHostUnregister";
-	case FR_CUDA_MEMCPY: return "cudaMemcpy";
-	case FR_CUDA_MEMCPY_ASYNC: return "cudaMemcpyAsync";
-	case FR_CUDA_LAUNCH_KERNEL: return "cudaLaunchKernel";
-	case FR_CUDA_STREAM_SYNC: return "cudaStreamSynchronize";
-	case FR_CUDA_DEVICE_SYNC: return "cudaDeviceSynchronize";
-	case FR_CUDA_EVENT_SYNC: return "cudaEventSynchronize";
-	case FR_CUDA_SET_DEVICE: return "cudaSetDevice";
-	case FR_CU_MEM_ALLOC: return "cuMemAlloc";
-	case FR_CU_MEM_FREE: return "cuMemFree";
-	case FR_CU_MEM_ALLOC_ASYNC: return "cuMemAllocAsync";
-	case FR_CU_MEM_FREE_ASYNC: return "cuMemFreeAsync";
-	case FR_CU_MEM_CREATE: return "cuMemCreate";
-	case FR_CU_MEM_RELEASE: return "cuMemRelease";
-	case FR_CU_MEM_MAP: return "cuMemMap";
-	case FR_CU_MEM_UNMAP: return "cuMemUnmap";
-	case FR_CU_MEM_HOST_ALLOC: return "cuMemHostAlloc";
-	case FR_CU_LAUNCH_KERNEL: return "cuLaunchKernel";
-	case FR_CU_LAUNCH_KERNEL_EX: return "cuLaunchKernelEx";
-	case FR_CU_MEMCPY: return "cuMemcpy";
-	case FR_CU_MEMCPY_ASYNC: return "cuMemcpyAsync";
-	}
-	return NULL;
-}
-
 const char *out_nccl_func_name(uint32_t func)
 {
 	static const char *const names[] = {
@@ -109,31 +72,6 @@ const char *out_wc_status_name(uint32_t status)
 		"GENERAL_ERR",
 	};
 	return status < sizeof(names) / sizeof(names[0]) ? names[status] : NULL;
-}
-
-enum out_cuda_mem_op out_cuda_mem_op(uint32_t func)
-{
-	switch (func) {
-	case FR_CUDA_MALLOC: case FR_CUDA_MALLOC_ASYNC: case FR_CUDA_MALLOC_MANAGED:
-	case FR_CUDA_MALLOC_HOST: case FR_CUDA_HOST_ALLOC: case FR_CU_MEM_ALLOC:
-	case FR_CU_MEM_ALLOC_ASYNC: case FR_CU_MEM_HOST_ALLOC:
-		return OUT_MEM_ALLOC;
-	case FR_CUDA_FREE: case FR_CUDA_FREE_ASYNC: case FR_CUDA_FREE_HOST:
-	case FR_CU_MEM_FREE: case FR_CU_MEM_FREE_ASYNC:
-		return OUT_MEM_FREE;
-	}
-	return OUT_MEM_NONE;
-}
-
-const char *out_cuda_mem_kind(uint32_t func)
-{
-	switch (func) {
-	case FR_CUDA_MALLOC_MANAGED: return "managed";
-	case FR_CUDA_MALLOC_HOST: case FR_CUDA_HOST_ALLOC: case FR_CU_MEM_HOST_ALLOC:
-	case FR_CUDA_FREE_HOST:
-		return "host_pinned";
-	}
-	return "device";
 }
 
 int out_nccl_is_collective(uint32_t func)
@@ -222,102 +160,6 @@ void out_html_text(FILE *f, const char *str)
 	}
 }
 
-/* ---- live allocations: open addressing, backward-shift deletion ------- */
-
-static size_t alloc_hash(uint32_t file_index, uint32_t pid, uint64_t ptr)
-{
-	uint64_t h = ptr * 0x9e3779b97f4a7c15ull;
-	h ^= ((uint64_t)file_index << 32 | pid) * 0xc2b2ae3d27d4eb4full;
-	h ^= h >> 29;
-	return (size_t)h;
-}
-
-static int alloc_same(const struct out_alloc *s, uint32_t file_index, uint32_t pid, uint64_t ptr)
-{
-	return s->used && s->ptr == ptr && s->pid == pid && s->file_index == file_index;
-}
-
-void out_allocs_init(struct out_allocs *a)
-{
-	memset(a, 0, sizeof(*a));
-}
-
-void out_allocs_free(struct out_allocs *a)
-{
-	free(a->slots);
-	memset(a, 0, sizeof(*a));
-}
-
-static int allocs_grow(struct out_allocs *a)
-{
-	size_t cap = a->cap ? a->cap * 2 : 1024;
-	struct out_alloc *slots = calloc(cap, sizeof(*slots));
-	if (!slots)
-		return -1;
-	for (size_t i = 0; i < a->cap; i++) {
-		const struct out_alloc *s = &a->slots[i];
-		if (!s->used)
-			continue;
-		size_t j = alloc_hash(s->file_index, s->pid, s->ptr) & (cap - 1);
-		while (slots[j].used)
-			j = (j + 1) & (cap - 1);
-		slots[j] = *s;
-	}
-	free(a->slots);
-	a->slots = slots;
-	a->cap = cap;
-	return 0;
-}
-
-int out_allocs_put(struct out_allocs *a, const struct out_alloc *al, struct out_alloc *replaced)
-{
-	if ((a->count + 1) * 4 > a->cap * 3 && allocs_grow(a))
-		return -1;
-	size_t mask = a->cap - 1;
-	size_t j = alloc_hash(al->file_index, al->pid, al->ptr) & mask;
-	while (a->slots[j].used) {
-		if (alloc_same(&a->slots[j], al->file_index, al->pid, al->ptr)) {
-			if (replaced)
-				*replaced = a->slots[j];
-			a->slots[j] = *al;
-			a->slots[j].used = 1;
-			return 1;
-		}
-		j = (j + 1) & mask;
-	}
-	a->slots[j] = *al;
-	a->slots[j].used = 1;
-	a->count++;
-	return 0;
-}
-
-int out_allocs_take(struct out_allocs *a, uint32_t file_index, uint32_t pid, uint64_t ptr,
-		    struct out_alloc *out)
-{
-	if (!a->cap)
-		return 0;
-	size_t mask = a->cap - 1;
-	size_t j = alloc_hash(file_index, pid, ptr) & mask;
-	while (a->slots[j].used && !alloc_same(&a->slots[j], file_index, pid, ptr))
-		j = (j + 1) & mask;
-	if (!a->slots[j].used)
-		return 0;
-	if (out)
-		*out = a->slots[j];
-	/* backward-shift deletion keeps every probe chain unbroken */
-	size_t hole = j;
-	for (size_t k = (j + 1) & mask; a->slots[k].used; k = (k + 1) & mask) {
-		size_t home = alloc_hash(a->slots[k].file_index, a->slots[k].pid, a->slots[k].ptr) & mask;
-		/* move k into the hole when its home is not in (hole, k] */
-		if ((k > hole && (home <= hole || home > k)) || (k < hole && home <= hole && home > k)) {
-			a->slots[hole] = a->slots[k];
-			hole = k;
-		}
-	}
-	memset(&a->slots[hole], 0, sizeof(a->slots[hole]));
-	a->count--;
-	return 1;
-}
 
 void out_json_losses(FILE *f, const struct trace_file *tf)
 {

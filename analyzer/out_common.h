@@ -35,18 +35,11 @@ int out_process_rank(const struct trace_file *f, uint32_t pid, int64_t *rank);
 uint16_t out_rec_type(const struct fr_rec_hdr *rec);
 
 /* Names; NULL when the code is unknown. */
-const char *out_cuda_func_name(uint32_t func);
 const char *out_nccl_func_name(uint32_t func);
 const char *out_rdma_func_name(uint32_t func);
 const char *out_copy_kind_name(uint32_t kind);
 const char *out_wc_status_name(uint32_t status);
 
-/* What a CUDA call does to memory. */
-enum out_cuda_mem_op { OUT_MEM_NONE, OUT_MEM_ALLOC, OUT_MEM_FREE };
-enum out_cuda_mem_op out_cuda_mem_op(uint32_t func);
-/* Kind of memory an allocation function returns: "device", "managed",
- * "host_pinned". */
-const char *out_cuda_mem_kind(uint32_t func);
 int out_nccl_is_collective(uint32_t func);
 
 /* JSON string literal: quotes included; everything outside printable ASCII
@@ -62,35 +55,5 @@ void out_json_losses(FILE *f, const struct trace_file *tf);
  * forbids (controls, U+FFFE/U+FFFF) become U+FFFD so the document stays
  * well-formed. */
 void out_html_text(FILE *f, const char *s);
-
-/* ---- live CUDA allocations ------------------------------------------- */
-
-struct out_alloc {
-	uint64_t ptr;
-	uint64_t bytes;
-	uint64_t alloc_ns;   /* entry of the allocating call, file clock */
-	uint32_t file_index;
-	uint32_t pid;
-	uint32_t tid;
-	uint32_t stack_id;
-	int32_t device;
-	uint16_t func;
-	uint16_t used;       /* internal */
-};
-
-struct out_allocs {
-	struct out_alloc *slots;
-	size_t cap;   /* power of two or 0 */
-	size_t count;
-};
-
-void out_allocs_init(struct out_allocs *a);
-void out_allocs_free(struct out_allocs *a);
-/* Adds a live allocation (replacing one at the same key, which is returned
- * in *replaced when non-NULL and returns 1).  0 new, 1 replaced, -1 OOM. */
-int out_allocs_put(struct out_allocs *a, const struct out_alloc *al, struct out_alloc *replaced);
-/* Removes (file, pid, ptr) into *out; 1 found, 0 not. */
-int out_allocs_take(struct out_allocs *a, uint32_t file_index, uint32_t pid, uint64_t ptr,
-		    struct out_alloc *out);
 
 #endif

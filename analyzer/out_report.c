@@ -366,7 +366,7 @@ static void section_cuda(FILE *f, struct trace_set *ts, const struct report_data
 	fprintf(f, "{\"events\":%" PRIu64 ",\"source\":\"events\",\"funcs\":[", d->cuda_events);
 	for (size_t i = 0; i < d->n_cuda; i++) {
 		const struct report_cuda_func *c = &d->cuda[i];
-		const char *name = out_cuda_func_name(c->func);
+		const char *name = cuda_func_name((uint16_t)c->func);
 		char unknown[32];
 		if (!name) {
 			snprintf(unknown, sizeof(unknown), "cuda_func_%u", c->func);
@@ -488,10 +488,11 @@ static int section_mem(FILE *f, struct trace_set *ts, const struct out_report_in
 					best = j;
 			if (!peak_done && se->peak_t_ns <= se->points[best].t_ns) {
 				if (se->peak_t_ns < se->points[best].t_ns ||
-				    se->peak_bytes != se->points[best].bytes)
+				    se->peak_bytes != se->points[best].bytes) {
 					fprintf(f, "%s[%" PRIu64 ",%" PRIu64 "]", first ? "" : ",", se->peak_t_ns,
 						se->peak_bytes);
-				first = 0;
+					first = 0; /* else the point below is the peak */
+				}
 				peak_done = 1;
 			}
 			fprintf(f, "%s[%" PRIu64 ",%" PRIu64 "]", first ? "" : ",", se->points[best].t_ns,

@@ -6,6 +6,7 @@
 #include "hmap.h"
 #include "model.h"
 #include "out_common.h"
+#include "model_mem.h"
 #include "symbolize.h"
 #include "trace_set.h"
 
@@ -83,7 +84,7 @@ static int feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
 			f->failed++;
 		f->bytes += ev.bytes;
 		f->hist[hist_bucket(ev.duration_ns)]++;
-		if (out_cuda_mem_op(ev.func) != OUT_MEM_NONE)
+		if (mem_func_class(ev.func) != MEM_NONE)
 			c->data.cuda_alloc_events++;
 		if (ev.func == FR_CUDA_MEMCPY || ev.func == FR_CUDA_MEMCPY_ASYNC ||
 		    ev.func == FR_CU_MEMCPY || ev.func == FR_CU_MEMCPY_ASYNC) {

@@ -7,6 +7,8 @@
 #include "out_sqlite.h"
 #include "hmap.h"
 #include "model.h"
+#include "model_cuda.h"
+#include "model_mem.h"
 #include "out_common.h"
 #include "symbolize.h"
 #include "syscall_names.h"
@@ -172,8 +174,6 @@ struct out_sqlite {
 	int failed;
 	int aligned;             /* streamed times moved to the final offsets */
 	char what[200];          /* the first SQLite error */
-	struct out_allocs live;  /* open allocations */
-	struct hmap inuse;       /* (file << 32 | pid, device << 8 | kind) -> bytes */
 	struct hmap threads;     /* (file << 32 | pid, tid) -> events */
 };
 
@@ -289,8 +289,6 @@ int out_sqlite_open(const char *path, struct out_sqlite **out, struct frec_error
 		frec_error_set(err, path, -1, ENOMEM, "out of memory");
 		return -1;
 	}
-	out_allocs_init(&o->live);
-	hmap_init(&o->inuse);
 	hmap_init(&o->threads);
 	if (sqlite3_open_v2(path, &o->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
 		db_fail(o, "open");
@@ -351,8 +349,6 @@ void out_sqlite_close(struct out_sqlite *o)
 		sqlite3_finalize(o->st[i]);
 	if (o->db)
 		sqlite3_close(o->db);
-	out_allocs_free(&o->live);
-	hmap_free(&o->inuse);
 	hmap_free(&o->threads);
 	free(o->offsets);
 	free(o);
@@ -370,62 +366,85 @@ static int64_t file_offset(struct out_sqlite *o, uint32_t file_index)
 	return file_index < o->n_offsets ? o->offsets[file_index] : 0;
 }
 
-static int kind_code(const char *kind)
+/* mem_kind of an allocation, and of the series it counts in */
+static const char *alloc_kind(const struct mem_change *c)
 {
-	return kind[0] == 'd' ? 0 : kind[0] == 'm' ? 1 : 2;
+	return c->space == MEM_SPACE_PINNED_HOST ? "host_pinned" : c->managed ? "managed" : "device";
 }
 
-static int put_inuse(struct out_sqlite *o, uint32_t file_index, uint32_t pid, int32_t device,
-		     const char *kind, int64_t ts_ns, int64_t delta)
+static const char *series_kind(const struct mem_change *c)
 {
-	uint64_t *v = hmap_slot(&o->inuse, (uint64_t)file_index << 32 | pid,
-				(uint64_t)(uint32_t)device << 8 | (uint64_t)kind_code(kind), NULL);
-	if (!v)
-		return -1;
-	*v = (uint64_t)((int64_t)*v + delta);
+	return c->space == MEM_SPACE_PINNED_HOST ? "host_pinned" : "device";
+}
+
+/* as memory_series: NULL for pinned host memory and an unknown device */
+static void bdevice(sqlite3_stmt *st, int col, const struct mem_change *c)
+{
+	if (c->space == MEM_SPACE_PINNED_HOST || c->device < 0)
+		bnull(st, col);
+	else
+		bi(st, col, c->device);
+}
+
+static int put_inuse(struct out_sqlite *o, const struct mem_change *c, int64_t delta)
+{
 	sqlite3_stmt *st = o->st[ST_INUSE];
-	bi(st, 1, file_index);
-	bi(st, 2, pid);
-	bi(st, 3, device);
-	bt(st, 4, kind);
-	bi(st, 5, ts_ns);
-	bu(st, 6, *v);
+	bi(st, 1, c->file);
+	bi(st, 2, c->pid);
+	bdevice(st, 3, c);
+	bt(st, 4, series_kind(c));
+	bi(st, 5, (int64_t)c->t_ns + file_offset(o, c->file));
+	bu(st, 6, c->inuse_bytes);
 	bi(st, 7, delta);
 	return put(o, st);
 }
 
-/* An allocation row: al live until free_ns (-1: never freed). */
-static int put_alloc(struct out_sqlite *o, const struct out_alloc *al, int64_t free_ns,
-		     uint32_t free_tid, int failed, int64_t result)
+/* An allocation row: live until c->t_ns (freed) or to the end (never). */
+static int put_alloc(struct out_sqlite *o, const struct mem_change *c)
 {
-	int64_t off = file_offset(o, al->file_index);
+	int64_t off = file_offset(o, c->file);
 	sqlite3_stmt *st = o->st[ST_ALLOC];
-	bi(st, 1, al->file_index);
-	bi(st, 2, al->pid);
-	bi(st, 3, al->tid);
-	bi(st, 4, al->device);
-	bt(st, 5, out_cuda_mem_kind(al->func));
-	bi(st, 6, al->func);
-	bu(st, 7, al->ptr);
-	bu(st, 8, al->bytes);
-	bi(st, 9, (int64_t)al->alloc_ns + off);
-	if (free_ns >= 0) {
-		bi(st, 10, free_ns + off);
-		bi(st, 11, free_tid);
+	bi(st, 1, c->file);
+	bi(st, 2, c->pid);
+	bi(st, 3, c->alloc_tid);
+	bdevice(st, 4, c);
+	bt(st, 5, alloc_kind(c));
+	bi(st, 6, c->func);
+	bu(st, 7, c->ptr);
+	bu(st, 8, c->bytes);
+	bi(st, 9, (int64_t)c->alloc_ns + off);
+	if (c->kind == MEM_FREED) {
+		bi(st, 10, (int64_t)c->t_ns + off);
+		if (c->end_tid)
+			bi(st, 11, c->end_tid);
 	}
-	bi(st, 12, failed);
-	bi(st, 13, result);
-	bstack(st, 14, al->stack_id);
+	bi(st, 12, c->kind == MEM_FAILED);
+	bi(st, 13, c->kind == MEM_FAILED ? c->error : 0);
+	bstack(st, 14, c->stack_id);
 	return put(o, st);
+}
+
+int out_sqlite_mem_change(void *ctx, const struct mem_change *c)
+{
+	struct out_sqlite *o = ctx;
+	switch (c->kind) {
+	case MEM_ALLOCATED:
+		return put_inuse(o, c, (int64_t)c->bytes);
+	case MEM_FREED:
+		return put_alloc(o, c) || put_inuse(o, c, -(int64_t)c->bytes) ? -1 : 0;
+	case MEM_FAILED:
+	case MEM_LIVE_AT_END:
+		return put_alloc(o, c);
+	}
+	return 0;
 }
 
 static int feed_cuda(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr *rec)
 {
 	struct fr_ev_cuda ev;
 	memcpy(&ev, rec, sizeof(ev));
-	int64_t off = file_offset(o, fi);
 	sqlite3_stmt *st = o->st[ST_CUDA];
-	bcommon(st, fi, &ev.c, off);
+	bcommon(st, fi, &ev.c, file_offset(o, fi));
 	bu(st, 5, ev.duration_ns);
 	bi(st, 6, ev.func);
 	bi(st, 7, ev.result);
@@ -437,43 +456,7 @@ static int feed_cuda(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr 
 	bi(st, 13, ev.kind);
 	bi(st, 14, ev.flags);
 	bstack(st, 15, ev.stack_id);
-	if (put(o, st))
-		return -1;
-
-	enum out_cuda_mem_op op = out_cuda_mem_op(ev.func);
-	if (op == OUT_MEM_ALLOC) {
-		/* live from the allocating call's return */
-		struct out_alloc al = {
-			.ptr = ev.ptr, .bytes = ev.bytes, .alloc_ns = ev.c.ts_ns + ev.duration_ns,
-			.file_index = fi, .pid = ev.c.pid, .tid = ev.c.tid, .stack_id = ev.stack_id,
-			.device = ev.device, .func = ev.func,
-		};
-		if (ev.result != 0 || !ev.ptr)
-			return put_alloc(o, &al, -1, 0, 1, ev.result);
-		struct out_alloc old;
-		int r = out_allocs_put(&o->live, &al, &old);
-		if (r < 0)
-			return -1;
-		if (r == 1) { /* the old one's free was not seen: it ends here */
-			if (put_alloc(o, &old, (int64_t)al.alloc_ns, ev.c.tid, 0, 0) ||
-			    put_inuse(o, fi, ev.c.pid, old.device, out_cuda_mem_kind(old.func),
-				      (int64_t)al.alloc_ns + off, -(int64_t)old.bytes))
-				return -1;
-		}
-		return put_inuse(o, fi, ev.c.pid, ev.device, out_cuda_mem_kind(ev.func),
-				 (int64_t)al.alloc_ns + off, (int64_t)ev.bytes);
-	}
-	if (op == OUT_MEM_FREE && ev.result == 0 && ev.ptr) {
-		struct out_alloc al;
-		if (!out_allocs_take(&o->live, fi, ev.c.pid, ev.ptr, &al))
-			return 0; /* allocated before the recording started */
-		/* gone from the freeing call's entry */
-		if (put_alloc(o, &al, (int64_t)ev.c.ts_ns, ev.c.tid, 0, 0))
-			return -1;
-		return put_inuse(o, fi, al.pid, al.device, out_cuda_mem_kind(al.func),
-				 (int64_t)ev.c.ts_ns + off, -(int64_t)al.bytes);
-	}
-	return 0;
+	return put(o, st); /* allocations and memory_inuse: out_sqlite_mem_change */
 }
 
 static int feed_nccl(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr *rec)
@@ -926,12 +909,13 @@ static int write_enums(struct out_sqlite *o)
 	sqlite3_stmt *st = prep(o, "INSERT INTO enum_cuda_funcs VALUES(?,?,?)");
 	int rc = st ? 0 : -1;
 	for (uint32_t f = 0; st && !rc && f < 64; f++) {
-		if (!out_cuda_func_name(f))
+		if (!cuda_func_name((uint16_t)f))
 			continue;
-		enum out_cuda_mem_op op = out_cuda_mem_op(f);
+		enum mem_class mc = mem_func_class((uint16_t)f);
+		int alloc = mc == MEM_DEV_ALLOC || mc == MEM_PHYS_CREATE || mc == MEM_HOST_ALLOC;
 		bi(st, 1, f);
-		bt(st, 2, out_cuda_func_name(f));
-		bt(st, 3, op == OUT_MEM_ALLOC ? "alloc" : op == OUT_MEM_FREE ? "free" : NULL);
+		bt(st, 2, cuda_func_name((uint16_t)f));
+		bt(st, 3, mc == MEM_NONE ? NULL : alloc ? "alloc" : "free");
 		rc = put(o, st);
 	}
 	sqlite3_finalize(st);
@@ -1343,10 +1327,6 @@ int out_sqlite_finish(struct out_sqlite *o, struct trace_set *ts, struct frec_er
 		return -1;
 	int64_t *host_ids = calloc(trace_set_count(ts) + 1, sizeof(*host_ids));
 	int rc = host_ids ? 0 : -1;
-	/* allocations still open at the end: leaks (free_ns NULL) */
-	for (size_t k = 0; !rc && k < o->live.cap; k++)
-		if (o->live.slots[k].used)
-			rc = put_alloc(o, &o->live.slots[k], -1, 0, 0, 0);
 	if (!rc)
 		rc = write_enums(o);
 	if (!rc)

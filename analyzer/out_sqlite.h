@@ -2,7 +2,7 @@
  * analyzer/SQLITE_SCHEMA.md (versioned in the meta table).  Events are
  * inserted while the decoder streams them (a sink registered like a model),
  * in transactions of OUT_SQLITE_BATCH rows, so memory stays bounded by live
- * state (open allocations, distinct threads); metadata tables (files, hosts,
+ * state (distinct threads); metadata tables (files, hosts,
  * processes, threads, stacks, frames, drops, damage) and the indexes are
  * written after the pass.
  *
@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include "frec_error.h"
 
-#define OUT_SQLITE_SCHEMA_VERSION 2
+#define OUT_SQLITE_SCHEMA_VERSION 3
 #define OUT_SQLITE_BATCH 50000
 
 struct out_sqlite;
@@ -29,10 +29,15 @@ int out_sqlite_open(const char *path, struct out_sqlite **out, struct frec_error
 /* Registers the streaming sink with ts; call before trace_set_run. */
 int out_sqlite_attach(struct out_sqlite *o, struct trace_set *ts, struct frec_error *err);
 
-/* After trace_set_run: flushes the streamed state (open allocations become
- * leaks, the last step), writes the metadata tables and the indexes, and
+/* After trace_set_run: flushes the streamed state (the last step), writes the metadata tables and the indexes, and
  * commits. */
 int out_sqlite_finish(struct out_sqlite *o, struct trace_set *ts, struct frec_error *err);
+
+/* The rows of allocations and memory_inuse, from the GPU memory model's
+ * ledger (model_mem_on_change(mem, out_sqlite_mem_change, o) before the
+ * pass): one ledger for every output. */
+struct mem_change;
+int out_sqlite_mem_change(void *ctx, const struct mem_change *c);
 
 /* Closes the database (rolls back what was not committed). */
 void out_sqlite_close(struct out_sqlite *o);

@@ -3,6 +3,8 @@
  * command lines, in the metadata events, always through out_json_str.
  * Not for analyses. */
 #include "out_timeline.h"
+#include "model_cuda.h"
+#include "model_mem.h"
 #include "hmap.h"
 #include "model.h"
 #include "out_common.h"
@@ -37,7 +39,6 @@ struct out_timeline {
 	struct hmap thread_idx;    /* (file << 32 | pid, tid) -> index + 1 */
 	struct thread_state *threads;
 	size_t n_threads, cap_threads;
-	struct hmap inuse;         /* (file << 32 | pid, device << 8 | kind) -> bytes */
 	struct hmap inuse_ts;      /* same key -> last ts written (ns from origin) + 1 */
 	struct hmap step_start;    /* (file, pid) -> start (ns from origin) + 1 */
 	struct hmap step_no;       /* (file, pid) -> steps seen */
@@ -174,18 +175,13 @@ static int kind_code(const char *kind)
 	return kind[0] == 'd' ? 0 : kind[0] == 'm' ? 1 : 2;
 }
 
-/* Memory in use of (fi, pid, device, kind) changes by delta at ts_ns;
+/* Memory in use of (fi, pid, device, kind) is bytes from ts_ns on;
  * counter timestamps never go back on one track. */
 static int counter(struct out_timeline *t, uint32_t fi, uint32_t pid, int32_t device,
-		   const char *kind, uint64_t ts_ns, int64_t delta)
+		   const char *kind, uint64_t ts_ns, uint64_t bytes)
 {
 	uint64_t ka = (uint64_t)fi << 32 | pid;
 	uint64_t kb = (uint64_t)(uint32_t)device << 8 | (uint64_t)kind_code(kind);
-	uint64_t *v = hmap_slot(&t->inuse, ka, kb, NULL);
-	if (!v)
-		return -1;
-	*v += (uint64_t)delta; /* wrapping, as the int64_t sum meant */
-	uint64_t bytes = *v;
 	uint64_t *last = hmap_slot(&t->inuse_ts, ka, kb, NULL);
 	if (!last)
 		return -1;
@@ -202,12 +198,11 @@ static int counter(struct out_timeline *t, uint32_t fi, uint32_t pid, int32_t de
 	return 0;
 }
 
-static int feed_cuda(struct out_timeline *t, uint32_t fi, const struct fr_rec_hdr *rec,
-		     struct out_allocs *live)
+static int feed_cuda(struct out_timeline *t, uint32_t fi, const struct fr_rec_hdr *rec)
 {
 	struct fr_ev_cuda ev;
 	memcpy(&ev, rec, sizeof(ev));
-	const char *name = out_cuda_func_name(ev.func);
+	const char *name = cuda_func_name((uint16_t)ev.func);
 	char unknown[32], args[256];
 	if (!name) {
 		snprintf(unknown, sizeof(unknown), "cuda_func_%u", ev.func);
@@ -224,28 +219,18 @@ static int feed_cuda(struct out_timeline *t, uint32_t fi, const struct fr_rec_hd
 		snprintf(args + n, sizeof(args) - (size_t)n, ",\"kind\":\"%s\"", out_copy_kind_name(ev.kind));
 	if (slice(t, fi, ev.c.pid, ev.c.tid, name, "cuda", ev.c.ts_ns, ev.duration_ns, args))
 		return -1;
-	enum out_cuda_mem_op op = out_cuda_mem_op(ev.func);
-	if (op == OUT_MEM_ALLOC && ev.result == 0 && ev.ptr) {
-		struct out_alloc al = { .ptr = ev.ptr, .bytes = ev.bytes, .file_index = fi,
-					.pid = ev.c.pid, .device = ev.device, .func = ev.func };
-		struct out_alloc old;
-		int r = out_allocs_put(live, &al, &old);
-		if (r < 0)
-			return -1;
-		uint64_t at = ev.c.ts_ns + ev.duration_ns;
-		if (r == 1 && counter(t, fi, ev.c.pid, old.device, out_cuda_mem_kind(old.func), at,
-				      -(int64_t)old.bytes))
-			return -1;
-		return counter(t, fi, ev.c.pid, ev.device, out_cuda_mem_kind(ev.func), at,
-			       (int64_t)ev.bytes);
-	}
-	if (op == OUT_MEM_FREE && ev.result == 0 && ev.ptr) {
-		struct out_alloc al;
-		if (out_allocs_take(live, fi, ev.c.pid, ev.ptr, &al))
-			return counter(t, fi, al.pid, al.device, out_cuda_mem_kind(al.func),
-				       ev.c.ts_ns, -(int64_t)al.bytes);
-	}
-	return 0;
+	return 0; /* memory counters: timeline_mem_change */
+}
+
+/* The GPU memory model's ledger changes: one counter value per change. */
+static int timeline_mem_change(void *ctx, const struct mem_change *c)
+{
+	struct out_timeline *t = ctx;
+	if (c->kind != MEM_ALLOCATED && c->kind != MEM_FREED)
+		return 0;
+	return counter(t, c->file, c->pid, c->device,
+		       c->space == MEM_SPACE_PINNED_HOST ? "host_pinned" : "device", c->t_ns,
+		       c->inuse_bytes);
 }
 
 static int feed_step(struct out_timeline *t, uint32_t fi, uint32_t pid, uint32_t tid, uint64_t ts_ns)
@@ -280,7 +265,6 @@ static int feed_step(struct out_timeline *t, uint32_t fi, uint32_t pid, uint32_t
 
 struct timeline_sink_state {
 	struct out_timeline *t;
-	struct out_allocs live;
 };
 
 static int sink_feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
@@ -309,7 +293,7 @@ static int sink_feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
 		return slice(t, fi, ev.c.pid, ev.c.tid, name, "syscall", ev.c.ts_ns, ev.duration_ns, args);
 	}
 	case FR_EV_CUDA:
-		return feed_cuda(t, fi, rec, &ss->live);
+		return feed_cuda(t, fi, rec);
 	case FR_EV_NCCL: {
 		struct fr_ev_nccl ev;
 		memcpy(&ev, rec, sizeof(ev));
@@ -374,10 +358,7 @@ static int sink_feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
 static void *sink_create(const struct model_opts *opts)
 {
 	(void)opts;
-	struct timeline_sink_state *s = calloc(1, sizeof(*s));
-	if (s)
-		out_allocs_init(&s->live);
-	return s;
+	return calloc(1, sizeof(struct timeline_sink_state));
 }
 
 static int sink_finish(void *state, struct trace_set *ts, struct frec_error *err)
@@ -393,7 +374,6 @@ static void sink_destroy(void *state)
 	struct timeline_sink_state *s = state;
 	if (!s)
 		return;
-	out_allocs_free(&s->live);
 	free(s);
 }
 
@@ -417,18 +397,20 @@ int out_timeline_begin(struct trace_set *ts, FILE *out, int64_t origin_ns,
 	t->first = 1;
 	t->n_files = trace_set_count(ts);
 	hmap_init(&t->thread_idx);
-	hmap_init(&t->inuse);
 	hmap_init(&t->inuse_ts);
 	hmap_init(&t->step_start);
 	hmap_init(&t->step_no);
 	hmap_init(&t->step_tid);
 	t->offsets = calloc(t->n_files ? t->n_files : 1, sizeof(*t->offsets));
 	struct timeline_sink_state *s = trace_set_add_model(ts, &timeline_sink_ops, NULL);
-	if (!t->offsets || !s) {
+	/* memory counters come from the one allocation ledger */
+	void *mem = s ? trace_set_add_model(ts, &model_mem_ops, NULL) : NULL;
+	if (!t->offsets || !s || !mem) {
 		out_timeline_free(t);
 		goto oom;
 	}
 	s->t = t;
+	model_mem_on_change(mem, timeline_mem_change, t);
 	for (size_t i = 0; i < t->n_files; i++)
 		t->offsets[i] = out_clock_offset_ns(ts, i);
 	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"flightrec-analyze timeline\","
@@ -544,7 +526,6 @@ void out_timeline_free(struct out_timeline *t)
 	if (!t)
 		return;
 	hmap_free(&t->thread_idx);
-	hmap_free(&t->inuse);
 	hmap_free(&t->inuse_ts);
 	hmap_free(&t->step_start);
 	hmap_free(&t->step_no);
