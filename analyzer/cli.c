@@ -1,6 +1,5 @@
 /* Shared helpers of the subcommands; see cli.h. */
 #include "cli.h"
-#include "commands.h"
 #include "trace_set.h"
 
 #include <errno.h>
@@ -259,6 +258,19 @@ struct trace_set *cli_open_with_model(const char *cmd, const char *const *files,
 	return ts;
 }
 
+void cli_warn_troubled(struct trace_set *ts, FILE *errout)
+{
+	for (size_t i = 0; i < trace_set_count(ts); i++) {
+		const struct trace_file *f = trace_set_file(ts, i);
+		if (!trace_file_damaged(f) && trace_file_complete(f))
+			continue;
+		char trouble[512];
+		fprintf(errout, CLI_PROG ": warning: %s: %s; analyzing what it holds "
+			"(details: " CLI_PROG " check %s)\n", f->path,
+			trace_file_trouble(f, trouble, sizeof(trouble)), f->path);
+	}
+}
+
 int cli_run_set(struct trace_set *ts, FILE *errout)
 {
 	struct frec_error err = { .offset = -1 };
@@ -267,6 +279,6 @@ int cli_run_set(struct trace_set *ts, FILE *errout)
 		trace_set_free(ts);
 		return CLI_FAIL;
 	}
-	cmd_warn_troubled(ts, errout);
+	cli_warn_troubled(ts, errout);
 	return CLI_OK;
 }

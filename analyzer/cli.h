@@ -106,4 +106,8 @@ int cli_run_set(struct trace_set *ts, FILE *errout);
  * invalid bytes escaped). */
 void cli_json_str(FILE *out, const char *s);
 
+/* One warning line on errout per file that is damaged or incomplete. */
+struct trace_set;
+void cli_warn_troubled(struct trace_set *ts, FILE *errout);
+
 #endif

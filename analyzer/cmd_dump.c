@@ -290,7 +290,7 @@ int cmd_dump(int argc, char **argv, FILE *out, FILE *errout)
 		free(a.files);
 		return CLI_FAIL;
 	}
-	cmd_warn_troubled(ts, errout);
+	cli_warn_troubled(ts, errout);
 	struct symbolizer *sym = a.stacks ? trace_set_symbolizer(ts, &err) : NULL;
 	if (a.stacks && !sym) {
 		cli_print_error(errout, &err);

@@ -187,7 +187,7 @@ static int flame_mem(const struct flame_args *a, struct trace_set *ts, FILE *out
 		cli_print_error(errout, &err);
 		return CLI_FAIL;
 	}
-	cmd_warn_troubled(ts, errout);
+	cli_warn_troubled(ts, errout);
 	const struct mem_result *r = model_mem_result(mem);
 	const struct trace_file *f0 = trace_set_file(ts, 0);
 	if (!r->device_allocs) {
@@ -295,7 +295,7 @@ int cmd_flame(int argc, char **argv, FILE *out, FILE *errout)
 		trace_set_free(ts);
 		return CLI_FAIL;
 	}
-	cmd_warn_troubled(ts, errout);
+	cli_warn_troubled(ts, errout);
 	const struct model_cpu_result *r = model_cpu_result(cpu);
 	const char *first_path = trace_set_file(ts, 0)->path;
 	if (!r->samples_kept) {

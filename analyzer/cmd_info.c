@@ -373,19 +373,6 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 		f->reader ? frec_chunks_missing(f->reader) : 0, f->n_problems);
 }
 
-void cmd_warn_troubled(struct trace_set *ts, FILE *errout)
-{
-	for (size_t i = 0; i < trace_set_count(ts); i++) {
-		const struct trace_file *f = trace_set_file(ts, i);
-		if (!trace_file_damaged(f) && trace_file_complete(f))
-			continue;
-		char trouble[512];
-		fprintf(errout, CLI_PROG ": warning: %s: %s; analyzing what it holds "
-			"(details: " CLI_PROG " check %s)\n", f->path,
-			trace_file_trouble(f, trouble, sizeof(trouble)), f->path);
-	}
-}
-
 int cmd_info(int argc, char **argv, FILE *out, FILE *errout)
 {
 	int json = 0, only_files = 0;
@@ -434,7 +421,7 @@ int cmd_info(int argc, char **argv, FILE *out, FILE *errout)
 		trace_set_free(ts);
 		return CLI_FAIL;
 	}
-	cmd_warn_troubled(ts, errout);
+	cli_warn_troubled(ts, errout);
 	if (json)
 		fprintf(out, "{\"files\":[");
 	for (size_t i = 0; i < trace_set_count(ts); i++) {

@@ -124,7 +124,7 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 		return CLI_FAIL;
 	}
 	free(files);
-	cmd_warn_troubled(ts, errout);
+	cli_warn_troubled(ts, errout);
 	FILE *dst = out;
 	int to_file = strcmp(output, "-") != 0;
 	if (to_file && !(dst = fopen(output, "w"))) {

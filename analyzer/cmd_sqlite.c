@@ -261,7 +261,7 @@ int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout)
 			cli_print_error(errout, &err);
 		goto out;
 	}
-	cmd_warn_troubled(ts, errout);
+	cli_warn_troubled(ts, errout);
 	const struct stragglers_result *sr = model_stragglers_result(strag);
 	if (out_sqlite_align(db, ts, &err) || (sr && sr->nccl && put_nccl(db, ts, sr->nccl)) ||
 	    put_rdma(db, ts, model_rdma_result(rdma)) || put_mem(db, ts, model_mem_result(mem))) {

@@ -106,7 +106,7 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 	    out_timeline_end(t, ts, &err)) {
 		cli_print_error(errout, &err);
 	} else {
-		cmd_warn_troubled(ts, errout);
+		cli_warn_troubled(ts, errout);
 		const struct out_timeline_stats *s = out_timeline_stats(t);
 		if (to_file)
 			fprintf(errout, CLI_PROG ": %s: %" PRIu64 " slices (%" PRIu64 " that did not nest "

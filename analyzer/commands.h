@@ -19,8 +19,5 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_report(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_stragglers(int argc, char **argv, FILE *out, FILE *errout);
 
-/* One warning line on errout per file that is damaged or incomplete. */
-struct trace_set;
-void cmd_warn_troubled(struct trace_set *ts, FILE *errout);
 
 #endif

@@ -38,55 +38,16 @@
  * returned: the copy bought no overlap (what non_blocking=False does).
  * Counted with the copy's stack and the synchronize's duration. */
 #include "model_cuda.h"
-#include "model_mem.h"
 #include "hmap.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- names ---------------------------------------------------------------- */
-
-static const char *const func_names[] = {
-	[FR_CUDA_MALLOC] = "cudaMalloc",
-	[FR_CUDA_FREE] = "cudaFree",
-	[FR_CUDA_MALLOC_ASYNC] = "cudaMallocAsync",
-	[FR_CUDA_FREE_ASYNC] = "cudaFreeAsync",
-	[FR_CUDA_MALLOC_MANAGED] = "cudaMallocManaged",
-	[FR_CUDA_MALLOC_HOST] = "cudaMallocHost",
-	[FR_CUDA_HOST_ALLOC] = "cudaHostAlloc",
-	[FR_CUDA_FREE_HOST] = "cudaFreeHost",
-	[FR_CUDA_HOST_REGISTER] = "cudaHostRegister",
-	[FR_CUDA_HOST_UNREGISTER] = "cudaHostUnregister",
-	[FR_CUDA_MEMCPY] = "cudaMemcpy",
-	[FR_CUDA_MEMCPY_ASYNC] = "cudaMemcpyAsync",
-	[FR_CUDA_LAUNCH_KERNEL] = "cudaLaunchKernel",
-	[FR_CUDA_STREAM_SYNC] = "cudaStreamSynchronize",
-	[FR_CUDA_DEVICE_SYNC] = "cudaDeviceSynchronize",
-	[FR_CUDA_EVENT_SYNC] = "cudaEventSynchronize",
-	[FR_CUDA_SET_DEVICE] = "cudaSetDevice",
-	[FR_CU_MEM_ALLOC] = "cuMemAlloc_v2",
-	[FR_CU_MEM_FREE] = "cuMemFree_v2",
-	[FR_CU_MEM_ALLOC_ASYNC] = "cuMemAllocAsync",
-	[FR_CU_MEM_FREE_ASYNC] = "cuMemFreeAsync",
-	[FR_CU_MEM_CREATE] = "cuMemCreate",
-	[FR_CU_MEM_RELEASE] = "cuMemRelease",
-	[FR_CU_MEM_MAP] = "cuMemMap",
-	[FR_CU_MEM_UNMAP] = "cuMemUnmap",
-	[FR_CU_MEM_HOST_ALLOC] = "cuMemHostAlloc",
-	[FR_CU_LAUNCH_KERNEL] = "cuLaunchKernel",
-	[FR_CU_LAUNCH_KERNEL_EX] = "cuLaunchKernelEx",
-	[FR_CU_MEMCPY] = "cuMemcpy*",
-	[FR_CU_MEMCPY_ASYNC] = "cuMemcpy*Async",
-};
-#define N_FUNCS (sizeof(func_names) / sizeof(func_names[0]))
-
-const char *cuda_func_name(uint16_t func)
-{
-	return func < N_FUNCS ? func_names[func] : NULL;
-}
 
 /* The per-thread-stream variants are named _ptsz for calls that take a
  * stream and _ptds for the others (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz). */
@@ -326,6 +287,7 @@ static bool rset_contains(const struct rset *r, uint64_t o, uint64_t p)
 /* ---- model state ------------------------------------------------------------ */
 
 #define CUDA_NEST_WINDOW 32
+#define N_FUNCS CUDA_FUNC_LIMIT
 #define ROW_UNKNOWN (2 * N_FUNCS)
 #define N_ROWS (2 * N_FUNCS + 1)
 #define N_CELLS (CUDA_DIRS * CUDA_HOSTS * CUDA_MODES)
@@ -580,7 +542,7 @@ static int cuda_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *
 		}
 	}
 
-	size_t ri = ev.func < N_FUNCS && func_names[ev.func]
+	size_t ri = ev.func < N_FUNCS && cuda_func_name(ev.func)
 		? (size_t)ev.func * 2 + ((ev.flags & FR_CUDAF_PTSZ) ? 1 : 0) : ROW_UNKNOWN;
 	struct row_state *r = &m->rows[ri];
 	if (!r->hist && ri != ROW_UNKNOWN && !(r->hist = calloc(HIST_BUCKETS, sizeof(uint64_t))))
@@ -696,7 +658,7 @@ static int cuda_finish(void *state, struct trace_set *ts, struct frec_error *err
 		if (i == ROW_UNKNOWN)
 			snprintf(o->name, sizeof(o->name), "[unknown function]");
 		else
-			snprintf(o->name, sizeof(o->name), "%s%s", func_names[i / 2],
+			snprintf(o->name, sizeof(o->name), "%s%s", cuda_func_name((uint16_t)(i / 2)),
 				 o->ptsz ? variant_suffix(o->func) : "");
 		o->count = r->count;
 		o->total_ns = r->total_ns;

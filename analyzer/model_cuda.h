@@ -9,11 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "model.h"
+#include "cuda_funcs.h"
 
 extern const struct model_ops model_cuda_ops;
 
-/* "cudaMalloc", "cuMemAlloc_v2", ...; NULL for a number the table lacks. */
-const char *cuda_func_name(uint16_t func);
 /* "cudaErrorMemoryAllocation" (runtime functions) or
  * "CUDA_ERROR_OUT_OF_MEMORY" (driver functions); NULL when unknown. */
 const char *cuda_error_name(uint16_t func, int64_t code);

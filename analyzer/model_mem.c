@@ -76,7 +76,6 @@
  * allocation, a handful of compares per event), memory bounded by the live
  * allocations. */
 #include "model_mem.h"
-#include "model_cuda.h"
 #include "cli.h"
 #include "hmap.h"
 #include "symbolize.h"
@@ -91,27 +90,6 @@
 #define MEM_BUCKETS 1024
 #define MEM_IMPLAUSIBLE_BYTES (1ull << 48) /* 256 TiB: no allocation is that big */
 #define TWO_MIB (2ull << 20)
-
-enum mem_class mem_func_class(uint16_t func)
-{
-	switch (func) {
-	case FR_CUDA_MALLOC: case FR_CUDA_MALLOC_ASYNC: case FR_CUDA_MALLOC_MANAGED:
-	case FR_CU_MEM_ALLOC: case FR_CU_MEM_ALLOC_ASYNC:
-		return MEM_DEV_ALLOC;
-	case FR_CUDA_FREE: case FR_CUDA_FREE_ASYNC: case FR_CU_MEM_FREE: case FR_CU_MEM_FREE_ASYNC:
-		return MEM_DEV_FREE;
-	case FR_CU_MEM_CREATE:
-		return MEM_PHYS_CREATE;
-	case FR_CU_MEM_RELEASE:
-		return MEM_PHYS_RELEASE;
-	case FR_CUDA_MALLOC_HOST: case FR_CUDA_HOST_ALLOC: case FR_CU_MEM_HOST_ALLOC:
-	case FR_CUDA_HOST_REGISTER:
-		return MEM_HOST_ALLOC;
-	case FR_CUDA_FREE_HOST: case FR_CUDA_HOST_UNREGISTER:
-		return MEM_HOST_FREE;
-	}
-	return MEM_NONE;
-}
 
 /* ---- the live table ------------------------------------------------------ */
 

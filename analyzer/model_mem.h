@@ -11,21 +11,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "model.h"
+#include "cuda_funcs.h"
 #include "flame_tree.h"
 
 extern const struct model_ops model_mem_ops;
 
-/* What a CUDA function does to memory (shared with model_cuda). */
-enum mem_class {
-	MEM_NONE = 0,
-	MEM_DEV_ALLOC,    /* cudaMalloc, cudaMallocAsync, cudaMallocManaged, cuMemAlloc(_Async) */
-	MEM_DEV_FREE,     /* cudaFree(Async), cuMemFree(Async) */
-	MEM_PHYS_CREATE,  /* cuMemCreate: physical memory, handle in ptr */
-	MEM_PHYS_RELEASE, /* cuMemRelease(handle) */
-	MEM_HOST_ALLOC,   /* pinned host: cudaMallocHost, cudaHostAlloc, cuMemHostAlloc, cudaHostRegister */
-	MEM_HOST_FREE,    /* cudaFreeHost, cudaHostUnregister */
-};
-enum mem_class mem_func_class(uint16_t func);
 
 /* Memory spaces a series counts. */
 enum mem_space { MEM_SPACE_DEVICE = 0, MEM_SPACE_PINNED_HOST = 1 };

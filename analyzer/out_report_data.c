@@ -6,7 +6,7 @@
 #include "hmap.h"
 #include "model.h"
 #include "out_common.h"
-#include "model_mem.h"
+#include "cuda_funcs.h"
 #include "symbolize.h"
 #include "trace_set.h"
 

@@ -7,7 +7,7 @@
 #include "out_sqlite.h"
 #include "hmap.h"
 #include "model.h"
-#include "model_cuda.h"
+#include "cuda_funcs.h"
 #include "model_mem.h"
 #include "out_common.h"
 #include "symbolize.h"
@@ -908,7 +908,7 @@ static int write_enums(struct out_sqlite *o)
 	/* the tables with a third column */
 	sqlite3_stmt *st = prep(o, "INSERT INTO enum_cuda_funcs VALUES(?,?,?)");
 	int rc = st ? 0 : -1;
-	for (uint32_t f = 0; st && !rc && f < 64; f++) {
+	for (uint32_t f = 0; st && !rc && f < CUDA_FUNC_LIMIT; f++) {
 		if (!cuda_func_name((uint16_t)f))
 			continue;
 		enum mem_class mc = mem_func_class((uint16_t)f);

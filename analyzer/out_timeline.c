@@ -3,7 +3,7 @@
  * command lines, in the metadata events, always through out_json_str.
  * Not for analyses. */
 #include "out_timeline.h"
-#include "model_cuda.h"
+#include "cuda_funcs.h"
 #include "model_mem.h"
 #include "hmap.h"
 #include "model.h"

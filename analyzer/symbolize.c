@@ -225,6 +225,19 @@ void symbolizer_free(struct symbolizer *s)
 	free(s);
 }
 
+static void free_symbolizer(void *p)
+{
+	symbolizer_free(p);
+}
+
+struct symbolizer *trace_set_symbolizer(struct trace_set *ts, struct frec_error *err)
+{
+	struct symbolizer *s = trace_set_slot(ts, TS_SLOT_SYMBOLIZER);
+	if (!s && (s = symbolizer_new(ts, err)))
+		trace_set_put_slot(ts, TS_SLOT_SYMBOLIZER, s, free_symbolizer);
+	return s;
+}
+
 const char *symbolizer_intern(struct symbolizer *s, const char *name)
 {
 	return strpool_intern_cstr(s->pool, name);

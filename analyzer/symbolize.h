@@ -25,6 +25,9 @@ struct symbolizer;
 /* Indexes the mappings of every file of ts (after trace_set_run). */
 struct symbolizer *symbolizer_new(struct trace_set *ts, struct frec_error *err);
 void symbolizer_free(struct symbolizer *s);
+/* The symbolizer of the set, built on first use after trace_set_run and
+ * freed with the set. */
+struct symbolizer *trace_set_symbolizer(struct trace_set *ts, struct frec_error *err);
 
 /* The frame name, interned: valid until the symbolizer is freed.  NULL only
  * when memory runs out.  A symbol's shown name (demangled, suffixed) is made

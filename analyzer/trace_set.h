@@ -289,8 +289,17 @@ const char *trace_file_trouble(const struct trace_file *f, char *buf, size_t len
 const char *trace_file_type_name(const struct trace_file *f, uint16_t type);
 const char *rec_type_name(uint16_t type);
 
-/* The symbolizer of this set, built on first use after trace_set_run. */
-struct symbolizer;
-struct symbolizer *trace_set_symbolizer(struct trace_set *ts, struct frec_error *err);
+/* Objects a later stage hangs on the set, freed with it by the free
+ * function that stage gives: the decode stage needs nothing of the stages
+ * above it (the symbolizer, the dwarf-mode resolver). */
+enum ts_slot {
+	TS_SLOT_SYMBOLIZER,         /* the set's symbolizer (symbolize.h) */
+	TS_SLOT_RESOLVE_SYMBOLIZER, /* pass 2's own, for dwarf-mode stacks */
+	TS_SLOT_RESOLVER,           /* the dwarf-mode resolver of the file being read */
+	TS_SLOTS,
+};
+void *trace_set_slot(const struct trace_set *ts, enum ts_slot k);
+/* Frees what slot k held, then holds p (NULL: empty). */
+void trace_set_put_slot(struct trace_set *ts, enum ts_slot k, void *p, void (*free_fn)(void *));
 
 #endif

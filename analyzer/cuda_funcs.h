@@ -1,0 +1,28 @@
+/* The CUDA functions of the cuda probe family (enum fr_cuda_func in
+ * bpf/events.h), as every model and output names and classifies them: one
+ * table, so `memory`, `cuda`, SQLite, the timeline and the report say the
+ * same.  Not for error codes (model_cuda.h). */
+#ifndef FLIGHTREC_CUDA_FUNCS_H
+#define FLIGHTREC_CUDA_FUNCS_H
+
+#include <stdint.h>
+#include "../bpf/events.h"
+
+/* "cudaMalloc", "cuMemAlloc_v2", ...; NULL for a number the table lacks. */
+const char *cuda_func_name(uint16_t func);
+/* Function numbers are below this (tables indexed by function use it). */
+#define CUDA_FUNC_LIMIT 64
+
+/* What a CUDA function does to memory. */
+enum mem_class {
+	MEM_NONE = 0,
+	MEM_DEV_ALLOC,    /* cudaMalloc, cudaMallocAsync, cudaMallocManaged, cuMemAlloc(_Async) */
+	MEM_DEV_FREE,     /* cudaFree(Async), cuMemFree(Async) */
+	MEM_PHYS_CREATE,  /* cuMemCreate: physical memory, handle in ptr */
+	MEM_PHYS_RELEASE, /* cuMemRelease(handle) */
+	MEM_HOST_ALLOC,   /* pinned host: cudaMallocHost, cudaHostAlloc, cuMemHostAlloc, cudaHostRegister */
+	MEM_HOST_FREE,    /* cudaFreeHost, cudaHostUnregister */
+};
+enum mem_class mem_func_class(uint16_t func);
+
+#endif

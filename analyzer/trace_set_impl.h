@@ -1,0 +1,91 @@
+/* The decode stage's own view of a trace set, shared by its parts and
+ * nothing else: trace_set.c (the set, its files and lookups), ts_meta.c
+ * (metadata records), ts_ustack.c (dwarf-mode stacks into canonical ones)
+ * and trace_run.c (the two passes and the models).  Everything else goes
+ * through trace_set.h. */
+#ifndef FLIGHTREC_TRACE_SET_IMPL_H
+#define FLIGHTREC_TRACE_SET_IMPL_H
+
+#include "trace_set.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ts_model {
+	const struct model_ops *ops;
+	void *state;
+};
+
+struct trace_set {
+	struct trace_file *files;
+	size_t n_files;
+	struct ts_model *models;
+	size_t n_models;
+	/* what later stages hang on the set (trace_set_put_slot) */
+	struct ts_slot_entry {
+		void *p;
+		void (*free_fn)(void *);
+	} slots[TS_SLOTS];
+	/* dwarf-mode resolution during pass 2: the pool the resolved names
+	 * live in (until trace_set_free), and a buffer for events patched with
+	 * canonical stack ids */
+	struct strpool *names;
+	uint8_t *scratch;
+	size_t scratch_cap;
+};
+
+/* One record chunk pass 2 reads: an EVENTS chunk (every record), or a
+ * metadata chunk holding events or USTACK records (those only). */
+struct ts_chunk_ref {
+	uint64_t offset;
+	uint32_t ordinal;   /* chunk order in the file: the high half of seq */
+	uint32_t late_only;
+};
+
+/* Pass state of one file. */
+struct ts_pass {
+	struct ts_chunk_ref *refs;
+	size_t n_refs, cap_refs;
+	/* DSO, UNWIND and PYCODE records found in EVENTS chunks: applied after
+	 * pass 2 (the resolver's symbolizer and caches point into those tables) */
+	uint8_t *late;
+	size_t late_len, late_cap;
+};
+
+#define TS_N_TYPES 65536u
+
+/* Where the record being decoded is, for problems. */
+struct ts_where {
+	struct trace_file *f;
+	uint64_t chunk_offset;
+	uint64_t rec_offset;
+	uint64_t seq;
+};
+
+#define PROBLEM(w, ...) ts_problem((w)->f, (w)->chunk_offset, (w)->rec_offset, __VA_ARGS__)
+
+void ts_problem(struct trace_file *f, uint64_t chunk_offset, uint64_t rec_offset,
+		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* err set to "out of memory while decoding" at w; returns -1 */
+int ts_oom(struct frec_error *err, const struct ts_where *w);
+/* A copy of len bytes with control characters as '?' and NULs as sep. */
+char *ts_strndup_printable(const char *s, size_t len, char sep_for_nul);
+/* A NUL-terminated, printable copy of a 16-byte comm. */
+void ts_copy_comm(char dst[17], const char src[16]);
+
+/* Raw dwarf-mode stack id -> canonical id (0 keys are never stored). */
+int ts_idmap_get(const struct ts_idmap *m, uint32_t key, uint32_t *value);
+/* Inserts key (not present, nonzero) -> value; -1 when memory runs out. */
+int ts_idmap_put(struct ts_idmap *m, uint32_t key, uint32_t value);
+
+/* ts_meta.c: one metadata record (a type >= 0x100 other than USTACK, its
+ * fixed part checked).  0, or -1 when memory runs out. */
+int ts_decode_meta(const struct ts_where *w, uint16_t type, const uint8_t *p, uint32_t size,
+		   struct frec_error *err);
+
+/* ts_ustack.c: one FR_REC_USTACK, unwound, named, merged and interned into
+ * a canonical stack of its file.  0, or -1 when memory runs out. */
+int ts_decode_ustack(struct trace_set *ts, uint32_t file_index, const struct ts_where *w,
+		     const uint8_t *p, uint32_t size, struct frec_error *err);
+
+#endif
