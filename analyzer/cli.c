@@ -224,20 +224,6 @@ void cli_print_error(FILE *errout, const struct frec_error *err)
 	fprintf(errout, CLI_PROG ": %s\n", frec_error_str(err, buf, sizeof(buf)));
 }
 
-void cli_json_str(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
-			fprintf(out, "\\u%04x", *p); /* bytes, not UTF-8: keep JSON valid */
-		else
-			fputc(*p, out);
-	}
-	fputc('"', out);
-}
-
 struct trace_set *cli_open_with_model(const char *cmd, const char *const *files, size_t n,
 				      const struct model_ops *ops, const struct model_opts *mo,
 				      void **state, FILE *errout)

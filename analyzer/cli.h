@@ -102,9 +102,6 @@ struct trace_set *cli_open_with_model(const char *cmd, const char *const *files,
  * failure prints one line, frees ts and returns CLI_FAIL. */
 int cli_run_set(struct trace_set *ts, FILE *errout);
 
-/* Writes s as a JSON string literal (quotes included, control characters and
- * invalid bytes escaped). */
-void cli_json_str(FILE *out, const char *s);
 
 /* One warning line on errout per file that is damaged or incomplete. */
 struct trace_set;

@@ -4,6 +4,7 @@
  * immediately followed by a synchronize; text or --json.  Not the model
  * (model_cuda.c): this file parses options and lays out the result. */
 #include "cli.h"
+#include "out_common.h"
 #include "commands.h"
 #include "model_cuda.h"
 #include "model_mem.h"
@@ -133,7 +134,7 @@ static void cuda_json(struct trace_set *ts, const struct cuda_result *r, unsigne
 	for (size_t i = 0; i < r->n_rows; i++) {
 		const struct cuda_api_row *w = &r->rows[i];
 		fprintf(out, "%s{\"function\":", i ? "," : "");
-		cli_json_str(out, w->name);
+		out_json_str(out, w->name);
 		fprintf(out, ",\"func\":%u,\"per_thread_stream\":%s,\"calls\":%" PRIu64 ",\"total_ns\":%" PRIu64
 			",\"self_ns\":%" PRIu64 ",\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64
 			",\"errors\":%" PRIu64 ",\"error_codes\":[",
@@ -143,7 +144,7 @@ static void cuda_json(struct trace_set *ts, const struct cuda_result *r, unsigne
 			const char *name = cuda_error_name(w->func, w->codes[k].code);
 			fprintf(out, "%s{\"code\":%" PRId64 ",\"name\":", k ? "," : "", w->codes[k].code);
 			if (name)
-				cli_json_str(out, name);
+				out_json_str(out, name);
 			else
 				fputs("null", out);
 			fprintf(out, ",\"count\":%" PRIu64 "}", w->codes[k].count);

@@ -4,6 +4,7 @@
  * tables, which the recorder writes at the end of a file; the second reads
  * the events again and prints them, one at a time (memory stays bounded). */
 #include "cli.h"
+#include "out_common.h"
 #include "model_cuda.h"
 #include "commands.h"
 #include "symbolize.h"
@@ -73,7 +74,7 @@ static void print_stack(FILE *out, struct symbolizer *sym, const struct trace_fi
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			fputc(',', out);
-		cli_json_str(out, (*frames)[i] ? (*frames)[i] : "[unknown]");
+		out_json_str(out, (*frames)[i] ? (*frames)[i] : "[unknown]");
 	}
 	fputc(']', out);
 }
@@ -100,7 +101,7 @@ static void print_event(FILE *out, const struct dump_args *a, struct symbolizer 
 	double t_s = c.ts_ns >= f->hdr.start_mono_ns ? (c.ts_ns - f->hdr.start_mono_ns) / 1e9 :
 			-((double)(f->hdr.start_mono_ns - c.ts_ns) / 1e9);
 	fprintf(out, "{\"file\":%u,\"type\":", file_index);
-	cli_json_str(out, name);
+	out_json_str(out, name);
 	fprintf(out, ",\"ts_ns\":%" PRIu64 ",\"t_s\":%.9f,\"pid\":%u,\"tid\":%u", c.ts_ns, t_s,
 		c.pid, c.tid);
 	if (rec->type == FR_EV_CPU_SAMPLE && rec->size >= sizeof(struct fr_ev_cpu_sample)) {
@@ -115,7 +116,7 @@ static void print_event(FILE *out, const struct dump_args *a, struct symbolizer 
 		const char *sc = syscall_name(e.nr);
 		fputs(",\"name\":", out);
 		if (sc)
-			cli_json_str(out, sc);
+			out_json_str(out, sc);
 		else
 			fprintf(out, "\"syscall_%u\"", e.nr);
 		fprintf(out, ",\"nr\":%u,\"ret\":%" PRId64 ",\"duration_ns\":%" PRIu64, e.nr, e.ret,
@@ -136,13 +137,13 @@ static void print_event(FILE *out, const struct dump_args *a, struct symbolizer 
 		if (rec->type == FR_EV_PROC_EXIT)
 			fprintf(out, ",\"exit_code\":%d", e.exit_code);
 		fputs(",\"comm\":", out);
-		cli_json_str(out, comm);
+		out_json_str(out, comm);
 	} else if (rec->type == FR_EV_CUDA && rec->size >= sizeof(struct fr_ev_cuda)) {
 		struct fr_ev_cuda e;
 		memcpy(&e, rec, sizeof(e));
 		const char *name = cuda_func_name(e.func); /* NULL: a func it does not know */
 		fputs(",\"name\":", out);
-		cli_json_str(out, name ? name : "?");
+		out_json_str(out, name ? name : "?");
 		fprintf(out, ",\"func\":%u,\"flags\":%u,\"result\":%" PRId64 ",\"duration_ns\":%" PRIu64
 			",\"ptr\":%" PRIu64 ",\"src\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"stream\":%" PRIu64
 			",\"kind\":%u,\"device\":%d", e.func, e.flags, e.result, e.duration_ns, e.ptr, e.src,
@@ -157,7 +158,7 @@ static void print_event(FILE *out, const struct dump_args *a, struct symbolizer 
 		struct fr_ev_nccl e;
 		memcpy(&e, rec, sizeof(e));
 		fputs(",\"name\":", out);
-		cli_json_str(out, e.func < sizeof(names) / sizeof(names[0]) ? names[e.func] : "?");
+		out_json_str(out, e.func < sizeof(names) / sizeof(names[0]) ? names[e.func] : "?");
 		fprintf(out, ",\"func\":%u,\"result\":%" PRId64 ",\"duration_ns\":%" PRIu64 ",\"comm\":%" PRIu64
 			",\"count\":%" PRIu64 ",\"datatype\":%u,\"op\":%u,\"peer\":%d,\"rank\":%d,\"nranks\":%d"
 			",\"stream\":%" PRIu64 ",\"uid_hash\":%" PRIu64, e.func, e.result, e.duration_ns, e.comm,
@@ -171,7 +172,7 @@ static void print_event(FILE *out, const struct dump_args *a, struct symbolizer 
 		struct fr_ev_rdma_ctrl e;
 		memcpy(&e, rec, sizeof(e));
 		fputs(",\"name\":", out);
-		cli_json_str(out, e.func < sizeof(names) / sizeof(names[0]) ? names[e.func] : "?");
+		out_json_str(out, e.func < sizeof(names) / sizeof(names[0]) ? names[e.func] : "?");
 		fprintf(out, ",\"func\":%u,\"result\":%" PRId64 ",\"duration_ns\":%" PRIu64 ",\"ptr\":%" PRIu64
 			",\"obj\":%" PRIu64 ",\"qp_num\":%u,\"dest_qp_num\":%u,\"qp_state\":%u,\"path_mtu\":%u"
 			",\"dlid\":%u,\"addr\":%" PRIu64 ",\"length\":%" PRIu64 ",\"lkey\":%u,\"rkey\":%u",

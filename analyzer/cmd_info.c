@@ -276,29 +276,29 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 	uint64_t duration_ns = info_duration_ns(f, &exact);
 	char b1[64], trouble[512];
 	fprintf(out, "{\"path\":");
-	cli_json_str(out, f->path);
+	out_json_str(out, f->path);
 	fprintf(out, ",\"size_bytes\":%" PRIu64 ",\"host\":", f->size_bytes);
-	cli_json_str(out, f->hdr.host);
+	out_json_str(out, f->hdr.host);
 	fprintf(out, ",\"n_cpus\":%u,\"kernel\":", f->hdr.n_cpus);
-	cli_json_str(out, f->hdr.kernel_release);
+	out_json_str(out, f->hdr.kernel_release);
 	fprintf(out, ",\"command\":");
-	cli_json_str(out, f->cmdline);
+	out_json_str(out, f->cmdline);
 	fprintf(out, ",\"format_version\":\"%u.%u\",\"start\":\"%s\",\"start_real_ns\":%" PRIu64
 		",\"duration_ns\":%" PRIu64 ",\"complete\":%s,\"status\":",
 		f->hdr.version_major, f->hdr.version_minor,
 		cli_iso_time(f->hdr.start_real_ns, b1, sizeof(b1)), f->hdr.start_real_ns,
 		duration_ns, trace_file_complete(f) ? "true" : "false");
 	trace_file_trouble(f, trouble, sizeof(trouble));
-	cli_json_str(out, trouble[0] ? trouble : "intact");
+	out_json_str(out, trouble[0] ? trouble : "intact");
 
 	fprintf(out, ",\"processes\":[");
 	for (size_t i = 0; i < f->n_procs; i++) {
 		const struct ts_process *p = &f->procs[i];
 		fprintf(out, "%s{\"pid\":%u,\"ppid\":%u,\"threads\":%u,\"comm\":", i ? "," : "",
 			p->pid, p->ppid, p->threads);
-		cli_json_str(out, p->comm);
+		out_json_str(out, p->comm);
 		fprintf(out, ",\"cmdline\":");
-		cli_json_str(out, p->cmdline);
+		out_json_str(out, p->cmdline);
 		fprintf(out, "}");
 	}
 	fprintf(out, "],\"records\":%" PRIu64 ",\"events\":%" PRIu64 ",\"records_by_type\":[",
@@ -310,7 +310,7 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 		const char *name = trace_file_type_name(f, (uint16_t)t);
 		fprintf(out, "%s{\"type\":%u,\"name\":", first ? "" : ",", t);
 		if (name)
-			cli_json_str(out, name);
+			out_json_str(out, name);
 		else
 			fprintf(out, "null");
 		fprintf(out, ",\"known\":%s,\"count\":%" PRIu64 "}",
@@ -321,14 +321,14 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 	info_probes_get(f, &pr);
 	fprintf(out, "],\"probes_source\":");
 	if (pr.source)
-		cli_json_str(out, pr.from_end ? "end" : "stats");
+		out_json_str(out, pr.from_end ? "end" : "stats");
 	else
 		fprintf(out, "null");
 	uint64_t drops = 0;
 	fprintf(out, ",\"probes\":[");
 	for (uint32_t i = 0; i < pr.n; i++) {
 		fprintf(out, "%s{\"name\":", i ? "," : "");
-		cli_json_str(out, pr.probes[i].name);
+		out_json_str(out, pr.probes[i].name);
 		fprintf(out, ",\"events\":%" PRIu64 ",\"drops\":%" PRIu64 "}", pr.probes[i].events,
 			pr.probes[i].drops);
 		drops += pr.probes[i].drops;
@@ -345,7 +345,7 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 	for (size_t i = 0; i < n_top; i++) {
 		char lbl[40];
 		fprintf(out, "%s{\"nr\":%u,\"name\":", i ? "," : "", top[i].nr);
-		cli_json_str(out, syscall_label(top[i].nr, lbl, sizeof(lbl)));
+		out_json_str(out, syscall_label(top[i].nr, lbl, sizeof(lbl)));
 		fprintf(out, ",\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64
 			",\"failed\":%" PRIu64 "}", top[i].count, top[i].total_ns, top[i].max_ns,
 			top[i].failed);
@@ -366,7 +366,7 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 		snprintf(what, sizeof(what), "%.160s", d->what);
 		fprintf(out, "%s{\"offset\":%" PRIu64 ",\"length\":%" PRIu64 ",\"what\":", i ? "," : "",
 			d->offset, d->length);
-		cli_json_str(out, what);
+		out_json_str(out, what);
 		fprintf(out, "}");
 	}
 	fprintf(out, "],\"chunks_missing\":%" PRIu64 ",\"malformed_records\":%" PRIu64 "}",

@@ -5,6 +5,7 @@
  * table; text or --json.  Not the model (model_mem.c): this file parses
  * options and lays out the result. */
 #include "cli.h"
+#include "out_common.h"
 #include "commands.h"
 #include "model_cuda.h"
 #include "model_mem.h"
@@ -238,7 +239,7 @@ static void memory_json(struct trace_set *ts, const struct mem_result *r, FILE *
 		const struct trace_file *f = trace_set_file(ts, fi);
 		const struct mem_file *mf = fi < r->n_files ? &r->files[fi] : NULL;
 		fprintf(out, "%s{\"path\":", fi ? "," : "");
-		cli_json_str(out, f->path);
+		out_json_str(out, f->path);
 		fprintf(out, ",\"start_real_ns\":%" PRIu64 ",\"peak_bytes\":%" PRIu64 ",\"peak_s\":%.9f,"
 			"\"null_frees\":%" PRIu64 ",\"ignored_allocations\":%" PRIu64
 			",\"nested_duplicates\":%" PRIu64 "}",
@@ -251,7 +252,7 @@ static void memory_json(struct trace_set *ts, const struct mem_result *r, FILE *
 		const struct mem_series *s = &r->series[i];
 		const struct mem_process *p = process_of(r, s->file, s->pid);
 		fprintf(out, "%s{\"file\":%u,\"pid\":%u,\"comm\":", i ? "," : "", s->file, s->pid);
-		cli_json_str(out, comm_of(ts, s->file, s->pid));
+		out_json_str(out, comm_of(ts, s->file, s->pid));
 		fprintf(out, ",\"device\":%d,\"space\":\"%s\",\"peak_bytes\":%" PRIu64 ",\"peak_s\":%.9f,"
 			"\"end_bytes\":%" PRIu64 ",\"end_allocations\":%" PRIu64 ",\"allocations\":%" PRIu64
 			",\"allocated_bytes\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"freed_bytes\":%" PRIu64
@@ -280,10 +281,10 @@ static void memory_json(struct trace_set *ts, const struct mem_result *r, FILE *
 		const char *fn = cuda_func_name(fl->func), *err = cuda_error_name(fl->func, fl->error);
 		fprintf(out, "%s{\"file\":%u,\"t_s\":%.9f,\"pid\":%u,\"tid\":%u,\"device\":%d,\"function\":",
 			i ? "," : "", fl->file, (double)fl->t_ns / 1e9, fl->pid, fl->tid, fl->device);
-		cli_json_str(out, fn ? fn : "?");
+		out_json_str(out, fn ? fn : "?");
 		fprintf(out, ",\"bytes\":%" PRIu64 ",\"error\":%" PRId64 ",\"error_name\":", fl->bytes, fl->error);
 		if (err)
-			cli_json_str(out, err);
+			out_json_str(out, err);
 		else
 			fputs("null", out);
 		fprintf(out, ",\"in_use_bytes\":%" PRIu64 ",\"stack\":", fl->inuse_bytes);

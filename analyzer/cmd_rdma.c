@@ -4,6 +4,7 @@
  * --json (the shape in CLI.md, with more fields).  Not the model
  * (model_rdma.c): this file parses options and lays out the result. */
 #include "cli.h"
+#include "out_common.h"
 #include "commands.h"
 #include "model_rdma.h"
 #include "trace_set.h"
@@ -192,9 +193,9 @@ static void json_latency(const struct rdma_latency *l, FILE *out)
 static void json_endpoint(const char *prefix, const struct rdma_endpoint *e, FILE *out)
 {
 	fprintf(out, "\"%spid\":%u,\"%shost\":", prefix, e->pid, prefix);
-	cli_json_str(out, e->host);
+	out_json_str(out, e->host);
 	fprintf(out, ",\"%scomm\":", prefix);
-	cli_json_str(out, e->comm);
+	out_json_str(out, e->comm);
 	if (e->rank >= 0)
 		fprintf(out, ",\"%srank\":%" PRId64, prefix, e->rank);
 	fprintf(out, ",\"%sfile\":%u", prefix, e->file);
@@ -278,9 +279,9 @@ static void rdma_json(const struct rdma_result *r, FILE *out)
 	for (size_t i = 0; i < r->n_counters; i++) {
 		const struct rdma_counter_row *c = &r->counters[i];
 		fprintf(out, "%s{\"host\":", i ? "," : "");
-		cli_json_str(out, c->host);
+		out_json_str(out, c->host);
 		fprintf(out, ",\"file\":%u,\"name\":", c->file);
-		cli_json_str(out, c->name);
+		out_json_str(out, c->name);
 		fprintf(out, ",\"total\":%" PRIu64 ",\"max_delta\":%" PRIu64 ",\"max_per_s\":%.3f,"
 			"\"samples\":%" PRIu64 "}", c->total, c->max_delta, c->max_per_s, c->samples);
 	}
@@ -288,9 +289,9 @@ static void rdma_json(const struct rdma_result *r, FILE *out)
 	for (size_t i = 0; i < r->n_files; i++) {
 		const struct rdma_file_row *f = &r->files[i];
 		fprintf(out, "%s{\"file\":%u,\"host\":", i ? "," : "", f->file);
-		cli_json_str(out, f->host);
+		out_json_str(out, f->host);
 		fputs(",\"path\":", out);
-		cli_json_str(out, f->path);
+		out_json_str(out, f->path);
 		fprintf(out, ",\"posts\":%" PRIu64 ",\"completions\":%" PRIu64 ",\"control_calls\":%" PRIu64
 			",\"idle_polls\":", f->posts, f->completions, f->ctrl_calls);
 		if (f->has_idle_polls)

@@ -6,6 +6,7 @@
  * lays out the result. */
 #include "align.h"
 #include "cli.h"
+#include "out_common.h"
 #include "commands.h"
 #include "model_stragglers.h"
 #include "trace_set.h"
@@ -81,7 +82,7 @@ static void stragglers_json(struct trace_set *ts, const struct stragglers_result
 		const struct straggler_row *row = &r->rows[i];
 		const struct nccl_rank *rk = &nc->ranks[i];
 		fprintf(out, "%s{\"rank\":%d,\"host\":", i ? "," : "", rk->rank);
-		cli_json_str(out, rk->host);
+		out_json_str(out, rk->host);
 		fprintf(out, ",\"pid\":%u,\"steps\":%zu,\"mean_step_ms\":", rk->pid, row->steps);
 		json_num(out, row->mean_step_ms, "%.3f");
 		fputs(",\"mean_wait_ms\":", out);
@@ -103,22 +104,22 @@ static void stragglers_json(struct trace_set *ts, const struct stragglers_result
 		const struct nccl_rank *rk = &nc->ranks[v->rank_index];
 		fprintf(out, "{\"rank\":%d,\"confidence\":%.3f,\"cost_ms_per_step\":%.3f,\"evidence\":",
 			rk->rank, v->confidence, v->cost_ms_per_step);
-		cli_json_str(out, v->evidence);
+		out_json_str(out, v->evidence);
 		fprintf(out, ",\"since_step\":%d,\"host\":", v->since_step);
-		cli_json_str(out, rk->host);
+		out_json_str(out, rk->host);
 		fprintf(out, ",\"pid\":%u,\"latest\":%" PRIu64 ",\"collectives\":%" PRIu64
 			",\"median_lateness_ms\":%.3f,\"threshold_ms\":%.3f,\"frames\":[",
 			rk->pid, v->latest, v->collectives, v->median_lateness_ms, v->threshold_ms);
 		for (size_t i = 0; i < v->n_frames; i++) {
 			fprintf(out, "%s{\"name\":", i ? "," : "");
-			cli_json_str(out, v->frames[i].name);
+			out_json_str(out, v->frames[i].name);
 			fprintf(out, ",\"share\":%.4f,\"others_share\":%.4f}", v->frames[i].share,
 				v->frames[i].others_share);
 		}
 		fputs("],\"syscalls\":[", out);
 		for (size_t i = 0; i < v->n_syscalls; i++) {
 			fprintf(out, "%s{\"name\":", i ? "," : "");
-			cli_json_str(out, v->syscalls[i].name);
+			out_json_str(out, v->syscalls[i].name);
 			fprintf(out, ",\"calls\":%" PRIu64 ",\"ms_per_step\":%.3f,\"others_ms_per_step\":%.3f}",
 				v->syscalls[i].calls, v->syscalls[i].ms_per_step,
 				v->syscalls[i].others_ms_per_step);
@@ -131,15 +132,15 @@ static void stragglers_json(struct trace_set *ts, const struct stragglers_result
 	if (v->found)
 		fputs("null", out);
 	else
-		cli_json_str(out, r->why_none);
+		out_json_str(out, r->why_none);
 	fputs(",\"nodes\":[", out);
 	for (size_t i = 0; i < trace_set_count(ts); i++) {
 		struct align_node n;
 		align_node_get(ts, i, &n);
 		fprintf(out, "%s{\"file\":", i ? "," : "");
-		cli_json_str(out, trace_set_file(ts, i)->path);
+		out_json_str(out, trace_set_file(ts, i)->path);
 		fputs(",\"host\":", out);
-		cli_json_str(out, n.host ? n.host : "");
+		out_json_str(out, n.host ? n.host : "");
 		fprintf(out, ",\"reference\":%s,\"refined\":%s,\"skew_ms\":%.3f,\"uncertainty_ms\":",
 			n.is_reference ? "true" : "false", n.refined ? "true" : "false",
 			(double)n.skew_ns / 1e6);

@@ -77,6 +77,7 @@
  * allocations. */
 #include "model_mem.h"
 #include "cli.h"
+#include "out_common.h"
 #include "hmap.h"
 #include "symbolize.h"
 #include "trace_set.h"
@@ -778,7 +779,7 @@ void mem_stack_json(struct trace_set *ts, uint32_t file, uint32_t stack_id, FILE
 	for (size_t k = 0; frames && k < n; k++) {
 		if (k)
 			fputc(',', out);
-		cli_json_str(out, frames[k]);
+		out_json_str(out, frames[k]);
 	}
 	fputc(']', out);
 	free(frames);

@@ -3,6 +3,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <assert.h>
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
@@ -56,6 +57,8 @@ static void add_family(struct bpf_probes *p, struct uprobe_family *f, const char
 	f->specs = specs;
 	f->n_specs = n;
 	f->multi = uprobe_multi_supported();
+	/* one family per probe id: a second one is a programming error */
+	assert(p->n_families < FR_PROBE_MAX);
 	p->families[p->n_families++] = f;
 }
 

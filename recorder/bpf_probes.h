@@ -32,8 +32,9 @@ struct bpf_probes {
 	struct fr_rdma_bpf *rdma;
 	struct bpf_link **cpu_links;
 	int n_cpu_links;
-	/* library families: attached to files as they are found */
-	struct uprobe_family *families[4];
+	/* library families: attached to files as they are found (at most one
+	 * per probe id) */
+	struct uprobe_family *families[FR_PROBE_MAX];
 	int n_families;
 	struct uprobe_family cuda_family;
 	struct uprobe_family nccl_family;

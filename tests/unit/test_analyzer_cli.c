@@ -270,5 +270,17 @@ int main(void)
 		CHECK(one_line(r.err));
 		run_free(&r);
 	}
+	/* JSON strings carry UTF-8 as characters, not as one escape per byte */
+	char utf8[512];
+	synth_path("analyzer_cli_utf8.frec", utf8, sizeof(utf8));
+	struct synth su;
+	CHECK(synth_open(&su, utf8) == 0);
+	synth_process(&su, 300, 1, "entra\xc3\xaenement", "python entra\xc3\xaener.py --\xcf\x80");
+	CHECK(synth_close(&su, 0, 0) == 0);
+	r = run(cmd_info, (char *[]){ "info", "--json", utf8, NULL });
+	CHECK_EQ_U64(r.rc, 0);
+	CHECK(strstr(r.out, "entra\\u00eener.py --\\u03c0") != NULL);
+	CHECK(strstr(r.out, "\\u00c3") == NULL);
+	run_free(&r);
 	return check_finish();
 }
