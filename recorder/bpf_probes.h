@@ -44,7 +44,7 @@ struct bpf_probes {
 	struct uprobe_spec step_spec;
 	unsigned loaded;   /* enum probe_bits that loaded */
 	unsigned attached; /* enum probe_bits that attached (or wait for a library) */
-	char why_not[PROBE_N_BITS][256]; /* per probe bit index: why it is missing */
+	char why_not[FR_PROBE_MAX][256]; /* per probe id: why it is missing */
 };
 
 

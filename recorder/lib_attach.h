@@ -17,7 +17,7 @@
 struct lib_attach {
 	struct bpf_probes *probes;
 	bool quiet;
-	atomic_uint files_attached[PROBE_N_BITS];
+	atomic_uint files_attached[FR_PROBE_MAX]; /* per probe id */
 	uint64_t gap_max_ns;      /* slowest mapping -> attached, this run */
 };
 

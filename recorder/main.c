@@ -121,15 +121,6 @@ static void add_loss(struct recorder_stats *st, struct fr_probe_stats *ps, unsig
 static void collect_stats(void *ctx, struct recorder_stats *st)
 {
 	struct recording *r = ctx;
-	static const struct { const char *name; int id; uint32_t bit; } fams[] = {
-		{ "proc", FR_PROBE_PROC, 0 },
-		{ "cpu", FR_PROBE_CPU, PROBE_CPU },
-		{ "syscalls", FR_PROBE_SYSCALLS, PROBE_SYSCALLS },
-		{ "cuda", FR_PROBE_CUDA, PROBE_CUDA },
-		{ "nccl", FR_PROBE_NCCL, PROBE_NCCL },
-		{ "rdma", FR_PROBE_RDMA, PROBE_RDMA },
-		{ "step", FR_PROBE_STEP, 0 },
-	};
 	struct fr_drop_slot kdrops[FR_PROBE_MAX][FR_DROP_REASON_MAX];
 	struct frec_writer_stats ws;
 	struct fr_probe_stats *ps;
@@ -137,9 +128,11 @@ static void collect_stats(void *ctx, struct recorder_stats *st)
 	memset(st, 0, sizeof(*st));
 	bpf_probes_drops(&r->probes, kdrops);
 	frec_writer_stats(r->writer, &ws);
-	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
-		int id = fams[i].id;
-		if (fams[i].bit && !(r->probes.attached & fams[i].bit))
+	size_t n_fams;
+	const struct probe_family_desc *fams = probe_catalog(&n_fams);
+	for (size_t i = 0; i < n_fams; i++) {
+		unsigned id = fams[i].id;
+		if (fams[i].selectable && !(r->probes.attached & PROBE_BIT(id)))
 			continue;
 		if (id == FR_PROBE_STEP && !r->probes.step)
 			continue;
@@ -234,23 +227,25 @@ static void print_start_summary(struct recording *r)
 		fprintf(stderr, " cpu (%u Hz)", o->freq_hz);
 	if (r->probes.attached & PROBE_SYSCALLS)
 		fprintf(stderr, " syscalls%s", o->syscall_min_ns ? " (filtered by duration)" : "");
-	for (unsigned bit = PROBE_CUDA; bit <= PROBE_RDMA; bit <<= 1) {
-		if (!(r->probes.attached & bit))
+	size_t n_fams;
+	const struct probe_family_desc *fams = probe_catalog(&n_fams);
+	for (size_t i = 0; i < n_fams; i++) {
+		if (!fams[i].library || !(r->probes.attached & PROBE_BIT(fams[i].id)))
 			continue;
-		unsigned n = atomic_load(&r->libs.files_attached[__builtin_ctz(bit)]);
+		unsigned n = atomic_load(&r->libs.files_attached[fams[i].id]);
 		if (n)
-			fprintf(stderr, " %s (%u librar%s)", probe_bit_name(bit), n, n == 1 ? "y" : "ies");
+			fprintf(stderr, " %s (%u librar%s)", fams[i].name, n, n == 1 ? "y" : "ies");
 		else
-			fprintf(stderr, " %s (when its library is mapped)", probe_bit_name(bit));
+			fprintf(stderr, " %s (when its library is mapped)", fams[i].name);
 	}
 	if (o->step_marker)
 		fprintf(stderr, " step marker %s", o->step_marker);
 	fprintf(stderr, "%s\n", o->duration_s > 0 ? "" : "; Ctrl-C to stop");
-	for (unsigned i = 0; i < PROBE_N_BITS; i++) {
-		unsigned bit = 1u << i;
-		if ((o->probes & bit) && !(r->probes.attached & bit))
-			fprintf(stderr, "flightrec: not recording %s: %s\n", probe_bit_name(bit),
-				r->probes.why_not[i][0] ? r->probes.why_not[i] : "not attached");
+	for (size_t i = 0; i < n_fams; i++) {
+		unsigned id = fams[i].id, bit = PROBE_BIT(id);
+		if (fams[i].selectable && (o->probes & bit) && !(r->probes.attached & bit))
+			fprintf(stderr, "flightrec: not recording %s: %s\n", fams[i].name,
+				r->probes.why_not[id][0] ? r->probes.why_not[id] : "not attached");
 	}
 }
 

@@ -10,6 +10,27 @@
 #include <unistd.h>
 
 #include "frec_format.h"
+#include "probe_catalog.h"
+
+/* The --probes list of the help: one entry of the probe catalog each. */
+static void print_probe_help(FILE *out)
+{
+	size_t n;
+	const struct probe_family_desc *c = probe_catalog(&n);
+	for (size_t i = 0; i < n; i++) {
+		if (!c[i].selectable)
+			continue;
+		fprintf(out, "                          %-9s ", c[i].name);
+		for (const char *h = c[i].help; *h;) {
+			const char *nl = strchr(h, '\n');
+			size_t len = nl ? (size_t)(nl - h) : strlen(h);
+			fprintf(out, "%.*s\n", (int)len, h);
+			h += len + (nl ? 1 : 0);
+			if (*h)
+				fprintf(out, "%36s", "");
+		}
+	}
+}
 
 void record_usage(FILE *out)
 {
@@ -37,27 +58,10 @@ void record_usage(FILE *out)
 "                        ends, or on SIGINT/SIGTERM)\n"
 "  -P, --probes LIST     comma list of probe families (default: all that can\n"
 "                        attach):\n"
-"                          cpu       stack samples at --freq\n"
-"                          syscalls  every system call with duration, fd, bytes\n"
-"                                    and user stack.  While attached, EVERY\n"
-"                                    process on the node pays about 140 ns per\n"
-"                                    system call (the kernel's tracepoint slow\n"
-"                                    path), traced or not.\n"
-"                          cuda      CUDA runtime and driver calls (allocations,\n"
-"                                    frees, copies, launches, synchronizes) with\n"
-"                                    their stacks, in every libcudart/libcuda\n"
-"                                    the traced processes map, including ones\n"
-"                                    loaded later with dlopen (attached within\n"
-"                                    10-20 ms of the mapping here; calls made before\n"
-"                                    that are not seen)\n"
-"                          nccl      NCCL collectives, point-to-point, groups and\n"
-"                                    communicator calls, in every libnccl mapped\n"
-"                          rdma      verbs control path (open device, create/modify/\n"
-"                                    destroy QP, register MR, create CQ) and data\n"
-"                                    path: every work request posted and every\n"
-"                                    completion, found through the provider\n"
-"                                    functions in a live context's ops table;\n"
-"                                    empty polls are only counted\n"
+	);
+	print_probe_help(out);
+	fprintf(out,
+
 "      --rdma-counters DIR  sample port counters under DIR every second\n"
 "                        (default /sys/class/infiniband)\n"
 "      --step-marker SYM call of function SYM (in any file the target maps)\n"
@@ -135,28 +139,36 @@ static int parse_uint(const char *s, const char *what, unsigned long max,
 	return 0;
 }
 
-/* Families this build can record; the others are named but refused. */
-#define PROBES_AVAILABLE (PROBE_CPU | PROBE_SYSCALLS | PROBE_CUDA | PROBE_NCCL | PROBE_RDMA)
-#define PROBES_AVAILABLE_TEXT "cpu,syscalls,cuda,nccl,rdma"
-
 const char *probe_bit_name(unsigned bit)
 {
-	switch (bit) {
-	case PROBE_CPU: return "cpu";
-	case PROBE_SYSCALLS: return "syscalls";
-	case PROBE_CUDA: return "cuda";
-	case PROBE_NCCL: return "nccl";
-	case PROBE_RDMA: return "rdma";
-	default: return "?";
-	}
+	const struct probe_family_desc *d = bit ? probe_family((unsigned)__builtin_ctz(bit)) : NULL;
+	return d && bit == PROBE_BIT(d->id) ? d->name : "?";
 }
 
-static unsigned probe_bit_of(const char *name)
+/* Every family --probes names: the default. */
+static unsigned probes_selectable(void)
 {
-	for (unsigned i = 0; i < PROBE_N_BITS; i++)
-		if (!strcmp(name, probe_bit_name(1u << i)))
-			return 1u << i;
-	return 0;
+	size_t n;
+	unsigned bits = 0;
+	const struct probe_family_desc *c = probe_catalog(&n);
+	for (size_t i = 0; i < n; i++)
+		if (c[i].selectable)
+			bits |= PROBE_BIT(c[i].id);
+	return bits;
+}
+
+/* "cpu,syscalls,..." for messages */
+static const char *probe_names_text(void)
+{
+	static char text[128];
+	size_t n, at = 0;
+	const struct probe_family_desc *c = probe_catalog(&n);
+	text[0] = '\0';
+	for (size_t i = 0; i < n && at < sizeof(text); i++)
+		if (c[i].selectable)
+			at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", at ? "," : "",
+					       c[i].name);
+	return text;
 }
 
 static int parse_probes(const char *list, unsigned *out)
@@ -167,18 +179,13 @@ static int parse_probes(const char *list, unsigned *out)
 	snprintf(buf, sizeof(buf), "%s", list);
 	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		unsigned bit = probe_bit_of(tok);
-		if (!bit) {
-			fprintf(stderr, "flightrec: unknown probe family '%s' (available: "
-				PROBES_AVAILABLE_TEXT ")\n", tok);
+		const struct probe_family_desc *d = probe_family_named(tok);
+		if (!d) {
+			fprintf(stderr, "flightrec: unknown probe family '%s' (available: %s)\n", tok,
+				probe_names_text());
 			return -1;
 		}
-		if (!(bit & PROBES_AVAILABLE)) {
-			fprintf(stderr, "flightrec: probe family '%s' is not available in this "
-				"build (available: " PROBES_AVAILABLE_TEXT ")\n", tok);
-			return -1;
-		}
-		bits |= bit;
+		bits |= PROBE_BIT(d->id);
 	}
 	if (!bits) {
 		fprintf(stderr, "flightrec: --probes needs at least one probe family\n");
@@ -186,6 +193,20 @@ static int parse_probes(const char *list, unsigned *out)
 	}
 	*out = bits;
 	return 0;
+}
+
+/* "cuda, nccl, rdma" for messages */
+static const char *library_names_text(void)
+{
+	static char text[128];
+	size_t n, at = 0;
+	const struct probe_family_desc *c = probe_catalog(&n);
+	text[0] = '\0';
+	for (size_t i = 0; i < n && at < sizeof(text); i++)
+		if (c[i].library)
+			at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", at ? ", " : "",
+					       c[i].name);
+	return text;
 }
 
 static int parse_lib(const char *arg, struct record_opts *o)
@@ -200,12 +221,13 @@ static int parse_lib(const char *arg, struct record_opts *o)
 	}
 	memcpy(name, arg, (size_t)(eq - arg));
 	name[eq - arg] = 0;
-	bit = probe_bit_of(name);
-	if (!(bit & (PROBE_CUDA | PROBE_NCCL | PROBE_RDMA)) || !(bit & PROBES_AVAILABLE)) {
-		fprintf(stderr, "flightrec: --lib %s: NAME must be a library probe family "
-			"available in this build (cuda, nccl, rdma)\n", name);
+	const struct probe_family_desc *d = probe_family_named(name);
+	if (!d || !d->library) {
+		fprintf(stderr, "flightrec: --lib %s: NAME must be a library probe family (%s)\n",
+			name, library_names_text());
 		return -1;
 	}
+	bit = PROBE_BIT(d->id);
 	if (o->n_libs == MAX_LIBS) {
 		fprintf(stderr, "flightrec: at most %d --lib options\n", MAX_LIBS);
 		return -1;
@@ -274,7 +296,7 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->freq_hz = 99;
-	o->probes = PROBES_AVAILABLE;
+	o->probes = probes_selectable();
 	o->launch_stack_every = 64;
 	o->rdma_counters_dir = "/sys/class/infiniband";
 	o->syscall_stacks = true;

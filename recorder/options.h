@@ -6,15 +6,18 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "probe_catalog.h"
+
 #define MAX_TARGET_PIDS 64
 
+/* Option bits of the probe families: 1 << enum fr_probe_id, the one
+ * numbering (probe_catalog.h). */
 enum probe_bits {
-	PROBE_CPU = 1 << 0,
-	PROBE_SYSCALLS = 1 << 1,
-	PROBE_CUDA = 1 << 2,
-	PROBE_NCCL = 1 << 3,
-	PROBE_RDMA = 1 << 4,
-	PROBE_N_BITS = 5,
+	PROBE_CPU = PROBE_BIT(FR_PROBE_CPU),
+	PROBE_SYSCALLS = PROBE_BIT(FR_PROBE_SYSCALLS),
+	PROBE_CUDA = PROBE_BIT(FR_PROBE_CUDA),
+	PROBE_NCCL = PROBE_BIT(FR_PROBE_NCCL),
+	PROBE_RDMA = PROBE_BIT(FR_PROBE_RDMA),
 };
 
 #define MAX_LIBS 16
@@ -60,7 +63,7 @@ struct record_opts {
 /* Parses argv of `flightrec record ...` (argv[0] is "record").  Returns 0,
  * or 1 after printing help (exit 0), or -1 after printing one error line. */
 int record_opts_parse(int argc, char **argv, struct record_opts *o);
-/* "cpu", "syscalls", "cuda" ... for one probe bit. */
+/* "cpu", "syscalls", "cuda" ... for one probe bit ("?" for none). */
 const char *probe_bit_name(unsigned bit);
 void record_usage(FILE *out);
 
