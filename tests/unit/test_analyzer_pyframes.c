@@ -1,4 +1,4 @@
-/* Python frame naming (analyzer/pyframes.c): the line of every instruction
+/* Python frame naming (analyzer/stacks/pyframes.c): the line of every instruction
  * of real code objects (CPython 3.10-3.13 fixtures made by
  * tests/unit/pyframes/dump_linetables.py, plus the interpreters installed
  * here when there are any), damaged tables, the code table's choice among

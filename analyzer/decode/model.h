@@ -9,7 +9,7 @@
 #include <stddef.h> /* frec_error.h needs size_t */
 #include <stdint.h>
 #include "frec_error.h"
-#include "../bpf/events.h"
+#include "events.h"
 
 struct trace_set;
 

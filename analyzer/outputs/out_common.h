@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "../bpf/events.h"
+#include "events.h"
 
 struct trace_set;
 struct trace_file;

@@ -6,7 +6,7 @@
 #define FLIGHTREC_CUDA_FUNCS_H
 
 #include <stdint.h>
-#include "../bpf/events.h"
+#include "events.h"
 
 /* "cudaMalloc", "cuMemAlloc_v2", ...; NULL for a number the table lacks. */
 const char *cuda_func_name(uint16_t func);
