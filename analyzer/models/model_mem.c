@@ -54,11 +54,11 @@
  * clock): with several files the in-use graph holds each file at its own
  * peak.
  *
- * In use over time, bounded: per series at most MEM_BUCKETS time buckets of
+ * In use over time, bounded (mem_curve.c): per series at most 1024 time buckets of
  * equal width (a power of two nanoseconds), each holding the minimum and
  * maximum in-use value reached in it and their times; when the recording
  * outgrows the buckets the width doubles and neighbours merge.  So a
- * series has at most 2 * MEM_BUCKETS = 2048 points, every local extreme
+ * series has at most 2 * 1024 = 2048 points, every local extreme
  * wider than a bucket survives, and the exact peak is kept apart.
  *
  * Caching allocators.  PyTorch's CUDACachingAllocator (and JAX's BFC, and
@@ -76,6 +76,8 @@
  * allocation, a handful of compares per event), memory bounded by the live
  * allocations. */
 #include "model_mem.h"
+#include "mem_curve.h"
+#include "mem_live.h"
 #include "cli.h"
 #include "out_common.h"
 #include "hmap.h"
@@ -88,91 +90,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MEM_BUCKETS 1024
 #define MEM_IMPLAUSIBLE_BYTES (1ull << 48) /* 256 TiB: no allocation is that big */
 #define TWO_MIB (2ull << 20)
 
-/* ---- the live table ------------------------------------------------------ */
-
 /* Address kinds: device pointers, pinned host pointers and cuMemCreate
- * handles live in different namespaces. */
+ * handles live in different namespaces of the live table (its owner key is
+ * file << 34 | kind << 32 | pid). */
 enum { KIND_DEV = 0, KIND_HOST = 1, KIND_HANDLE = 2 };
-
-struct live_slot {
-	uint64_t owner;  /* file << 34 | kind << 32 | pid */
-	uint64_t ptr;
-	uint64_t bytes;
-	uint32_t stack;  /* index into stacks */
-	uint32_t used;   /* SLOT_USED | SLOT_MANAGED */
-	uint64_t alloc_ns; /* for the change observer */
-	uint32_t tid;
-	uint16_t func;
-	uint16_t _pad;
-};
-enum { SLOT_USED = 1, SLOT_MANAGED = 2 };
-
-struct live_table {
-	struct live_slot *slots;
-	size_t cap, count, max_count;
-};
-
-static inline size_t live_home(uint64_t owner, uint64_t ptr, size_t mask)
-{
-	uint64_t x = ptr ^ (owner * 0x9e3779b97f4a7c15ull);
-	x ^= x >> 32;
-	x *= 0xd6e8feb86659fd93ull;
-	x ^= x >> 29;
-	return (size_t)x & mask;
-}
-
-/* The slot holding (owner, ptr), or the empty slot where it would go. */
-static struct live_slot *live_find(struct live_table *t, uint64_t owner, uint64_t ptr)
-{
-	size_t mask = t->cap - 1;
-	for (size_t i = live_home(owner, ptr, mask);; i = (i + 1) & mask) {
-		struct live_slot *s = &t->slots[i];
-		if (!s->used || (s->ptr == ptr && s->owner == owner))
-			return s;
-	}
-}
-
-static int live_grow(struct live_table *t)
-{
-	size_t cap = t->cap ? t->cap * 2 : 1024;
-	if (cap > SIZE_MAX / sizeof(struct live_slot))
-		return -1;
-	struct live_slot *slots = calloc(cap, sizeof(*slots));
-	if (!slots)
-		return -1;
-	struct live_table old = *t;
-	t->slots = slots;
-	t->cap = cap;
-	for (size_t i = 0; i < old.cap; i++)
-		if (old.slots[i].used)
-			*live_find(t, old.slots[i].owner, old.slots[i].ptr) = old.slots[i];
-	free(old.slots);
-	return 0;
-}
-
-static void live_delete(struct live_table *t, struct live_slot *s)
-{
-	size_t mask = t->cap - 1, i = (size_t)(s - t->slots), j = i;
-	for (;;) {
-		j = (j + 1) & mask;
-		struct live_slot *n = &t->slots[j];
-		if (!n->used)
-			break;
-		size_t k = live_home(n->owner, n->ptr, mask);
-		/* Move n back to the hole at i unless its home lies in (i, j]. */
-		bool stays = i <= j ? (k > i && k <= j) : (k > i || k <= j);
-		if (!stays) {
-			t->slots[i] = *n;
-			i = j;
-		}
-	}
-	t->slots[i].used = 0;
-	t->count--;
-}
+enum { SLOT_USED = MEM_LIVE_USED, SLOT_MANAGED = 2 };
 
 /* ---- model state ---------------------------------------------------------- */
 
@@ -186,17 +111,10 @@ struct mstack {
 	uint8_t at_mark;
 };
 
-struct bucket {
-	uint64_t tmin, vmin, tmax, vmax;
-	int used;
-};
-
 struct mseries {
 	struct mem_series pub;
 	uint64_t inuse, live_count, managed_inuse, epoch, seg_2mib;
-	uint64_t t0;
-	unsigned shift;                /* bucket width = 1 << shift ns */
-	struct bucket *buckets;        /* MEM_BUCKETS, lazily */
+	struct mem_curve curve;        /* in use over time, bounded */
 };
 
 struct mfile {
@@ -219,7 +137,7 @@ struct last_call {
 struct model_mem {
 	struct model_opts opts;
 	struct last_call last[LAST_CALLS];
-	struct live_table live;
+	struct mem_live_table live;
 	struct mstack *stacks;
 	size_t n_stacks, cap_stacks;
 	struct hmap stack_index;       /* (space << 62 | file << 32 | pid, device << 32 | stack) */
@@ -241,7 +159,7 @@ void model_mem_on_change(void *state, mem_change_fn fn, void *ctx)
 }
 
 /* Tells the observer about the allocation in slot s (stack si). */
-static int changed(struct model_mem *m, enum mem_change_kind kind, const struct live_slot *s,
+static int changed(struct model_mem *m, enum mem_change_kind kind, const struct mem_live_slot *s,
 		   uint32_t si, uint32_t end_tid, uint64_t t)
 {
 	if (!m->on_change)
@@ -336,7 +254,7 @@ static struct mseries *series_get(struct model_mem *m, uint32_t file, uint32_t p
 		se->pub.device = device;
 		se->pub.space = space;
 		se->epoch = 1;
-		se->shift = 10;
+		mem_curve_init(&se->curve, 10);
 		*v = m->n_series++;
 	}
 	if (index)
@@ -380,48 +298,14 @@ static uint32_t stack_get(struct model_mem *m, uint32_t file, uint32_t pid, int3
 
 static void series_point(struct mseries *se, uint64_t t)
 {
-	if (!se->buckets) {
-		se->buckets = calloc(MEM_BUCKETS, sizeof(*se->buckets));
-		if (!se->buckets)
-			return; /* the curve is lost, never the ledger */
-		se->t0 = t;
-		se->pub.first_t_ns = t;
-	}
+	int first = !se->curve.buckets;
 	if (t < se->pub.last_t_ns)
 		t = se->pub.last_t_ns;
+	if (mem_curve_add(&se->curve, t, se->inuse))
+		return; /* the curve is lost, never the ledger */
+	if (first)
+		se->pub.first_t_ns = t;
 	se->pub.last_t_ns = t;
-	uint64_t off = t - se->t0;
-	while ((off >> se->shift) >= MEM_BUCKETS) {
-		/* Double the width: bucket i takes old buckets 2i and 2i+1. */
-		for (size_t i = 0; i < MEM_BUCKETS / 2; i++) {
-			struct bucket a = se->buckets[2 * i], b = se->buckets[2 * i + 1];
-			struct bucket *d = &se->buckets[i];
-			if (!a.used) {
-				*d = b;
-			} else {
-				*d = a;
-				if (b.used) {
-					if (b.vmin < d->vmin) { d->vmin = b.vmin; d->tmin = b.tmin; }
-					if (b.vmax > d->vmax) { d->vmax = b.vmax; d->tmax = b.tmax; }
-				}
-			}
-		}
-		memset(se->buckets + MEM_BUCKETS / 2, 0, MEM_BUCKETS / 2 * sizeof(*se->buckets));
-		se->shift++;
-	}
-	struct bucket *b = &se->buckets[off >> se->shift];
-	uint64_t v = se->inuse;
-	if (!b->used) {
-		b->used = 1;
-		b->vmin = b->vmax = v;
-		b->tmin = b->tmax = t;
-	} else if (v < b->vmin) {
-		b->vmin = v;
-		b->tmin = t;
-	} else if (v > b->vmax) {
-		b->vmax = v;
-		b->tmax = t;
-	}
 }
 
 /* Applies +bytes (grow) or -bytes to stack si at time t. */
@@ -599,9 +483,9 @@ static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 		uint32_t si = stack_get(m, file_index, ev.c.pid, ev.device, space, ev.stack_id, ev.func);
 		if (si == UINT32_MAX)
 			return -1;
-		if ((m->live.count + 1) * 2 > m->live.cap && live_grow(&m->live))
+		if ((m->live.count + 1) * 2 > m->live.cap && mem_live_grow(&m->live))
 			return -1;
-		struct live_slot *s = live_find(&m->live, owner, ev.ptr);
+		struct mem_live_slot *s = mem_live_find(&m->live, owner, ev.ptr);
 		if (s->used) {
 			/* The address is live already: its free was not recorded. */
 			struct mseries *old = &m->series[m->stacks[s->stack].series];
@@ -646,7 +530,7 @@ static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 		f->pub.null_frees++;
 		return 0;
 	}
-	struct live_slot *s = m->live.cap ? live_find(&m->live, owner, ev.ptr) : NULL;
+	struct mem_live_slot *s = m->live.cap ? mem_live_find(&m->live, owner, ev.ptr) : NULL;
 	if (ev.result != 0 || !s || !s->used) {
 		struct mseries *se = series_get(m, file_index, ev.c.pid, ev.device, space, NULL);
 		if (!se)
@@ -658,10 +542,10 @@ static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 		return 0;
 	}
 	uint32_t si = s->stack;
-	struct live_slot gone = *s;
+	struct mem_live_slot gone = *s;
 	uint64_t bytes = s->bytes;
 	int managed = (s->used & SLOT_MANAGED) != 0;
-	live_delete(&m->live, s);
+	mem_live_delete(&m->live, s);
 	struct mseries *se = &m->series[m->stacks[si].series];
 	se->pub.frees++;
 	se->pub.freed_bytes += bytes;
@@ -676,33 +560,6 @@ static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 static uint64_t rel(const struct mfile *f, uint64_t t)
 {
 	return t > f->start_ns ? t - f->start_ns : 0;
-}
-
-static int series_points(struct mseries *se, const struct mfile *f)
-{
-	if (!se->buckets)
-		return 0;
-	se->pub.points = malloc(2 * MEM_BUCKETS * sizeof(*se->pub.points));
-	if (!se->pub.points)
-		return -1;
-	size_t n = 0;
-	for (size_t i = 0; i < MEM_BUCKETS; i++) {
-		const struct bucket *b = &se->buckets[i];
-		if (!b->used)
-			continue;
-		struct mem_point lo = { rel(f, b->tmin), b->vmin }, hi = { rel(f, b->tmax), b->vmax };
-		if (b->vmin == b->vmax) {
-			se->pub.points[n++] = b->tmin <= b->tmax ? lo : hi;
-		} else if (b->tmin <= b->tmax) {
-			se->pub.points[n++] = lo;
-			se->pub.points[n++] = hi;
-		} else {
-			se->pub.points[n++] = hi;
-			se->pub.points[n++] = lo;
-		}
-	}
-	se->pub.n_points = n;
-	return 0;
 }
 
 static int series_cmp(const void *a, const void *b)
@@ -808,7 +665,7 @@ static int tree_add(struct flame_tree *t, struct trace_set *ts, uint32_t file, u
 
 static int live_by_time(const void *a, const void *b)
 {
-	const struct live_slot *x = a, *y = b;
+	const struct mem_live_slot *x = a, *y = b;
 	if (x->alloc_ns != y->alloc_ns)
 		return x->alloc_ns < y->alloc_ns ? -1 : 1;
 	if (x->owner != y->owner)
@@ -834,7 +691,7 @@ static int mem_finish(void *state, struct trace_set *ts, struct frec_error *err)
 	/* what is still live, in allocation order (the table's order is a
 	 * hash's): leak candidates for the observer */
 	if (m->on_change && m->live.count) {
-		struct live_slot *left = malloc(m->live.count * sizeof(*left));
+		struct mem_live_slot *left = malloc(m->live.count * sizeof(*left));
 		size_t n = 0;
 		if (!left)
 			goto oom;
@@ -889,7 +746,7 @@ static int mem_finish(void *state, struct trace_set *ts, struct frec_error *err)
 		se->pub.peak_t_ns = rel(f, se->pub.peak_t_ns);
 		se->pub.first_t_ns = rel(f, se->pub.first_t_ns);
 		se->pub.last_t_ns = rel(f, se->pub.last_t_ns);
-		if (series_points(se, f))
+		if (mem_curve_points(&se->curve, f->start_ns, &se->pub.points, &se->pub.n_points))
 			goto oom;
 		r->series[i] = se->pub;
 		se->pub.points = NULL; /* owned by the result now */
@@ -945,7 +802,7 @@ static void mem_destroy(void *state)
 	free(m->stacks);
 	hmap_free(&m->stack_index);
 	for (size_t i = 0; i < m->n_series; i++) {
-		free(m->series[i].buckets);
+		mem_curve_free(&m->series[i].curve);
 		free(m->series[i].pub.points);
 	}
 	free(m->series);
