@@ -75,6 +75,7 @@ static void usage(FILE *out)
 }
 
 struct recording {
+	uint64_t born_ns;          /* CLOCK_MONOTONIC when the recorder started */
 	struct record_opts opts;
 	struct frec_writer *writer;
 	struct bpf_probes probes;
@@ -340,7 +341,11 @@ static int finish(struct recording *r, uint64_t start_ns)
 		struct stat sb;
 		char size[32];
 		uint64_t total = 0;
+		/* the recorder's CPU over its own lifetime (loading and attaching
+		 * included), not over the job's: a short job would read as
+		 * thousands of percent of a core */
 		double elapsed = (mono_ns() - start_ns) / 1e9;
+		double lifetime = (mono_ns() - r->born_ns) / 1e9;
 		double cpu_s = (end.cpu_user_ns + end.cpu_sys_ns) / 1e9;
 		stat(r->opts.output, &sb);
 		human_bytes((uint64_t)sb.st_size, size, sizeof(size));
@@ -362,11 +367,11 @@ static int finish(struct recording *r, uint64_t start_ns)
 		}
 		/* both stack kinds and both symbol sources, so this line agrees
 		 * with the dwarf line above */
-		fprintf(stderr, "), %" PRIu64 " stacks, %" PRIu64 " symbols, %" PRIu64 " dropped, %s, "
-			"recorder CPU %.2f s (%.2f%% of one core over %.1f s)\n",
+		fprintf(stderr, "), %" PRIu64 " stacks, %" PRIu64 " symbols, %" PRIu64 " dropped, %s "
+			"over %.2f s; recorder CPU %.2f s in its %.2f s (%.1f%% of one core)\n",
 			(uint64_t)stack_table_count(r->stacks) + r->drain.sink.ustacks,
 			r->syms.symbols_written + r->track.unwind.symbols, end.total_drops,
-			size, cpu_s, elapsed > 0 ? 100.0 * cpu_s / elapsed : 0.0, elapsed);
+			size, elapsed, cpu_s, lifetime, lifetime > 0 ? 100.0 * cpu_s / lifetime : 0.0);
 		print_losses(&st, start_ns, true);
 		print_losses(&st, start_ns, false);
 	}
@@ -384,6 +389,7 @@ static int cmd_record(int argc, char **argv)
 
 	if (!r)
 		return 1;
+	r->born_ns = mono_ns();
 	r->child.pid = -1;
 	r->child.gate_fd = r->child.err_fd = -1;
 	int pr = record_opts_parse(argc, argv, &r->opts);
@@ -394,10 +400,11 @@ static int cmd_record(int argc, char **argv)
 	struct record_opts *o = &r->opts;
 	verbose_libbpf = o->verbose;
 	libbpf_set_print(libbpf_print);
-	if (preflight(o, &cgroup_id, &cgroup_rel, msg, sizeof(msg))) {
+	int pf = preflight(o, &cgroup_id, &cgroup_rel, msg, sizeof(msg));
+	if (pf) {
 		fprintf(stderr, "flightrec: %s\n", msg);
 		free(r);
-		return 1;
+		return pf;
 	}
 	setrlimit(RLIMIT_MEMLOCK, &(struct rlimit){RLIM_INFINITY, RLIM_INFINITY});
 

@@ -71,6 +71,41 @@ static const char *cgroup_relative(const char *real)
 	return rel;
 }
 
+/* 0 when execvp would find an executable file for cmd, else errno (what
+ * execvp would say): the command is checked before anything is loaded, so
+ * a typo costs neither the BPF load nor an empty trace. */
+static int command_error(const char *cmd)
+{
+	struct stat st;
+	if (strchr(cmd, '/')) {
+		if (stat(cmd, &st))
+			return errno;
+		if (S_ISDIR(st.st_mode))
+			return EACCES;
+		return access(cmd, X_OK) ? errno : 0;
+	}
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/bin:/usr/bin";
+	int found_unrunnable = 0;
+	for (const char *p = path;;) {
+		const char *end = strchr(p, ':');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		char full[PATH_MAX];
+		/* an empty PATH entry means the current directory */
+		if (snprintf(full, sizeof(full), "%.*s%s%s", (int)n, p, n ? "/" : "", cmd) <
+		    (int)sizeof(full) && !stat(full, &st) && !S_ISDIR(st.st_mode)) {
+			if (!access(full, X_OK))
+				return 0;
+			found_unrunnable = 1;
+		}
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return found_unrunnable ? EACCES : ENOENT;
+}
+
 int preflight(const struct record_opts *o, uint64_t *cgroup_id,
 	      const char **cgroup_rel, char *msg, size_t len)
 {
@@ -79,17 +114,24 @@ int preflight(const struct record_opts *o, uint64_t *cgroup_id,
 	if (!privileged()) {
 		snprintf(msg, len, "recording needs root (or CAP_BPF and CAP_PERFMON); "
 			 "run it with sudo");
-		return -1;
+		return 1;
+	}
+	if (o->command) {
+		int e = command_error(o->command[0]);
+		if (e) {
+			snprintf(msg, len, "cannot run %s: %s", o->command[0], strerror(e));
+			return e == ENOENT ? 127 : 126; /* as a shell says it */
+		}
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		snprintf(msg, len, "this kernel has no BTF (/sys/kernel/btf/vmlinux is "
 			 "missing); flightrec needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
-		return -1;
+		return 1;
 	}
 	for (int i = 0; i < o->n_pids; i++) {
 		if (kill((pid_t)o->pids[i], 0) && errno == ESRCH) {
 			snprintf(msg, len, "no process with pid %u", o->pids[i]);
-			return -1;
+			return 1;
 		}
 	}
 	if (o->cgroup_path) {
@@ -99,13 +141,13 @@ int preflight(const struct record_opts *o, uint64_t *cgroup_id,
 		if (!realpath(o->cgroup_path, real) || stat(real, &st) || !S_ISDIR(st.st_mode)) {
 			snprintf(msg, len, "cannot use cgroup %s: %s", o->cgroup_path,
 				 strerror(errno ? errno : ENOTDIR));
-			return -1;
+			return 1;
 		}
 		if (statfs(real, &sfs) || sfs.f_type != CGROUP2_SUPER_MAGIC) {
 			snprintf(msg, len, "%s is not a cgroup v2 directory (flightrec filters "
 				 "by cgroup v2 id; look under the cgroup2 mount, e.g. "
 				 "/sys/fs/cgroup)", o->cgroup_path);
-			return -1;
+			return 1;
 		}
 		*cgroup_id = st.st_ino; /* a cgroup v2 id is its directory's inode */
 		*cgroup_rel = cgroup_relative(real);

@@ -43,10 +43,19 @@ class Errors(frtest.Case):
         self.assertOneLineError(p, "nothing to record")
 
     def test_command_not_found(self):
+        # checked before anything is loaded: one line, a shell's status, no file
         d = frtest.workdir("errors_cmd")
-        p = self.run_rec("-q", "-o", os.path.join(d, "x.frec"), "--", "/nonexistent/program")
+        out = os.path.join(d, "x.frec")
+        p = self.run_rec("-q", "-o", out, "--", "/nonexistent/program")
         self.assertEqual(p.returncode, 127, p.stderr)
-        self.assertIn("cannot run /nonexistent/program", p.stderr)
+        self.assertOneLineError(p, "cannot run /nonexistent/program: No such file or directory")
+        p = self.run_rec("-q", "-o", out, "--", "no-such-command-on-path")
+        self.assertEqual(p.returncode, 127, p.stderr)
+        self.assertOneLineError(p, "cannot run no-such-command-on-path")
+        p = self.run_rec("-q", "-o", out, "--", "/etc/passwd")
+        self.assertEqual(p.returncode, 126, p.stderr)
+        self.assertOneLineError(p, "cannot run /etc/passwd: Permission denied")
+        self.assertFalse(os.path.exists(out))
 
     def test_exit_status_is_the_commands(self):
         d = frtest.workdir("errors_status")
