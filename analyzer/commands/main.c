@@ -46,6 +46,58 @@ static void usage(FILE *out)
 		"  " CLI_PROG " flame run.frec --kind cpu --format svg -o cpu.svg\n");
 }
 
+/* Edit distance of a and b (b short), capped at 3: enough to tell a typo. */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[32];
+	if (lb >= sizeof(row) / sizeof(row[0]) || la > lb + 3 || lb > la + 3)
+		return 3;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t best = diag + (a[i - 1] != b[j - 1]);
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			if (up + 1 < best)
+				best = up + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb] < 3 ? row[lb] : 3;
+}
+
+/* The command a mistyped name most likely meant: a prefix of one command,
+ * or one within two edits; NULL when none stands out. */
+static const char *meant(const char *name)
+{
+	const char *best = NULL;
+	size_t best_d = 3, prefixed = 0;
+	for (size_t i = 0; i < N_COMMANDS; i++) {
+		if (*name && !strncmp(commands[i].name, name, strlen(name))) {
+			prefixed++;
+			best = commands[i].name;
+			best_d = 0;
+		}
+	}
+	if (prefixed == 1)
+		return best;
+	best = NULL;
+	best_d = 3;
+	for (size_t i = 0; i < N_COMMANDS; i++) {
+		size_t d = distance(name, commands[i].name);
+		if (d < best_d) {
+			best_d = d;
+			best = commands[i].name;
+		}
+	}
+	return best;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -79,6 +131,12 @@ int main(int argc, char **argv)
 			if (strcmp(commands[i].name, name) == 0)
 				return commands[i].run(argc - 1, argv + 1, stdout, stderr);
 	}
-	fprintf(stderr, CLI_PROG ": unknown command '%s'\n", name);
+	const char *guess = meant(name);
+	if (guess)
+		fprintf(stderr, CLI_PROG ": unknown command '%s'; did you mean '%s'? "
+			"(" CLI_PROG " --help lists them)\n", name, guess);
+	else
+		fprintf(stderr, CLI_PROG ": unknown command '%s' (" CLI_PROG " --help lists them)\n",
+			name);
 	return CLI_USAGE;
 }

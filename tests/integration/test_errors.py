@@ -57,6 +57,16 @@ class Errors(frtest.Case):
         self.assertOneLineError(p, "cannot run /etc/passwd: Permission denied")
         self.assertFalse(os.path.exists(out))
 
+    def test_analyzer_suggests_a_command(self):
+        for typo, meant in (("flam", "flame"), ("memroy", "memory"), ("straggler", "stragglers")):
+            p = frtest.analyze(typo, check=False)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+            self.assertIn(f"unknown command '{typo}'; did you mean '{meant}'?", p.stderr)
+        p = frtest.analyze("xyzzy", check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertNotIn("did you mean", p.stderr)
+
     def test_exit_status_is_the_commands(self):
         d = frtest.workdir("errors_status")
         p = self.run_rec("-q", "-o", os.path.join(d, "x.frec"), "--", "sh", "-c", "exit 7")
