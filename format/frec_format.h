@@ -107,4 +107,16 @@ struct fr_end {
 };
 _Static_assert(sizeof(struct fr_end) == 72, "fr_end");
 
+/* END since 1.1: after the drop counts, when the recording stopped early
+ * because the file could not be written (disk full, quota, I/O error): the
+ * chunk that failed was cut away and this END written in room the writer
+ * kept for it.  Absent otherwise; older readers ignore it. */
+#define FR_END_STOP_MAGIC 0x504f5453u /* "STOP" */
+struct fr_end_stop {
+	uint32_t magic;      /* FR_END_STOP_MAGIC */
+	int32_t error;       /* errno of the failed write: ENOSPC, EDQUOT, EIO ... */
+	uint64_t at_mono_ns; /* when it failed */
+};
+_Static_assert(sizeof(struct fr_end_stop) == 16, "fr_end_stop");
+
 #endif

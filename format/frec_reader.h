@@ -78,6 +78,9 @@ int frec_has_end(const struct frec_reader *r);        /* END chunk seen and vali
 const struct fr_end *frec_end(const struct frec_reader *r);   /* NULL if none */
 const struct fr_probe_stats *frec_end_probes(const struct frec_reader *r,
 					     uint32_t *n);
+/* 1 when the END says the recording stopped early because the file could
+ * not be written (*error: its errno, *at_mono_ns: when); 0 otherwise. */
+int frec_end_stopped(const struct frec_reader *r, int *error, uint64_t *at_mono_ns);
 /* END's loss counters per (probe, reason); NULL (n = 0) without END or in
  * files before format 1.1. */
 const struct fr_drop_count *frec_end_drops(const struct frec_reader *r, uint32_t *n);

@@ -68,6 +68,8 @@ int frec_builder_append(struct frec_builder *b, const void *rec, uint32_t size,
 /* Seal the current chunk (if it holds records) and hand it to the writer
  * thread.  Called on a timer so that a killed recorder loses little. */
 void frec_builder_flush(struct frec_builder *b);
+/* Bytes committed to the chunk being built (not sealed yet). */
+size_t frec_builder_bytes(const struct frec_builder *b);
 void frec_builder_free(struct frec_builder *b); /* flushes first */
 
 /* Counters for the end-of-run summary. */
@@ -78,6 +80,10 @@ struct frec_writer_stats {
 	uint64_t records_written;
 	uint64_t bytes_raw;
 	uint64_t bytes_written;    /* file size so far */
+	int stop_error;            /* nonzero: writing stopped at stop_mono_ns with
+				      this errno (disk full ...); later chunks are
+				      dropped and close seals the file as it was */
+	uint64_t stop_mono_ns;
 	uint64_t queue_bytes_peak;
 };
 void frec_writer_stats(struct frec_writer *w, struct frec_writer_stats *out);
@@ -89,10 +95,19 @@ void frec_writer_stats(struct frec_writer *w, struct frec_writer_stats *out);
  * probes already hold one named "writer", the writer appends a probe entry
  * "writer" (events = records written, drops = records in dropped chunks), so
  * END's n_probes may be n_probes + 1; total_drops sums every entry's drops.
- * Returns 0, or -1 with err filled when any write failed during the run. */
+ * When writing stopped during the run (see stop_error: the failed chunk was
+ * cut away, the file kept as a valid prefix), close writes an END without
+ * INDEX that says so (struct fr_end_stop) in the room the writer kept for
+ * it, and returns 0 when that worked.  Returns 0, or -1 with err filled when
+ * the file could not be sealed. */
 int frec_writer_close(struct frec_writer *w, const struct fr_end *end,
 		      const struct fr_probe_stats *probes, uint32_t n_probes,
 		      struct frec_error *err);
+
+/* Writes every queued chunk and stops the writer's thread, so the stats
+ * are final (whether writing stopped early, say) before frec_writer_close;
+ * every builder must be flushed and freed first. */
+void frec_writer_drain(struct frec_writer *w);
 
 /* Loss counters per (probe, reason) for the END chunk, copied; call before
  * frec_writer_close.  Returns 0, or -1 out of memory. */

@@ -58,6 +58,7 @@ struct frec_reader {
 	struct fr_end end;
 	struct fr_probe_stats *probes;
 	struct fr_drop_count *drops;
+	struct fr_end_stop stop;   /* magic 0: not stopped early */
 
 	/* frec_chunk_next_record's count check */
 	uint64_t it_offset, it_seen;
@@ -574,6 +575,11 @@ static void parse_end(struct frec_reader *r, const struct frec_chunk *c)
 		else
 			memcpy(d, c->data + need, (size_t)e.n_drops * sizeof(*d));
 	}
+	/* since 1.1: why the recording stopped early, after the drop counts */
+	struct fr_end_stop stop = { 0 };
+	if (need_d <= c->len && c->len - need_d >= sizeof(stop))
+		memcpy(&stop, c->data + need_d, sizeof(stop));
+	r->stop = stop.magic == FR_END_STOP_MAGIC ? stop : (struct fr_end_stop){ 0 };
 	free(r->probes);
 	free(r->drops);
 	r->probes = p;
@@ -922,6 +928,15 @@ const struct fr_probe_stats *frec_end_probes(const struct frec_reader *r,
 {
 	*n = r->has_end ? r->end.n_probes : 0;
 	return *n ? r->probes : NULL;
+}
+
+int frec_end_stopped(const struct frec_reader *r, int *error, uint64_t *at_mono_ns)
+{
+	if (!r->has_end || r->stop.magic != FR_END_STOP_MAGIC)
+		return 0;
+	*error = r->stop.error;
+	*at_mono_ns = r->stop.at_mono_ns;
+	return 1;
 }
 
 const struct fr_drop_count *frec_end_drops(const struct frec_reader *r, uint32_t *n)

@@ -57,6 +57,8 @@ struct frec_writer {
 	struct frec_writer_stats st;
 	int io_failed;
 	struct frec_error io_err;
+	int stop_error;            /* a chunk write failed: the file ends before it */
+	uint64_t stop_mono_ns;
 
 	/* Owned by the writer thread while it runs, by open/close otherwise. */
 	ZSTD_CCtx *zc;
@@ -186,8 +188,39 @@ static void fail_io(struct frec_writer *w, const char *what, int code)
 	pthread_mutex_unlock(&w->mu);
 }
 
+/* Room the file keeps past its end for the END chunk, so a recording that
+ * fills the disk can still be sealed: blocks allocated but not part of the
+ * file (FALLOC_FL_KEEP_SIZE), moved forward after every chunk.  A chunk
+ * write that fails has used them; cutting it away frees them again.  Best
+ * effort: filesystems without fallocate get none. */
+#define END_RESERVE (64u << 10)
+
+static void keep_end_room(struct frec_writer *w)
+{
+	(void)fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->file_off, END_RESERVE);
+}
+
+/* A chunk that could not be written whole: cut its bytes away so the file
+ * stays a valid prefix, and stop writing events (disk full, quota, I/O
+ * error); the first failure is the one reported. */
+static void stop_writing(struct frec_writer *w, int code)
+{
+	int cut = ftruncate(w->fd, (off_t)w->file_off) == 0 &&
+		  lseek(w->fd, (off_t)w->file_off, SEEK_SET) == (off_t)w->file_off;
+	pthread_mutex_lock(&w->mu);
+	if (!w->stop_error && !w->io_failed) {
+		w->stop_error = code ? code : EIO;
+		w->stop_mono_ns = clock_ns(CLOCK_MONOTONIC);
+		w->st.stop_error = w->stop_error;
+		w->st.stop_mono_ns = w->stop_mono_ns;
+	}
+	pthread_mutex_unlock(&w->mu);
+	if (!cut)
+		fail_io(w, "cannot cut a partly written chunk away", errno);
+}
+
 /* Compress, checksum and append one chunk; assigns its seq.  Returns 0 or -1
- * (w->io_err filled). */
+ * (writing stopped, or w->io_err filled). */
 static int write_chunk(struct frec_writer *w, uint16_t type, int codec,
 		       const uint8_t *raw, size_t raw_len, uint32_t count,
 		       uint64_t first_ts, uint64_t last_ts)
@@ -218,7 +251,10 @@ static int write_chunk(struct frec_writer *w, uint16_t type, int codec,
 		{ (void *)zeros, pad },
 	};
 	if (write_iov(w->fd, iov, 3) < 0) {
-		fail_io(w, "cannot write chunk", errno);
+		if (type == FR_CHUNK_INDEX || type == FR_CHUNK_END)
+			fail_io(w, "cannot write chunk", errno);
+		else
+			stop_writing(w, errno);
 		return -1;
 	}
 
@@ -248,6 +284,8 @@ static int write_chunk(struct frec_writer *w, uint16_t type, int codec,
 	w->next_seq++;
 	w->file_off += sizeof(h) + stored_len + pad;
 
+	if (type != FR_CHUNK_INDEX && type != FR_CHUNK_END)
+		keep_end_room(w);
 	pthread_mutex_lock(&w->mu);
 	w->st.chunks_written++;
 	if (type != FR_CHUNK_INDEX && type != FR_CHUNK_END) /* not records */
@@ -293,7 +331,11 @@ static void *writer_main(void *arg)
 		w->head = c->next;
 		if (!w->head)
 			w->tail = NULL;
-		int failed = w->io_failed;
+		/* Once writing stopped, only metadata chunks are still tried (and
+		 * cut away again if they do not fit): processes, mappings, symbols
+		 * and unwind data are what make the events already in the file
+		 * readable, and the room the failed chunk held is free again. */
+		int failed = w->io_failed || (w->stop_error && c->chunk_type != FR_CHUNK_META);
 		pthread_mutex_unlock(&w->mu);
 
 		if (!failed)
@@ -303,7 +345,8 @@ static void *writer_main(void *arg)
 
 		pthread_mutex_lock(&w->mu);
 		if (failed) {
-			/* after a write error nothing more reaches the file */
+			/* after a write error nothing more reaches the file: the
+			 * file stays a valid prefix that close seals */
 			w->st.chunks_dropped++;
 			w->st.records_dropped += c->record_count;
 		}
@@ -542,6 +585,7 @@ int frec_writer_open(const char *path, const struct frec_file_info *info,
 		writer_free(w);
 		return -1;
 	}
+	keep_end_room(w);
 
 	/* The recorder's signal handling belongs to its main thread. */
 	sigset_t all, old;
@@ -675,6 +719,11 @@ int frec_builder_append(struct frec_builder *b, const void *rec, uint32_t size,
 	return 0;
 }
 
+size_t frec_builder_bytes(const struct frec_builder *b)
+{
+	return b && b->cur ? b->cur->len : 0;
+}
+
 void frec_builder_flush(struct frec_builder *b)
 {
 	if (b)
@@ -721,6 +770,12 @@ static void stop_thread(struct frec_writer *w)
 	w->thread_started = 0;
 }
 
+void frec_writer_drain(struct frec_writer *w)
+{
+	if (w)
+		stop_thread(w);
+}
+
 static int write_index(struct frec_writer *w)
 {
 	uint64_t first = 0, last = 0;
@@ -758,7 +813,8 @@ static int write_end(struct frec_writer *w, const struct fr_end *end_in,
 	uint32_t nd = w->n_drops + (own_loss ? 1 : 0);
 
 	size_t len = sizeof(e) + (size_t)n * sizeof(struct fr_probe_stats) +
-		     (size_t)nd * sizeof(struct fr_drop_count);
+		     (size_t)nd * sizeof(struct fr_drop_count) +
+		     (w->stop_error ? sizeof(struct fr_end_stop) : 0);
 	uint8_t *buf = calloc(1, len);
 	if (!buf) {
 		fail_io(w, "cannot build END chunk", ENOMEM);
@@ -774,6 +830,7 @@ static int write_end(struct frec_writer *w, const struct fr_end *end_in,
 		wp->drops = w->st.records_dropped;
 	}
 	struct fr_drop_count *dc = (struct fr_drop_count *)(ps + n);
+	struct fr_end_stop stop = { FR_END_STOP_MAGIC, w->stop_error, w->stop_mono_ns };
 	if (w->n_drops)
 		memcpy(dc, w->drops, (size_t)w->n_drops * sizeof(*dc));
 	if (own_loss) {
@@ -798,6 +855,8 @@ static int write_end(struct frec_writer *w, const struct fr_end *end_in,
 	e.n_probes = n;
 	e.n_drops = nd;
 	memcpy(buf, &e, sizeof(e));
+	if (w->stop_error)
+		memcpy(dc + nd, &stop, sizeof(stop));
 
 	int rc = write_chunk(w, FR_CHUNK_END, FR_CODEC_NONE, buf, len, 0,
 			     e.end_mono_ns, e.end_mono_ns);
@@ -832,7 +891,8 @@ int frec_writer_close(struct frec_writer *w, const struct fr_end *end,
 	int rc = 0;
 	if (!w->io_failed) {
 		uint64_t index_offset = 0;
-		if (!w->index_broken) {
+		/* stopped early: no INDEX (readers scan), the END in the kept room */
+		if (!w->index_broken && !w->stop_error) {
 			index_offset = w->file_off;
 			if (write_index(w) < 0)
 				rc = -1;

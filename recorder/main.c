@@ -76,6 +76,9 @@ static void usage(FILE *out)
 
 struct recording {
 	uint64_t born_ns;          /* CLOCK_MONOTONIC when the recorder started */
+	bool stop_reported;        /* the writer stopped and we said so */
+	uint64_t file_start_ns;    /* when the file was created: times in the
+				      analyzer's outputs count from there */
 	struct record_opts opts;
 	struct frec_writer *writer;
 	struct bpf_probes probes;
@@ -287,7 +290,35 @@ static void print_losses(const struct recorder_stats *st, uint64_t start_ns, boo
 		fprintf(stderr, ")");
 		first = 0;
 	}
-	fprintf(stderr, events ? "; a larger --ring-mib or a lower --freq helps\n" : "\n");
+	bool ring_full = false;
+	for (uint32_t i = 0; i < st->n_drops; i++)
+		ring_full |= st->drops[i].reason == FR_DROP_RING_FULL && st->drops[i].count;
+	fprintf(stderr, events && ring_full ? "; a larger --ring-mib or a lower --freq helps\n" : "\n");
+}
+
+/* One line when the file could not be written any further (disk full,
+ * quota, I/O error), the first time it is seen; true from then on.  The
+ * writer has cut the failed chunk away and keeps room to seal the file. */
+static bool writer_stopped(struct recording *r)
+{
+	struct frec_writer_stats ws;
+	if (r->stop_reported)
+		return true;
+	if (!r->writer)
+		return false;
+	frec_writer_stats(r->writer, &ws);
+	if (!ws.stop_error)
+		return false;
+	r->stop_reported = true;
+	int e = ws.stop_error;
+	fprintf(stderr, "flightrec: %s at %.3f s writing %s (%s): recording stopped; %s; the file "
+		"holds everything recorded before\n",
+		e == ENOSPC ? "disk full" : e == EDQUOT ? "disk quota exceeded" :
+		e == EIO ? "I/O error" : "write error",
+		ws.stop_mono_ns > r->file_start_ns ? (ws.stop_mono_ns - r->file_start_ns) / 1e9 : 0.0,
+		r->opts.output, strerror(e),
+		r->opts.command ? "the command goes on unrecorded" : "the processes go on unrecorded");
+	return true;
 }
 
 static int finish(struct recording *r, uint64_t start_ns)
@@ -301,11 +332,14 @@ static int finish(struct recording *r, uint64_t start_ns)
 		drain_stop(&r->drain);
 	if (r->track_running)
 		proc_track_stop(&r->track); /* writes the last symbols */
+	proc_track_close(&r->track);
+	r->track_open = false;
+	/* every chunk written (or dropped) before the counters are read for END */
+	frec_writer_drain(r->writer);
+	writer_stopped(r); /* the last chunks may have met a full disk */
 	collect_stats(r, &st);
 	end.cpu_user_ns = st.cpu_user_ns;
 	end.cpu_sys_ns = st.cpu_sys_ns;
-	proc_track_close(&r->track);
-	r->track_open = false;
 	for (uint32_t i = 0; i < st.n_probes; i++)
 		end.total_drops += st.probes[i].drops;
 	end.end_mono_ns = mono_ns();
@@ -423,6 +457,7 @@ static int cmd_record(int argc, char **argv)
 				 (uint64_t)(int64_t)(o->realtime_offset_s * 1e9),
 	};
 	struct frec_error ferr = {0};
+	r->file_start_ns = mono_ns(); /* about the file header's start anchor */
 	if (frec_writer_open(o->output, &info, &wo, &r->writer, &ferr)) {
 		char buf[600];
 		fprintf(stderr, "flightrec: cannot write %s\n", frec_error_str(&ferr, buf, sizeof(buf)));
@@ -528,6 +563,8 @@ static int cmd_record(int argc, char **argv)
 		}
 		if (o->n_pids && !targets_alive(o))
 			break;
+		if (writer_stopped(r))
+			break;
 		nanosleep(&nap, NULL);
 	}
 	if (stop_signal && !o->quiet)
@@ -542,7 +579,9 @@ static int cmd_record(int argc, char **argv)
 		waitpid(r->child.pid, &status, 0);
 		child_done = true;
 	}
-	if (o->command && ret == 0) {
+	/* the job's status is the job's, whatever became of the file (a wrapper
+	 * that changed it would break the scripts that launch training) */
+	if (o->command) {
 		if (WIFEXITED(status))
 			ret = WEXITSTATUS(status);
 		else if (WIFSIGNALED(status))

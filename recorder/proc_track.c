@@ -628,6 +628,13 @@ static void *track_main(void *arg)
 		if (t->python)
 			python_resolve_pending(t->python, t->builder);
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
+		/* New processes, mappings, unwind data and symbols reach the file
+		 * within 100 ms, ahead of the events that need them: a recording
+		 * cut short (disk full, SIGKILL) keeps its events readable. */
+		if (frec_builder_bytes(t->builder) && now - t->last_meta_flush_ns >= 100000000ull) {
+			frec_builder_flush(t->builder);
+			t->last_meta_flush_ns = now;
+		}
 		if (now - t->last_tick_ns >= 1000000000ull) {
 			sym_collector_flush(t->syms, t->builder, false);
 			if (t->rdma_counters)

@@ -81,6 +81,7 @@ struct proc_track {
 	atomic_uint_fast64_t mmap_lost;    /* perf mmap records the kernel lost */
 	atomic_uint_fast64_t mappings;     /* mapping records written */
 	uint64_t last_tick_ns;
+	uint64_t last_meta_flush_ns;
 };
 
 /* Opens the per-CPU mmap tracking events (before the target runs). */

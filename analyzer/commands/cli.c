@@ -248,7 +248,9 @@ void cli_warn_troubled(struct trace_set *ts, FILE *errout)
 {
 	for (size_t i = 0; i < trace_set_count(ts); i++) {
 		const struct trace_file *f = trace_set_file(ts, i);
-		if (!trace_file_damaged(f) && trace_file_complete(f))
+		char stop[160];
+		if (!trace_file_damaged(f) && trace_file_complete(f) &&
+		    !trace_file_stopped(f, stop, sizeof(stop)))
 			continue;
 		char trouble[512];
 		fprintf(errout, CLI_PROG ": warning: %s: %s; analyzing what it holds "

@@ -50,18 +50,23 @@ static int check_one(const char *path, FILE *out)
 	size_t n_damage = frec_damage_count(f->reader);
 	uint64_t missing = frec_chunks_missing(f->reader);
 	int complete = trace_file_complete(f);
-	if (!trace_file_damaged(f) && complete) {
+	char stop[160];
+	const char *stopped = trace_file_stopped(f, stop, sizeof(stop));
+	if (!trace_file_damaged(f) && complete && !stopped) {
 		fprintf(out, "%s: intact: %" PRIu64 " chunks, %" PRIu64 " records, %s\n", path,
 			f->chunks, f->records, cli_bytes(f->size_bytes, b1, sizeof(b1)));
 		trace_set_free(ts);
 		return 0;
 	}
 	int status = f->io_failed ? 2 : 1;
-	fprintf(out, "%s: %s: ", path, f->io_failed ? "unusable" : complete ? "damaged" : "incomplete");
+	fprintf(out, "%s: %s: ", path, f->io_failed ? "unusable" :
+		stopped && !trace_file_damaged(f) ? "stopped early" : complete ? "damaged" : "incomplete");
 	if (f->io_failed)
 		fprintf(out, "read error; ");
 	else if (!complete)
 		fprintf(out, "no end record; ");
+	else if (stopped)
+		fprintf(out, "%s; ", stop + strlen("stopped early: "));
 	fprintf(out, "recovered %" PRIu64 " chunk%s (%" PRIu64 " record%s)", f->chunks,
 		f->chunks == 1 ? "" : "s", f->records, f->records == 1 ? "" : "s");
 	if (n_damage)

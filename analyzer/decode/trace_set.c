@@ -325,6 +325,24 @@ const struct fr_drop_count *trace_file_drops(const struct trace_file *f, uint32_
 	return f->n_stats_drops ? f->stats_drops : NULL;
 }
 
+const char *trace_file_stopped(const struct trace_file *f, char *buf, size_t len)
+{
+	int e = 0;
+	uint64_t at = 0;
+	if (!f->reader || !frec_end_stopped(f->reader, &e, &at))
+		return NULL;
+	const char *what = e == ENOSPC ? "disk full" : e == EDQUOT ? "disk quota exceeded" :
+			   e == EIO ? "I/O error" : e == EFBIG ? "file too large" : NULL;
+	double t = at > f->hdr.start_mono_ns ? (at - f->hdr.start_mono_ns) / 1e9 : 0.0;
+	if (what)
+		snprintf(buf, len, "stopped early: %s at %.3f s (the file holds everything "
+			 "before)", what, t);
+	else
+		snprintf(buf, len, "stopped early: write error %d (%s) at %.3f s (the file holds "
+			 "everything before)", e, strerror(e), t);
+	return buf;
+}
+
 int trace_file_damaged(const struct trace_file *f)
 {
 	return f->io_failed || !f->reader || frec_damage_count(f->reader) ||
@@ -346,6 +364,9 @@ const char *trace_file_trouble(const struct trace_file *f, char *buf, size_t len
 			f->io_err.what);
 	if (!f->io_failed && f->reader && !frec_has_end(f->reader))
 		TROUBLE("incomplete: no end record (recorder killed?)");
+	char stop[160];
+	if (trace_file_stopped(f, stop, sizeof(stop)))
+		TROUBLE("%s", stop);
 	size_t damaged = f->reader ? frec_damage_count(f->reader) : 0;
 	if (damaged)
 		TROUBLE("%zu damaged region%s", damaged, damaged == 1 ? "" : "s");

@@ -278,6 +278,9 @@ const char *trace_file_thread_name(const struct trace_file *f, uint32_t pid, uin
  * (n = 0) when the file has neither, or predates format 1.1. */
 const struct fr_drop_count *trace_file_drops(const struct trace_file *f, uint32_t *n);
 int trace_file_damaged(const struct trace_file *f);
+/* "stopped early: disk full at 12.345 s ..." when the recorder could not
+ * write the whole recording (the file is valid up to there), else NULL. */
+const char *trace_file_stopped(const struct trace_file *f, char *buf, size_t len);
 int trace_file_complete(const struct trace_file *f);
 
 /* A one-line summary of what is wrong, for warnings: "incomplete: no end
