@@ -1,0 +1,263 @@
+/* The SQLite output's streaming sink: registered with the trace set like a
+ * model, it turns each decoded event into one row of its table
+ * (cpu_samples, syscalls, process_events, cuda_calls, nccl_calls,
+ * step_marks, rdma_ctrl_calls, rdma_posts, rdma_completions) at the file's
+ * clock offset of the moment (out_sqlite_align moves them to the final
+ * one), and counts events per thread for the threads table.
+ *
+ * Not for allocations and memory_inuse (out_sqlite_mem.c: the GPU memory
+ * model's ledger, not the raw CUDA events), nor for anything that needs
+ * more than one event (models). */
+#include "out_sqlite_impl.h"
+#include "model.h"
+#include "out_common.h"
+#include "trace_set.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The sink: the decoder feeds it like a model. */
+struct sqlite_sink {
+	struct out_sqlite *o;
+};
+
+static void bcommon(sqlite3_stmt *st, uint32_t file_index, const struct fr_ev_common *c,
+		    int64_t offset)
+{
+	bi(st, 1, file_index);
+	bi(st, 2, c->pid);
+	bi(st, 3, c->tid);
+	bi(st, 4, (int64_t)c->ts_ns + offset);
+}
+
+static int feed_cuda(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr *rec)
+{
+	struct fr_ev_cuda ev;
+	memcpy(&ev, rec, sizeof(ev));
+	sqlite3_stmt *st = o->st[ST_CUDA];
+	bcommon(st, fi, &ev.c, file_offset(o, fi));
+	bu(st, 5, ev.duration_ns);
+	bi(st, 6, ev.func);
+	bi(st, 7, ev.result);
+	bi(st, 8, ev.device);
+	bu(st, 9, ev.ptr);
+	bu(st, 10, ev.src);
+	bu(st, 11, ev.bytes);
+	bu(st, 12, ev.stream);
+	bi(st, 13, ev.kind);
+	bi(st, 14, ev.flags);
+	bstack(st, 15, ev.stack_id);
+	return sq_put(o, st); /* allocations and memory_inuse: out_sqlite_mem_change */
+}
+
+static int feed_nccl(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr *rec)
+{
+	struct fr_ev_nccl ev;
+	memcpy(&ev, rec, sizeof(ev));
+	sqlite3_stmt *st = o->st[ST_NCCL];
+	bcommon(st, fi, &ev.c, file_offset(o, fi));
+	bu(st, 5, ev.duration_ns);
+	bi(st, 6, ev.func);
+	bi(st, 7, ev.result);
+	bu(st, 8, ev.comm);
+	bu(st, 9, ev.count);
+	bi(st, 10, ev.datatype);
+	bi(st, 11, ev.op);
+	if (ev.peer >= 0)
+		bi(st, 12, ev.peer);
+	if (ev.rank >= 0)
+		bi(st, 13, ev.rank);
+	if (ev.nranks >= 0)
+		bi(st, 14, ev.nranks);
+	bu(st, 15, ev.stream);
+	bu(st, 16, ev.uid_hash);
+	bstack(st, 17, ev.stack_id);
+	return sq_put(o, st);
+}
+
+static int feed_rdma_ctrl(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr *rec)
+{
+	struct fr_ev_rdma_ctrl ev;
+	memcpy(&ev, rec, sizeof(ev));
+	sqlite3_stmt *st = o->st[ST_RDMA_CTRL];
+	bcommon(st, fi, &ev.c, file_offset(o, fi));
+	bu(st, 5, ev.duration_ns);
+	bi(st, 6, ev.func);
+	bi(st, 7, ev.result);
+	bu(st, 8, ev.ptr);
+	bu(st, 9, ev.obj);
+	bi(st, 10, ev.qp_num);
+	bi(st, 11, ev.dest_qp_num);
+	bi(st, 12, ev.qp_state);
+	bi(st, 13, ev.attr_mask);
+	bi(st, 14, ev.path_mtu);
+	bi(st, 15, ev.dlid);
+	bi(st, 16, ev.port_num);
+	char gid[33];
+	for (int i = 0; i < 16; i++)
+		snprintf(gid + 2 * i, 3, "%02x", ev.gid[i]);
+	bt(st, 17, gid);
+	bu(st, 18, ev.addr);
+	bu(st, 19, ev.length);
+	bi(st, 20, ev.lkey);
+	bi(st, 21, ev.rkey);
+	bi(st, 22, ev.access);
+	bstack(st, 23, ev.stack_id);
+	return sq_put(o, st);
+}
+
+static int feed_rdma_post(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr *rec)
+{
+	struct fr_ev_rdma_post ev;
+	memcpy(&ev, rec, sizeof(ev));
+	sqlite3_stmt *st = o->st[ST_RDMA_POST];
+	bcommon(st, fi, &ev.c, file_offset(o, fi));
+	bi(st, 5, ev.qp_num);
+	bu(st, 6, ev.wr_id);
+	bi(st, 7, ev.opcode);
+	bu(st, 8, ev.bytes);
+	bi(st, 9, ev.num_sge);
+	bi(st, 10, !!(ev.flags & FR_RDMA_POST_RECV));
+	bi(st, 11, !!(ev.flags & (FR_RDMA_POST_SIGNALED | FR_RDMA_POST_RECV)));
+	bi(st, 12, !!(ev.flags & FR_RDMA_POST_FAILED));
+	bi(st, 13, !!(ev.flags & FR_RDMA_POST_TRUNCATED));
+	bi(st, 14, ev.wr_index);
+	bi(st, 15, ev.result);
+	return sq_put(o, st);
+}
+
+static int feed_rdma_cqe(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr *rec)
+{
+	struct fr_ev_rdma_cqe ev;
+	memcpy(&ev, rec, sizeof(ev));
+	sqlite3_stmt *st = o->st[ST_RDMA_CQE];
+	bcommon(st, fi, &ev.c, file_offset(o, fi));
+	bi(st, 5, ev.qp_num);
+	bu(st, 6, ev.wr_id);
+	bi(st, 7, ev.status);
+	bi(st, 8, ev.opcode);
+	bi(st, 9, ev.byte_len);
+	bi(st, 10, ev.src_qp);
+	bi(st, 11, ev.vendor_err);
+	bu(st, 12, ev.cq);
+	return sq_put(o, st);
+}
+
+static int sink_feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
+{
+	struct out_sqlite *o = ((struct sqlite_sink *)state)->o;
+	if (!o || o->failed)
+		return -1;
+	uint16_t type = out_rec_type(rec);
+	struct fr_ev_common c;
+	memcpy(&c, rec, sizeof(c));
+	uint64_t *n = hmap_slot(&o->threads, (uint64_t)fi << 32 | c.pid, c.tid, NULL);
+	if (!n)
+		return -1;
+	++*n;
+	int64_t off = file_offset(o, fi);
+	switch (type) {
+	case FR_EV_CPU_SAMPLE: {
+		struct fr_ev_cpu_sample ev;
+		memcpy(&ev, rec, sizeof(ev));
+		sqlite3_stmt *st = o->st[ST_CPU];
+		bcommon(st, fi, &ev.c, off);
+		bi(st, 5, ev.cpu);
+		bstack(st, 6, ev.stack_id);
+		return sq_put(o, st);
+	}
+	case FR_EV_SYSCALL: {
+		struct fr_ev_syscall ev;
+		memcpy(&ev, rec, sizeof(ev));
+		sqlite3_stmt *st = o->st[ST_SYSCALL];
+		bcommon(st, fi, &ev.c, off);
+		bu(st, 5, ev.duration_ns);
+		bi(st, 6, ev.nr);
+		bi(st, 7, ev.ret);
+		if (ev.sc_flags & FR_SYSCALL_HAS_FD)
+			bi(st, 8, ev.fd);
+		if (ev.sc_flags & FR_SYSCALL_HAS_BYTES)
+			bu(st, 9, ev.count);
+		bstack(st, 10, ev.stack_id);
+		return sq_put(o, st);
+	}
+	case FR_EV_PROC_FORK:
+	case FR_EV_PROC_EXEC:
+	case FR_EV_PROC_EXIT: {
+		struct fr_ev_proc ev;
+		memcpy(&ev, rec, sizeof(ev));
+		char comm[17];
+		memcpy(comm, ev.comm, 16);
+		comm[16] = '\0';
+		sqlite3_stmt *st = o->st[ST_PROC_EVENT];
+		bcommon(st, fi, &ev.c, off);
+		bt(st, 5, type == FR_EV_PROC_FORK ? "fork" : type == FR_EV_PROC_EXEC ? "exec" : "exit");
+		bi(st, 6, ev.ppid);
+		if (type == FR_EV_PROC_EXIT)
+			bi(st, 7, ev.exit_code);
+		/* bound as a blob-free text of at most 16 bytes; invalid UTF-8
+		 * is stored as is (SQLite does not check) */
+		bt(st, 8, comm);
+		return sq_put(o, st);
+	}
+	case FR_EV_CUDA:
+		return feed_cuda(o, fi, rec);
+	case FR_EV_NCCL:
+		return feed_nccl(o, fi, rec);
+	case FR_EV_STEP: {
+		struct fr_ev_step ev;
+		memcpy(&ev, rec, sizeof(ev));
+		sqlite3_stmt *st = o->st[ST_STEP_MARK];
+		bcommon(st, fi, &ev.c, off);
+		bstack(st, 5, ev.stack_id);
+		return sq_put(o, st);
+	}
+	case FR_EV_RDMA_CTRL:
+		return feed_rdma_ctrl(o, fi, rec);
+	case FR_EV_RDMA_POST:
+		return feed_rdma_post(o, fi, rec);
+	case FR_EV_RDMA_CQE:
+		return feed_rdma_cqe(o, fi, rec);
+	}
+	return 0;
+}
+
+static void *sink_create(const struct model_opts *opts)
+{
+	(void)opts;
+	return calloc(1, sizeof(struct sqlite_sink));
+}
+
+static int sink_finish(void *state, struct trace_set *ts, struct frec_error *err)
+{
+	(void)state;
+	(void)ts;
+	(void)err;
+	return 0;
+}
+
+static const struct model_ops sqlite_sink_ops = {
+	.name = "sqlite-sink",
+	.create = sink_create,
+	.feed = sink_feed,
+	.finish = sink_finish,
+	.destroy = free,
+};
+
+int out_sqlite_attach(struct out_sqlite *o, struct trace_set *ts, struct frec_error *err)
+{
+	o->ts = ts;
+	o->n_offsets = trace_set_count(ts);
+	o->offsets = calloc(o->n_offsets ? o->n_offsets : 1, sizeof(*o->offsets));
+	struct sqlite_sink *s = trace_set_add_model(ts, &sqlite_sink_ops, NULL);
+	if (!o->offsets || !s) {
+		frec_error_set(err, "sqlite", -1, ENOMEM, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < o->n_offsets; i++)
+		o->offsets[i] = out_clock_offset_ns(ts, i);
+	s->o = o;
+	return 0;
+}
