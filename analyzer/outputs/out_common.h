@@ -23,7 +23,7 @@ struct trace_file;
  * nanoseconds since the epoch on the reference node's realtime clock.  The
  * value grows more exact as the pass reads CLOCK records and once
  * model_nccl's finish has refined it across nodes, so streaming writers take
- * it before the pass and correct to the final value after it (out_sqlite.c
+ * it before the pass and correct to the final value after it (out_sqlite_align.c
  * rewrites its times; out_timeline.c is given the offsets of a first pass). */
 int64_t out_clock_offset_ns(struct trace_set *ts, size_t file_index);
 
