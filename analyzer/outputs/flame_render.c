@@ -1,7 +1,9 @@
 /* The svg and html flame graph writers.  Both emit the same document shape:
  * the tree as inline JSON plus the one renderer (analyzer/web/flame.js and
  * flame.css, embedded at build time), so the two formats cannot drift apart
- * and neither makes a network request.
+ * and neither makes a network request.  The JSON writer is public too: the
+ * report (out_report_*.c) embeds its graphs through it, so every flame
+ * graph is pruned by the same rule.
  *
  * Not for: layout or drawing (the JS does that, so the page can zoom and
  * search without a round trip) or the folded text (flame_tree.c).
@@ -168,6 +170,7 @@ static int write_json(const struct flame_tree *t, const struct flame_render_opts
 	uint32_t *name_idx = malloc(sel->n * sizeof(*name_idx));
 	/* tree index -> position in the JSON, for parent references */
 	uint32_t *pos = malloc(flame_tree_count(t) * sizeof(*pos));
+	int one_line = o && o->one_line;
 	int rc = 0;
 	if (!map.keys || !map.vals || !name_idx || !pos) {
 		rc = -ENOMEM;
@@ -189,7 +192,8 @@ static int write_json(const struct flame_tree *t, const struct flame_render_opts
 		if (added) {
 			if (name_idx[k])
 				fputc(',', f);
-			fputc('\n', f);
+			if (!one_line)
+				fputc('\n', f);
 			out_json_str(f, node->name);
 		}
 	}
@@ -197,7 +201,7 @@ static int write_json(const struct flame_tree *t, const struct flame_render_opts
 	for (size_t k = 0; k < sel->n; k++) {
 		const struct flame_node *node = flame_tree_node(t, sel->order[k]);
 		pos[sel->order[k]] = (uint32_t)k;
-		fprintf(f, "%s%u,%u,%llu", k ? (k % 8 ? "," : ",\n") : "",
+		fprintf(f, "%s%u,%u,%llu", k ? (k % 8 || one_line ? "," : ",\n") : "",
 			k ? pos[node->parent] : 0u, name_idx[k],
 			(unsigned long long)node->total);
 	}
@@ -207,6 +211,19 @@ out:
 	free(map.vals);
 	free(name_idx);
 	free(pos);
+	return rc;
+}
+
+int flame_write_json(const struct flame_tree *t, const struct flame_render_opts *o,
+		     const struct flame_render_limits *lim, FILE *f)
+{
+	if (!t || !f)
+		return -EINVAL;
+	struct selection sel = { 0 };
+	int rc = select_nodes(t, lim, &sel);
+	if (!rc)
+		rc = write_json(t, o, &sel, f);
+	free(sel.order);
 	return rc;
 }
 

@@ -1,9 +1,10 @@
 /* The HTML report: ONE self-contained file (all JS and CSS inline, a
  * Content-Security-Policy that forbids every fetch) that opens from disk in
  * any current browser.  The page is data + renderer: each section is a small
- * function here that writes one JSON member from one model's result, and
- * analyzer/web/report.js draws it (DOM built with textContent only, charts
- * as inline SVG, flame graphs through the one renderer analyzer/web/flame.js).
+ * function (out_report_*.c, listed in out_report_sections.h) that writes one
+ * JSON member from one model's result, and analyzer/web/report.js draws it
+ * (DOM built with textContent only, charts as inline SVG, flame graphs
+ * through the one renderer analyzer/web/flame.js).
  * Sizes are bounded: aggregated views, pruned flame trees, never one element
  * per event.
  *

@@ -43,6 +43,10 @@ struct flame_render_opts {
 	const char *title;    /* e.g. "CPU samples: trainer (pid 1234)" */
 	const char *unit;     /* "samples" or "bytes" */
 	const char *subtitle; /* may be NULL */
+	/* the JSON on one line (a page embedding many graphs, the report);
+	 * else a line break every few entries, so a standalone svg/html file
+	 * stays readable in an editor */
+	int one_line;
 };
 /* Interactive flame graph (click to zoom, search, reset), self-contained,
  * no network.  svg: a standalone SVG document with an inline script.
@@ -66,5 +70,15 @@ int flame_write_svg_ex(const struct flame_tree *t, const struct flame_render_opt
 		       const struct flame_render_limits *lim, FILE *out);
 int flame_write_html_ex(const struct flame_tree *t, const struct flame_render_opts *o,
 			const struct flame_render_limits *lim, FILE *out);
+
+/* Just the tree as the renderer's JSON object (title, subtitle, unit,
+ * total, omitted, omittedBelow, names, and nodes as pre-order triples of
+ * parent position, name index, total), pruned by lim as above: what the
+ * svg and html writers embed, and what the report embeds once per graph.
+ * Returns 0, -EINVAL (no tree or stream) or -ENOMEM; write errors stay
+ * in the stream's error flag for the caller, who may write more before
+ * checking. */
+int flame_write_json(const struct flame_tree *t, const struct flame_render_opts *o,
+		     const struct flame_render_limits *lim, FILE *out);
 
 #endif

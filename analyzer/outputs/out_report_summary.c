@@ -1,0 +1,106 @@
+/* The report's first sections: what the traces are.  "summary": per file
+ * its path, host, command, times, completeness, drops per probe, losses and
+ * damaged regions, then the processes; "presence": how many events of each
+ * family the traces hold, so the page can say why a section is empty.
+ * Not for anything a model computes (the other out_report_*.c). */
+#include "out_report_sections.h"
+#include "cli.h"
+#include "out_common.h"
+#include "out_report_data.h"
+#include "trace_set.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+void report_section_summary(FILE *f, struct trace_set *ts)
+{
+	char b[64];
+	fputs("\"summary\":{\"files\":[", f);
+	for (size_t i = 0; i < trace_set_count(ts); i++) {
+		const struct trace_file *tf = trace_set_file(ts, i);
+		const struct fr_end *end = tf->reader ? frec_end(tf->reader) : NULL;
+		uint64_t last = end ? end->end_mono_ns : tf->last_event_ns;
+		char trouble[512];
+		trace_file_trouble(tf, trouble, sizeof(trouble));
+		fprintf(f, "%s{\"path\":", i ? "," : "");
+		out_json_str(f, tf->path);
+		fputs(",\"host\":", f);
+		out_json_str(f, tf->hdr.host);
+		fputs(",\"command\":", f);
+		out_json_str(f, tf->cmdline);
+		fprintf(f, ",\"start\":\"%s\",\"start_ns\":%" PRIu64 ",\"duration_ns\":%" PRIu64
+			",\"events\":%" PRIu64 ",\"complete\":%s,\"status\":",
+			cli_iso_time(tf->hdr.start_real_ns, b, sizeof(b)), tf->hdr.start_real_ns,
+			last > tf->hdr.start_mono_ns ? last - tf->hdr.start_mono_ns : 0, tf->events,
+			trace_file_complete(tf) ? "true" : "false");
+		out_json_str(f, trouble[0] ? trouble : "intact");
+		/* drops: END's counters, else the last STATS record */
+		fputs(",\"drops\":[", f);
+		uint32_t n = 0;
+		const struct fr_probe_stats *ps = end ? frec_end_probes(tf->reader, &n) : NULL;
+		int first = 1;
+		for (uint32_t k = 0; ps && k < n; k++) {
+			char name[17];
+			memcpy(name, ps[k].name, 16);
+			name[16] = '\0';
+			fprintf(f, "%s{\"probe\":", first ? "" : ",");
+			out_json_str(f, name);
+			fprintf(f, ",\"events\":%" PRIu64 ",\"drops\":%" PRIu64 "}", ps[k].events, ps[k].drops);
+			first = 0;
+		}
+		for (uint32_t k = 0; !ps && tf->has_stats && k < tf->n_stats_probes; k++) {
+			fprintf(f, "%s{\"probe\":", first ? "" : ",");
+			out_json_str(f, tf->stats_probes[k].name);
+			fprintf(f, ",\"events\":%" PRIu64 ",\"drops\":%" PRIu64 "}",
+				tf->stats_probes[k].events, tf->stats_probes[k].drops);
+			first = 0;
+		}
+		fputs("],\"losses\":", f);
+		out_json_losses(f, tf);
+		fputs(",\"damage\":[", f);
+		size_t nd = tf->reader ? frec_damage_count(tf->reader) : 0;
+		for (size_t k = 0; k < nd && k < 100; k++) {
+			const struct frec_damage *d = frec_damage_at(tf->reader, k);
+			char what[161];
+			snprintf(what, sizeof(what), "%.160s", d->what);
+			fprintf(f, "%s{\"offset\":%" PRIu64 ",\"length\":%" PRIu64 ",\"what\":", k ? "," : "",
+				d->offset, d->length);
+			out_json_str(f, what);
+			fputs("}", f);
+		}
+		fprintf(f, "],\"damaged_regions\":%zu,\"malformed_records\":%" PRIu64 "}", nd, tf->n_problems);
+	}
+	fputs("],\"processes\":[", f);
+	int first = 1;
+	for (size_t i = 0; i < trace_set_count(ts); i++) {
+		const struct trace_file *tf = trace_set_file(ts, i);
+		for (size_t k = 0; k < tf->n_procs && k < 1000; k++) {
+			const struct ts_process *p = &tf->procs[k];
+			int64_t rank;
+			fprintf(f, "%s{\"file\":%zu,\"pid\":%u,\"ppid\":%u,\"threads\":%u,\"rank\":", first ? "" : ",",
+				i, p->pid, p->ppid, p->threads);
+			if (out_process_rank(tf, p->pid, &rank))
+				fprintf(f, "%" PRId64, rank);
+			else
+				fputs("null", f);
+			fputs(",\"host\":", f);
+			out_json_str(f, tf->hdr.host);
+			fputs(",\"comm\":", f);
+			out_json_str(f, p->comm);
+			fputs(",\"cmdline\":", f);
+			out_json_str(f, p->cmdline);
+			fputs("}", f);
+			first = 0;
+		}
+	}
+	fputs("]}", f);
+}
+
+void report_section_presence(FILE *f, const struct report_data *d)
+{
+	fprintf(f, "\"presence\":{\"cpu_samples\":%" PRIu64 ",\"cuda_events\":%" PRIu64
+		",\"cuda_alloc_events\":%" PRIu64 ",\"nccl_events\":%" PRIu64 ",\"rdma_events\":%" PRIu64
+		",\"step_events\":%" PRIu64 "}",
+		d ? d->cpu_samples : 0, d ? d->cuda_events : 0, d ? d->cuda_alloc_events : 0,
+		d ? d->nccl_events : 0, d ? d->rdma_events : 0, d ? d->step_events : 0);
+}
