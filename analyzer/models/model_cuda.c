@@ -14,10 +14,11 @@
  * oldest entries fall off when it is full; a call that claims the whole of
  * a window that lost entries counts in nesting_overflow.
  *
- * Percentiles: a log-linear histogram per function (exact below 128 ns,
- * then 128 sub-buckets per power of two), reported at the bucket's middle:
- * within 0.4% of the exact nearest-rank quantile, 59 KiB per function
- * seen, whatever the number of calls.
+ * Percentiles: a log-linear histogram per function (lat_hist.c, 7 bits:
+ * exact below 128 ns, then 128 buckets per power of two), reported at the
+ * bucket's middle: within 0.4% of the exact nearest-rank quantile, 1 KiB
+ * per power of two a function's durations span, whatever the number of
+ * calls.  The "[unknown function]" row mixes functions: no percentiles.
  *
  * Copies: cudaMemcpy(Async) and the cuMemcpy(Async) family, successful
  * ones, counted once (a copy inside another copy call of the same thread,
@@ -39,6 +40,7 @@
  * Counted with the copy's stack and the synchronize's duration. */
 #include "model_cuda.h"
 #include "hmap.h"
+#include "lat_hist.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -125,51 +127,6 @@ const char *cuda_host_name(enum cuda_host h)
 {
 	static const char *const names[] = { "pinned", "pageable", "-" };
 	return (unsigned)h < CUDA_HOSTS ? names[h] : "?";
-}
-
-/* ---- log-linear histogram ------------------------------------------------ */
-
-#define HIST_SUB 128u
-#define HIST_BUCKETS (HIST_SUB + 57u * HIST_SUB)
-
-static size_t hist_index(uint64_t v)
-{
-	if (v < HIST_SUB)
-		return (size_t)v;
-	unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= 7 */
-	return HIST_SUB + (size_t)(e - 7u) * HIST_SUB + (size_t)((v >> (e - 7u)) & (HIST_SUB - 1u));
-}
-
-/* The middle of bucket i. */
-static uint64_t hist_value(size_t i)
-{
-	if (i < HIST_SUB)
-		return i;
-	unsigned g = (unsigned)((i - HIST_SUB) / HIST_SUB);
-	uint64_t low = (uint64_t)(HIST_SUB + (i - HIST_SUB) % HIST_SUB) << g;
-	return low + (((uint64_t)1 << g) - 1) / 2;
-}
-
-/* Nearest-rank quantile q (0 < q <= 1), clamped to [min, max]. */
-static uint64_t hist_quantile(const uint64_t *h, uint64_t count, double q, uint64_t min,
-			      uint64_t max)
-{
-	if (!h || !count)
-		return 0;
-	uint64_t rank = (uint64_t)(q * (double)count);
-	if ((double)rank < q * (double)count)
-		rank++;
-	if (rank < 1)
-		rank = 1;
-	uint64_t seen = 0;
-	for (size_t i = 0; i < HIST_BUCKETS; i++) {
-		seen += h[i];
-		if (seen >= rank) {
-			uint64_t v = hist_value(i);
-			return v < min ? min : v > max ? max : v;
-		}
-	}
-	return max;
 }
 
 /* ---- address ranges: a treap keyed by (owner, start) ----------------------- */
@@ -291,6 +248,7 @@ static bool rset_contains(const struct rset *r, uint64_t o, uint64_t p)
 #define ROW_UNKNOWN (2 * N_FUNCS)
 #define N_ROWS (2 * N_FUNCS + 1)
 #define N_CELLS (CUDA_DIRS * CUDA_HOSTS * CUDA_MODES)
+#define CUDA_LATENCY_BITS 7u /* what model_cuda.h promises: within 0.4%, exact < 128 ns */
 
 struct open_call {
 	uint64_t start, end, dur, bytes;
@@ -308,8 +266,8 @@ struct tstate {
 };
 
 struct row_state {
-	uint64_t count, total_ns, self_ns, max_ns, min_ns, errors, other_codes;
-	uint64_t *hist;
+	struct lat_hist lat;  /* durations: count, total (sum_ns), min, max, percentiles */
+	uint64_t self_ns, errors, other_codes;
 	struct cuda_error_count codes[CUDA_MAX_ERROR_CODES];
 	size_t n_codes;
 };
@@ -344,6 +302,8 @@ static void *cuda_create(const struct model_opts *opts)
 		m->opts = *opts;
 	hmap_init(&m->thread_index);
 	hmap_init(&m->sync_index);
+	for (size_t i = 0; i < N_ROWS; i++)
+		lat_hist_init(&m->rows[i].lat, CUDA_LATENCY_BITS);
 	for (size_t i = 0; i < N_CELLS; i++) {
 		m->cells[i].mode = (enum cuda_mode)(i % CUDA_MODES);
 		m->cells[i].host = (enum cuda_host)(i / CUDA_MODES % CUDA_HOSTS);
@@ -545,17 +505,9 @@ static int cuda_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *
 	size_t ri = ev.func < N_FUNCS && cuda_func_name(ev.func)
 		? (size_t)ev.func * 2 + ((ev.flags & FR_CUDAF_PTSZ) ? 1 : 0) : ROW_UNKNOWN;
 	struct row_state *r = &m->rows[ri];
-	if (!r->hist && ri != ROW_UNKNOWN && !(r->hist = calloc(HIST_BUCKETS, sizeof(uint64_t))))
+	if (lat_hist_add(&r->lat, dur))
 		return -1;
-	r->count++;
-	r->total_ns += dur;
 	r->self_ns += dur > children_ns ? dur - children_ns : 0;
-	if (dur > r->max_ns)
-		r->max_ns = dur;
-	if (r->count == 1 || dur < r->min_ns)
-		r->min_ns = dur;
-	if (r->hist)
-		r->hist[hist_index(dur)]++;
 	if (ev.result != 0)
 		count_error(r, ev.result);
 
@@ -650,7 +602,7 @@ static int cuda_finish(void *state, struct trace_set *ts, struct frec_error *err
 	}
 	for (size_t i = 0; i < N_ROWS; i++) {
 		struct row_state *r = &m->rows[i];
-		if (!r->count)
+		if (!r->lat.count)
 			continue;
 		struct cuda_api_row *o = &res->rows[res->n_rows++];
 		o->func = i == ROW_UNKNOWN ? 0 : (uint16_t)(i / 2);
@@ -660,13 +612,15 @@ static int cuda_finish(void *state, struct trace_set *ts, struct frec_error *err
 		else
 			snprintf(o->name, sizeof(o->name), "%s%s", cuda_func_name((uint16_t)(i / 2)),
 				 o->ptsz ? variant_suffix(o->func) : "");
-		o->count = r->count;
-		o->total_ns = r->total_ns;
+		o->count = r->lat.count;
+		o->total_ns = r->lat.sum_ns;
 		o->self_ns = r->self_ns;
-		o->max_ns = r->max_ns;
-		o->min_ns = r->min_ns;
-		o->p50_ns = hist_quantile(r->hist, r->count, 0.50, r->min_ns, r->max_ns);
-		o->p99_ns = hist_quantile(r->hist, r->count, 0.99, r->min_ns, r->max_ns);
+		o->max_ns = r->lat.max_ns;
+		o->min_ns = r->lat.min_ns;
+		if (i != ROW_UNKNOWN) {
+			o->p50_ns = lat_hist_quantile(&r->lat, 0.50);
+			o->p99_ns = lat_hist_quantile(&r->lat, 0.99);
+		}
 		o->errors = r->errors;
 		memcpy(o->codes, r->codes, sizeof(o->codes));
 		o->n_codes = r->n_codes;
@@ -692,7 +646,7 @@ static void cuda_destroy(void *state)
 	if (!m)
 		return;
 	for (size_t i = 0; i < N_ROWS; i++)
-		free(m->rows[i].hist);
+		lat_hist_free(&m->rows[i].lat);
 	free(m->ranges.n);
 	free(m->threads);
 	hmap_free(&m->thread_index);

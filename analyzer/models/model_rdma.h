@@ -1,8 +1,9 @@
 /* The RDMA verbs model: connections (one row per local queue pair view,
  * joined to the other end across files), work requests paired with their
  * completions, post->completion latency, error completions by status and
- * class, port counters and empty polls.  model_rdma.c explains the pairing
- * rules.  Not for output (cmd_rdma.c lays the result out). */
+ * class, port counters and empty polls.  rdma_replay.c explains the
+ * pairing rules, rdma_join.c the join.  Not for output (cmd_rdma.c lays the
+ * result out). */
 #ifndef FLIGHTREC_MODEL_RDMA_H
 #define FLIGHTREC_MODEL_RDMA_H
 
@@ -51,10 +52,10 @@ const char *rdma_size_bucket_name(enum rdma_size_bucket b);
 enum rdma_size_bucket rdma_size_bucket_of(uint64_t bytes);
 
 /* Post->completion latency of the successful work requests of a group.
- * Percentiles are nearest-rank from a log-linear histogram (exact below
- * 64 ns, then 64 sub-buckets per power of two, reported at the bucket's
- * middle and clamped to [min, max]): within 0.8% of the exact value.
- * max and min are exact. */
+ * Percentiles are nearest-rank from a log-linear histogram (lat_hist.h at
+ * 6 bits: exact below 64 ns, then 64 sub-buckets per power of two,
+ * reported at the bucket's middle and clamped to [min, max]): within 0.8%
+ * of the exact value.  max and min are exact. */
 struct rdma_latency {
 	uint64_t count;
 	uint64_t p50_ns, p99_ns, max_ns, min_ns;

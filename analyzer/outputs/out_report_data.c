@@ -14,42 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CUDA_FUNCS 64
-
 struct report_collect {
 	struct hmap counts;        /* (file << 32 | pid, stack_id) -> samples */
-	struct report_cuda_func *cuda[CUDA_FUNCS + 1]; /* last: unknown funcs */
 	struct report_data data;
 };
-
-static unsigned hist_bucket(uint64_t d)
-{
-	if (!d)
-		return 0;
-	unsigned o = 63u - (unsigned)__builtin_clzll(d);
-	unsigned sub = o >= 3 ? (unsigned)(d >> (o - 3)) & 7u : (unsigned)(d << (3 - o)) & 7u;
-	return o * 8 + sub;
-}
-
-uint64_t report_hist_quantile(const uint32_t *hist, uint64_t n, double q)
-{
-	if (!n)
-		return 0;
-	uint64_t want = (uint64_t)(q * (double)n + 0.999999);
-	if (want < 1)
-		want = 1;
-	uint64_t seen = 0;
-	for (unsigned b = 0; b < REPORT_HIST_BUCKETS; b++) {
-		seen += hist[b];
-		if (seen >= want) {
-			unsigned o = b / 8, s = b % 8;
-			if (o >= 3)
-				return (uint64_t)(8 + s + 1) << (o - 3);
-			return (uint64_t)(8 + s + 1) >> (3 - o);
-		}
-	}
-	return UINT64_MAX;
-}
 
 static int feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
 {
@@ -69,21 +37,6 @@ static int feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
 		struct fr_ev_cuda ev;
 		memcpy(&ev, rec, sizeof(ev));
 		c->data.cuda_events++;
-		unsigned k = ev.func < CUDA_FUNCS ? ev.func : CUDA_FUNCS;
-		if (!c->cuda[k]) {
-			if (!(c->cuda[k] = calloc(1, sizeof(*c->cuda[k]))))
-				return -1;
-			c->cuda[k]->func = ev.func < CUDA_FUNCS ? ev.func : 0;
-		}
-		struct report_cuda_func *f = c->cuda[k];
-		f->calls++;
-		f->total_ns += ev.duration_ns;
-		if (ev.duration_ns > f->max_ns)
-			f->max_ns = ev.duration_ns;
-		if (ev.result != 0)
-			f->failed++;
-		f->bytes += ev.bytes;
-		f->hist[hist_bucket(ev.duration_ns)]++;
 		if (mem_func_class(ev.func) != MEM_NONE)
 			c->data.cuda_alloc_events++;
 		if (ev.func == FR_CUDA_MEMCPY || ev.func == FR_CUDA_MEMCPY_ASYNC ||
@@ -133,9 +86,6 @@ static void destroy(void *state)
 	if (!c)
 		return;
 	hmap_free(&c->counts);
-	for (unsigned k = 0; k <= CUDA_FUNCS; k++)
-		free(c->cuda[k]);
-	free(c->data.cuda);
 	flame_tree_free(c->data.cpu_all);
 	for (size_t i = 0; i < c->data.n_procs; i++)
 		flame_tree_free(c->data.procs[i].tree);
@@ -191,14 +141,6 @@ static int by_samples_desc(const void *a, const void *b)
 	if (x->file_index != y->file_index)
 		return x->file_index < y->file_index ? -1 : 1;
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-static int by_total_desc(const void *a, const void *b)
-{
-	const struct report_cuda_func *x = a, *y = b;
-	if (x->total_ns != y->total_ns)
-		return x->total_ns > y->total_ns ? -1 : 1;
-	return x->func < y->func ? -1 : x->func > y->func;
 }
 
 static int build_cpu(struct report_collect *c, struct trace_set *ts, struct frec_error *err)
@@ -281,17 +223,5 @@ const struct report_data *report_collect_result(struct report_collect *c, struct
 {
 	if (build_cpu(c, ts, err))
 		return NULL;
-	size_t n = 0;
-	for (unsigned k = 0; k <= CUDA_FUNCS; k++)
-		n += c->cuda[k] != NULL;
-	c->data.cuda = calloc(n ? n : 1, sizeof(*c->data.cuda));
-	if (!c->data.cuda) {
-		frec_error_set(err, "report", -1, ENOMEM, "out of memory");
-		return NULL;
-	}
-	for (unsigned k = 0; k <= CUDA_FUNCS; k++)
-		if (c->cuda[k])
-			c->data.cuda[c->data.n_cuda++] = *c->cuda[k];
-	qsort(c->data.cuda, c->data.n_cuda, sizeof(*c->data.cuda), by_total_desc);
 	return &c->data;
 }

@@ -1,11 +1,9 @@
 /* What the HTML report needs that no model provides yet, gathered from the
  * event stream with bounded memory: CPU samples per (file, pid, stack) so
- * the report can draw one flame graph per process, and a CUDA call table
- * (count, time, failures, approximate percentiles per function; copies per
- * direction) computed simply from FR_EV_CUDA events until model_cuda lands.
- * Plus counts of the event families other models will consume, so the
- * report can say "no NCCL events in this trace" or "N NCCL calls, no
- * stragglers model in this build".
+ * the report can draw one flame graph per process, and copies per
+ * cudaMemcpyKind (model_cuda does not keep the kind the caller passed).
+ * Plus counts of the event families, so the report can say "no NCCL events
+ * in this trace".
  *
  * Not for output: out_report.c turns these results into the page. */
 #ifndef FLIGHTREC_OUT_REPORT_DATA_H
@@ -17,15 +15,6 @@
 #include "frec_error.h"
 
 struct trace_set;
-
-/* 8 buckets per power of two from 1 ns: about 9% wide. */
-#define REPORT_HIST_BUCKETS (64 * 8)
-
-struct report_cuda_func {
-	uint32_t func;
-	uint64_t calls, failed, total_ns, max_ns, bytes;
-	uint32_t hist[REPORT_HIST_BUCKETS];
-};
 
 struct report_copy_kind {
 	uint64_t calls, bytes, total_ns;
@@ -46,8 +35,6 @@ struct report_data {
 	size_t procs_left_out;              /* processes with samples beyond the cap */
 	/* CUDA */
 	uint64_t cuda_events;
-	struct report_cuda_func *cuda;      /* funcs with calls, most total time first */
-	size_t n_cuda;
 	struct report_copy_kind copies[6];  /* enum fr_cuda_copy_kind; 5: unknown */
 	/* other families, counted for the hook sections */
 	uint64_t cuda_alloc_events, nccl_events, rdma_events, step_events;
@@ -64,9 +51,5 @@ struct report_collect *report_collect_attach(struct trace_set *ts, struct frec_e
  * collector, which trace_set_free releases). */
 const struct report_data *report_collect_result(struct report_collect *c, struct trace_set *ts,
 						struct frec_error *err);
-
-/* The duration at quantile q (0..1) of a histogram, as the bucket's upper
- * bound in ns; 0 when empty. */
-uint64_t report_hist_quantile(const uint32_t *hist, uint64_t n, double q);
 
 #endif

@@ -510,23 +510,20 @@
 		var s = section('cuda', 'CUDA API');
 		var c = D.cuda;
 		if (!c) { empty(s, 'No CUDA events in this trace.'); return; }
-		var model = c.source === 'model';
-		el('p', 'fr-note', commas(c.events) + ' calls. ' + (model
-			? 'Self time excludes CUDA calls nested inside (cudaMalloc around cuMemAlloc). Percentiles within 0.4%.'
-			: 'Percentiles are approximate (\u00b19%), from a log histogram.'), s);
+		el('p', 'fr-note', commas(c.events) + ' calls. Self time excludes CUDA calls nested inside ' +
+			'(cudaMalloc around cuMemAlloc). Percentiles within 0.4%.', s);
 		var cols = [
 			{ title: 'Function', key: 'name' },
 			{ title: 'Calls', key: 'calls', num: true, fmt: commas },
-			{ title: 'Total time', key: 'total_ns', num: true, fmt: fmtNs }
-		];
-		if (model) cols.push({ title: 'Self time', key: 'self_ns', num: true, fmt: fmtNs });
-		cols.push({ title: 'Mean', key: 'mean_ns', num: true, fmt: fmtNs },
-			{ title: model ? 'p50' : 'p50 \u2264', key: 'p50_ns', num: true, fmt: fmtNs },
-			{ title: model ? 'p99' : 'p99 \u2264', key: 'p99_ns', num: true, fmt: fmtNs },
+			{ title: 'Total time', key: 'total_ns', num: true, fmt: fmtNs },
+			{ title: 'Self time', key: 'self_ns', num: true, fmt: fmtNs },
+			{ title: 'Mean', key: 'mean_ns', num: true, fmt: fmtNs },
+			{ title: 'p50', key: 'p50_ns', num: true, fmt: fmtNs },
+			{ title: 'p99', key: 'p99_ns', num: true, fmt: fmtNs },
 			{ title: 'Max', key: 'max_ns', num: true, fmt: fmtNs },
-			{ title: 'Failed', key: 'failed', num: true, fmt: commas });
-		if (model) cols.push({ title: 'Errors', key: 'errtext', wrap: true });
-		else cols.push({ title: 'Bytes', key: 'bytes', num: true, fmt: fmtBytes });
+			{ title: 'Failed', key: 'failed', num: true, fmt: commas },
+			{ title: 'Errors', key: 'errtext', wrap: true }
+		];
 		table(s, cols, c.funcs.map(function (f) {
 			var r = {};
 			for (var k in f) r[k] = f[k];
@@ -537,49 +534,36 @@
 		var cs = section('copies', 'Host\u2013device copies');
 		if (!c.copies || !c.copies.length) { empty(cs, 'No cudaMemcpy calls in this trace.'); return; }
 		function gbps(x) { return x.total_ns ? x.bytes / x.total_ns : 0; }
-		if (model) {
-			el('p', 'fr-note', 'By direction, host memory (pinned or pageable) and mode. Pageable copies are staged ' +
-				'through a pinned buffer by the driver and are synchronous even when called async.', cs);
-			table(cs, [
-				{ title: 'Direction', key: 'dir' },
-				{ title: 'Host memory', key: 'host' },
-				{ title: 'Mode', key: 'mode' },
-				{ title: 'Calls', key: 'calls', num: true, fmt: commas },
-				{ title: 'Bytes', key: 'bytes', num: true, fmt: fmtBytes },
-				{ title: 'Time', key: 'total_ns', num: true, fmt: fmtNs },
-				{ title: 'Throughput', key: 'gbps', num: true, fmt: function (v) { return v.toFixed(2) + ' GB/s'; } }
-			], c.copies.map(function (x) {
-				return { dir: x.dir, host: x.host, mode: x.mode, calls: x.calls, bytes: x.bytes,
-					total_ns: x.total_ns, gbps: gbps(x) };
-			}));
-			var fs = el('div', 'fr-finding', null, cs);
-			fs.id = 'fr-async-sync';
-			if (!c.async_then_sync) {
-				el('p', null, 'No async copy was followed at once by a synchronize.', fs);
-			} else {
-				el('p', 'fr-warn', commas(c.async_then_sync) + ' async copies were followed within ' +
-					fmtNs(c.sync_gap_ns) + ' by a synchronize (' + fmtNs(c.async_then_sync_ns) +
-					' spent waiting): the copy could have been a plain synchronous one, or the wait moved later.', fs);
-				table(fs, [
-					{ title: 'Process', key: 'process', wrap: true },
-					{ title: 'Copy stack (leaf first)', key: 'stack', wrap: true },
-					{ title: 'Times', key: 'count', num: true, fmt: commas },
-					{ title: 'Sync time', key: 'sync_ns', num: true, fmt: fmtNs },
-					{ title: 'Bytes', key: 'bytes', num: true, fmt: fmtBytes }
-				], c.sync_stacks || []);
-			}
-			return;
-		}
-		el('p', 'fr-note', 'By direction. Pinned vs pageable needs the CUDA model (not run).', cs);
+		el('p', 'fr-note', 'By direction, host memory (pinned or pageable) and mode. Pageable copies are staged ' +
+			'through a pinned buffer by the driver and are synchronous even when called async.', cs);
 		table(cs, [
-			{ title: 'Direction', key: 'kind' },
+			{ title: 'Direction', key: 'dir' },
+			{ title: 'Host memory', key: 'host' },
+			{ title: 'Mode', key: 'mode' },
 			{ title: 'Calls', key: 'calls', num: true, fmt: commas },
 			{ title: 'Bytes', key: 'bytes', num: true, fmt: fmtBytes },
 			{ title: 'Time', key: 'total_ns', num: true, fmt: fmtNs },
 			{ title: 'Throughput', key: 'gbps', num: true, fmt: function (v) { return v.toFixed(2) + ' GB/s'; } }
 		], c.copies.map(function (x) {
-			return { kind: x.kind, calls: x.calls, bytes: x.bytes, total_ns: x.total_ns, gbps: gbps(x) };
+			return { dir: x.dir, host: x.host, mode: x.mode, calls: x.calls, bytes: x.bytes,
+				total_ns: x.total_ns, gbps: gbps(x) };
 		}));
+		var fs = el('div', 'fr-finding', null, cs);
+		fs.id = 'fr-async-sync';
+		if (!c.async_then_sync) {
+			el('p', null, 'No async copy was followed at once by a synchronize.', fs);
+		} else {
+			el('p', 'fr-warn', commas(c.async_then_sync) + ' async copies were followed within ' +
+				fmtNs(c.sync_gap_ns) + ' by a synchronize (' + fmtNs(c.async_then_sync_ns) +
+				' spent waiting): the copy could have been a plain synchronous one, or the wait moved later.', fs);
+			table(fs, [
+				{ title: 'Process', key: 'process', wrap: true },
+				{ title: 'Copy stack (leaf first)', key: 'stack', wrap: true },
+				{ title: 'Times', key: 'count', num: true, fmt: commas },
+				{ title: 'Sync time', key: 'sync_ns', num: true, fmt: fmtNs },
+				{ title: 'Bytes', key: 'bytes', num: true, fmt: fmtBytes }
+			], c.sync_stacks || []);
+		}
 	}
 
 	/* Heatmap: rows [[v|null...]...] with row labels; colour from low to high. */
