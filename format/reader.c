@@ -2,8 +2,14 @@
  * chunk at a time, checks every length against what is really there before
  * reading or allocating, reports each damaged region and resynchronises on
  * the next chunk header whose CRC holds.  Input is hostile by default: it
- * comes from bug-report attachments.  This file is not for writing. */
-#include "frec_reader.h"
+ * comes from bug-report attachments.
+ *
+ * This file holds open and close, the file header, the scan with its
+ * resync, chunk reading (deferred payloads included), record iteration and
+ * the damage list.  Decompression is in reader_codec.c, INDEX and END in
+ * reader_end.c; what the parts share is in reader_impl.h.  This file is not
+ * for writing. */
+#include "reader_impl.h"
 #include "frec_crc32c.h"
 
 #include <errno.h>
@@ -15,74 +21,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
-#include <zstd.h>
 
-#define CHUNK_HDR ((uint64_t)sizeof(struct fr_chunk_hdr))
-#define SCAN_BLOCK (64u << 10)
 #define MAX_DAMAGE 4096 /* past this, the last entry sums up the rest */
-#define RAW_INITIAL_MAX (1u << 20) /* first guess before output proves more */
-
-struct intact {
-	uint64_t offset, seq;
-};
-
-struct frec_reader {
-	int fd;
-	char *path;
-	uint64_t size;
-	struct fr_file_hdr hdr;
-	char *cmdline;
-	uint64_t pos;
-
-	uint8_t *stored; /* one chunk's payload as stored */
-	size_t stored_cap;
-	uint8_t *raw;    /* ... and decompressed */
-	size_t raw_cap;
-	ZSTD_DCtx *zd;
-	uint8_t scan[SCAN_BLOCK + 64];
-
-	struct frec_damage *dmg;
-	size_t dmg_n, dmg_cap;
-	uint64_t dmg_more; /* regions folded into the last entry */
-	int damage_since_intact;
-
-	int have_prev_seq;
-	uint64_t prev_seq, seq_gaps;
-	uint64_t chunks_read;
-	struct intact *intact; /* offsets ascending: the scan only moves forward */
-	size_t intact_n, intact_cap;
-	uint64_t missing;
-
-	int has_end;
-	struct fr_end end;
-	struct fr_probe_stats *probes;
-	struct fr_drop_count *drops;
-	struct fr_end_stop stop;   /* magic 0: not stopped early */
-
-	/* frec_chunk_next_record's count check */
-	uint64_t it_offset, it_seen;
-	int it_counting, it_done;
-
-	/* frec_defer_payloads: chunks of this type are returned without their
-	 * payload during the scan (0: none), read later by frec_read_chunk_at */
-	uint16_t defer_type;
-	/* the last INDEX's entries, so that a deferred chunk found damaged
-	 * later can still count as missing */
-	struct intact *index;
-	size_t index_n;
-};
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static uint64_t chunk_span(const struct fr_chunk_hdr *h)
-{
-	return CHUNK_HDR + FR_ALIGN8((uint64_t)h->stored_len);
-}
-
-__attribute__((format(printf, 4, 5)))
-static void add_damage(struct frec_reader *r, uint64_t offset, uint64_t length,
-		       const char *fmt, ...)
+void rd_add_damage(struct frec_reader *r, uint64_t offset, uint64_t length,
+		   const char *fmt, ...)
 {
 	r->damage_since_intact = 1;
 	if (r->dmg_n == MAX_DAMAGE) {
@@ -133,18 +78,6 @@ static int pread_full(int fd, void *buf, size_t n, uint64_t off)
 		n -= (size_t)k;
 		off += (uint64_t)k;
 	}
-	return 0;
-}
-
-static int grow(uint8_t **buf, size_t *cap, size_t need)
-{
-	if (*cap >= need)
-		return 0;
-	uint8_t *p = realloc(*buf, need);
-	if (!p)
-		return -1;
-	*buf = p;
-	*cap = need;
 	return 0;
 }
 
@@ -328,7 +261,7 @@ static int resync(struct frec_reader *r, uint64_t start, const char *why)
 		}
 		p += n - CHUNK_HDR + 1; /* overlap: every offset is tried once */
 	}
-	add_damage(r, start, found - start, "%s", why);
+	rd_add_damage(r, start, found - start, "%s", why);
 	r->pos = found;
 	return 0;
 }
@@ -352,242 +285,6 @@ static int header_limits(const struct fr_chunk_hdr *h, char *why, size_t len)
 	return -1;
 }
 
-/* Make room for produced output, growing only as the decompressor proves
- * the data is really there; limit is raw_len + 1 so overlong output shows. */
-static size_t raw_room(struct frec_reader *r, size_t produced, size_t limit,
-		       size_t stored_len)
-{
-	size_t have = r->raw_cap < limit ? r->raw_cap : limit;
-	if (produced < have)
-		return have;
-	if (have == limit)
-		return have; /* full: caller sees overflow */
-	size_t want = r->raw_cap * 2;
-	size_t guess = stored_len * 16 > RAW_INITIAL_MAX ? stored_len * 16
-							  : RAW_INITIAL_MAX;
-	if (want < guess)
-		want = guess;
-	if (want > limit)
-		want = limit;
-	if (grow(&r->raw, &r->raw_cap, want) < 0)
-		return have;
-	return want;
-}
-
-static int decode_zstd(struct frec_reader *r, const struct fr_chunk_hdr *h,
-		       char *why, size_t wlen)
-{
-	unsigned long long fcs = ZSTD_getFrameContentSize(r->stored, h->stored_len);
-	if (fcs == ZSTD_CONTENTSIZE_ERROR) {
-		snprintf(why, wlen, "zstd: not a zstd frame (chunk seq %" PRIu64 ")",
-			 h->seq);
-		return -1;
-	}
-	if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != h->raw_len) {
-		snprintf(why, wlen, "zstd: frame holds %llu bytes, raw_len is %u "
-			 "(chunk seq %" PRIu64 ")", fcs, h->raw_len, h->seq);
-		return -1;
-	}
-	if (!r->zd && !(r->zd = ZSTD_createDCtx())) {
-		snprintf(why, wlen, "zstd: out of memory");
-		return -1;
-	}
-	/* Bound zstd's own window buffer by what this chunk may hold. */
-	int wlog = 23;
-	while (wlog < 28 && (1ull << wlog) < h->raw_len)
-		wlog++;
-	ZSTD_DCtx_reset(r->zd, ZSTD_reset_session_and_parameters);
-	ZSTD_DCtx_setParameter(r->zd, ZSTD_d_windowLogMax, wlog);
-
-	size_t limit = (size_t)h->raw_len + 1, produced = 0;
-	ZSTD_inBuffer in = { r->stored, h->stored_len, 0 };
-	for (;;) {
-		size_t room = raw_room(r, produced, limit, h->stored_len);
-		if (produced == room) {
-			snprintf(why, wlen, produced == limit ?
-				 "zstd: output exceeds raw_len %u (chunk seq %" PRIu64 ")" :
-				 "zstd: out of memory for raw_len %u (chunk seq %" PRIu64 ")",
-				 h->raw_len, h->seq);
-			return -1;
-		}
-		ZSTD_outBuffer ob = { r->raw, room, produced };
-		size_t in_before = in.pos;
-		size_t ret = ZSTD_decompressStream(r->zd, &ob, &in);
-		if (ZSTD_isError(ret)) {
-			snprintf(why, wlen, "zstd: %s (chunk seq %" PRIu64 ")",
-				 ZSTD_getErrorName(ret), h->seq);
-			return -1;
-		}
-		int progressed = ob.pos != produced || in.pos != in_before;
-		produced = ob.pos;
-		if (ret == 0)
-			break; /* frame complete */
-		if (!progressed || (in.pos == in.size && ob.pos < ob.size)) {
-			snprintf(why, wlen, "zstd: truncated frame (chunk seq %" PRIu64 ")",
-				 h->seq);
-			return -1;
-		}
-	}
-	if (in.pos != in.size) {
-		snprintf(why, wlen, "zstd: %zu bytes after the frame (chunk seq %"
-			 PRIu64 ")", in.size - in.pos, h->seq);
-		return -1;
-	}
-	if (produced != h->raw_len) {
-		snprintf(why, wlen, "zstd: decompressed %zu bytes, raw_len is %u "
-			 "(chunk seq %" PRIu64 ")", produced, h->raw_len, h->seq);
-		return -1;
-	}
-	return 0;
-}
-
-static int decode_zlib(struct frec_reader *r, const struct fr_chunk_hdr *h,
-		       char *why, size_t wlen)
-{
-	z_stream z;
-	memset(&z, 0, sizeof(z));
-	if (inflateInit(&z) != Z_OK) {
-		snprintf(why, wlen, "zlib: cannot initialise");
-		return -1;
-	}
-	size_t limit = (size_t)h->raw_len + 1, produced = 0;
-	z.next_in = r->stored;
-	z.avail_in = h->stored_len;
-	int rc = -1;
-	for (;;) {
-		size_t room = raw_room(r, produced, limit, h->stored_len);
-		if (produced == room) {
-			snprintf(why, wlen, produced == limit ?
-				 "zlib: output exceeds raw_len %u (chunk seq %" PRIu64 ")" :
-				 "zlib: out of memory for raw_len %u (chunk seq %" PRIu64 ")",
-				 h->raw_len, h->seq);
-			break;
-		}
-		z.next_out = r->raw + produced;
-		z.avail_out = (uInt)(room - produced);
-		int zr = inflate(&z, Z_NO_FLUSH);
-		produced = room - z.avail_out;
-		if (zr == Z_STREAM_END) {
-			if (z.avail_in)
-				snprintf(why, wlen, "zlib: %u bytes after the stream "
-					 "(chunk seq %" PRIu64 ")", z.avail_in, h->seq);
-			else if (produced != h->raw_len)
-				snprintf(why, wlen, "zlib: decompressed %zu bytes, raw_len "
-					 "is %u (chunk seq %" PRIu64 ")", produced,
-					 h->raw_len, h->seq);
-			else
-				rc = 0;
-			break;
-		}
-		if (zr == Z_BUF_ERROR && z.avail_out)
-			zr = Z_DATA_ERROR; /* no progress with room left: input ended */
-		if (zr != Z_OK && zr != Z_BUF_ERROR) {
-			snprintf(why, wlen, "zlib: %s (chunk seq %" PRIu64 ")",
-				 zr == Z_DATA_ERROR && !z.avail_in ? "truncated stream"
-				 : z.msg ? z.msg : "corrupt stream", h->seq);
-			break;
-		}
-	}
-	inflateEnd(&z);
-	return rc;
-}
-
-/* ---- INDEX and END ------------------------------------------------------- */
-
-static int intact_has(const struct frec_reader *r, uint64_t offset, uint64_t seq)
-{
-	size_t lo = 0, hi = r->intact_n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (r->intact[mid].offset < offset)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < r->intact_n && r->intact[lo].offset == offset &&
-	       r->intact[lo].seq == seq;
-}
-
-static void parse_index(struct frec_reader *r, const struct frec_chunk *c)
-{
-	size_t n = c->len / sizeof(struct fr_index_entry);
-	if (c->len % sizeof(struct fr_index_entry) || n != c->hdr.record_count) {
-		add_damage(r, c->offset, chunk_span(&c->hdr),
-			   "INDEX payload of %zu bytes does not hold record_count "
-			   "%u entries (chunk seq %" PRIu64 ")", c->len,
-			   c->hdr.record_count, c->hdr.seq);
-		return;
-	}
-	uint64_t missing = 0;
-	struct intact *kept = n ? malloc(n * sizeof(*kept)) : NULL;
-	for (size_t i = 0; i < n; i++) {
-		struct fr_index_entry e;
-		memcpy(&e, c->data + i * sizeof(e), sizeof(e));
-		if (kept)
-			kept[i] = (struct intact){ e.offset, e.seq };
-		if (!intact_has(r, e.offset, e.seq))
-			missing++;
-	}
-	r->missing = missing; /* the last INDEX describes the file */
-	free(r->index);
-	r->index = kept;
-	r->index_n = kept ? n : 0;
-}
-
-static void parse_end(struct frec_reader *r, const struct frec_chunk *c)
-{
-	struct fr_end e;
-	if (c->len < sizeof(e)) {
-		add_damage(r, c->offset, chunk_span(&c->hdr),
-			   "END payload is %zu bytes, needs %zu (chunk seq %" PRIu64 ")",
-			   c->len, sizeof(e), c->hdr.seq);
-		return;
-	}
-	memcpy(&e, c->data, sizeof(e));
-	uint64_t need = sizeof(e) + (uint64_t)e.n_probes * sizeof(struct fr_probe_stats);
-	if (need > c->len) {
-		add_damage(r, c->offset, chunk_span(&c->hdr),
-			   "END n_probes %u needs %" PRIu64 " bytes, payload has %zu "
-			   "(chunk seq %" PRIu64 ")", e.n_probes, need, c->len,
-			   c->hdr.seq);
-		return;
-	}
-	struct fr_probe_stats *p = NULL;
-	if (e.n_probes) {
-		p = malloc((size_t)e.n_probes * sizeof(*p));
-		if (!p)
-			return;
-		memcpy(p, c->data + sizeof(e), (size_t)e.n_probes * sizeof(*p));
-	}
-	/* the drop counts (format 1.1) follow the probes; an older END has
-	 * none, and a count that does not fit is damage, not a crash */
-	struct fr_drop_count *d = NULL;
-	uint64_t need_d = need + (uint64_t)e.n_drops * sizeof(struct fr_drop_count);
-	if (need_d > c->len) {
-		add_damage(r, c->offset, chunk_span(&c->hdr),
-			   "END n_drops %u needs %" PRIu64 " bytes, payload has %zu "
-			   "(chunk seq %" PRIu64 ")", e.n_drops, need_d, c->len, c->hdr.seq);
-		e.n_drops = 0;
-	} else if (e.n_drops) {
-		d = malloc((size_t)e.n_drops * sizeof(*d));
-		if (!d)
-			e.n_drops = 0;
-		else
-			memcpy(d, c->data + need, (size_t)e.n_drops * sizeof(*d));
-	}
-	/* since 1.1: why the recording stopped early, after the drop counts */
-	struct fr_end_stop stop = { 0 };
-	if (need_d <= c->len && c->len - need_d >= sizeof(stop))
-		memcpy(&stop, c->data + need_d, sizeof(stop));
-	r->stop = stop.magic == FR_END_STOP_MAGIC ? stop : (struct fr_end_stop){ 0 };
-	free(r->probes);
-	free(r->drops);
-	r->probes = p;
-	r->drops = d;
-	r->end = e;
-	r->has_end = 1;
-}
-
 /* Bookkeeping for a chunk about to be returned. */
 static void chunk_intact(struct frec_reader *r, const struct frec_chunk *c)
 {
@@ -598,8 +295,8 @@ static void chunk_intact(struct frec_reader *r, const struct frec_chunk *c)
 			r->seq_gaps += seq - expected;
 		/* damage already found explains a gap; report only silent loss */
 		if (!r->damage_since_intact)
-			add_damage(r, c->offset, 0, "sequence gap: expected seq %" PRIu64
-				   ", found %" PRIu64, expected, seq);
+			rd_add_damage(r, c->offset, 0, "sequence gap: expected seq %"
+				      PRIu64 ", found %" PRIu64, expected, seq);
 	}
 	r->have_prev_seq = 1;
 	r->prev_seq = seq;
@@ -618,9 +315,9 @@ static void chunk_intact(struct frec_reader *r, const struct frec_chunk *c)
 		r->intact[r->intact_n++] = (struct intact){ c->offset, seq };
 
 	if (c->hdr.chunk_type == FR_CHUNK_INDEX)
-		parse_index(r, c);
+		rd_parse_index(r, c);
 	else if (c->hdr.chunk_type == FR_CHUNK_END)
-		parse_end(r, c);
+		rd_parse_end(r, c);
 }
 
 /* ---- chunks -------------------------------------------------------------- */
@@ -633,8 +330,8 @@ static int check_header_at(struct frec_reader *r, struct fr_chunk_hdr *h)
 	uint64_t pos = r->pos, rem = r->size - pos;
 	uint8_t hb[sizeof(struct fr_chunk_hdr)];
 	if (rem < CHUNK_HDR) {
-		add_damage(r, pos, rem, "truncated: %" PRIu64 " trailing bytes, "
-			   "less than a chunk header", rem);
+		rd_add_damage(r, pos, rem, "truncated: %" PRIu64 " trailing bytes, "
+			      "less than a chunk header", rem);
 		r->pos = r->size;
 		return 0;
 	}
@@ -683,17 +380,10 @@ static const uint8_t *read_payload(struct frec_reader *r,
 	if (crc != h->payload_crc32c)
 		snprintf(why, sizeof(why), "payload CRC mismatch (chunk seq %"
 			 PRIu64 ")", h->seq);
-	else if (h->codec == FR_CODEC_NONE)
-		data = r->stored;
-	else if (h->codec == FR_CODEC_ZSTD)
-		data = decode_zstd(r, h, why, sizeof(why)) == 0 ? r->raw : NULL;
-	else if (h->codec == FR_CODEC_ZLIB)
-		data = decode_zlib(r, h, why, sizeof(why)) == 0 ? r->raw : NULL;
 	else
-		snprintf(why, sizeof(why), "unknown codec %u (chunk seq %" PRIu64
-			 ")", h->codec, h->seq);
+		data = rd_decode_payload(r, h, why, sizeof(why));
 	if (!data) /* the header CRC held, so its length is trusted: skip it */
-		add_damage(r, pos, chunk_span(h), "%s", why);
+		rd_add_damage(r, pos, chunk_span(h), "%s", why);
 	return data;
 }
 
@@ -761,11 +451,7 @@ static void deferred_lost(struct frec_reader *r, uint64_t offset)
 	r->intact[lo].seq = UINT64_MAX; /* no INDEX entry matches it any more */
 	r->chunks_read--;
 	r->seq_gaps++;
-	uint64_t missing = 0;
-	for (size_t i = 0; i < r->index_n; i++)
-		missing += !intact_has(r, r->index[i].offset, r->index[i].seq);
-	if (r->index_n)
-		r->missing = missing;
+	rd_recount_missing(r);
 	/* keep the damage list in file order */
 	if (r->dmg_n >= 2 && !r->dmg_more) {
 		struct frec_damage d = r->dmg[r->dmg_n - 1];
@@ -789,8 +475,9 @@ int frec_read_chunk_at(struct frec_reader *r, uint64_t offset, struct frec_chunk
 	int rc = 0;
 	memset(out, 0, sizeof(*out));
 	if (offset > r->size || r->size - offset < CHUNK_HDR) {
-		add_damage(r, offset, offset < r->size ? r->size - offset : 0,
-			   "deferred chunk at offset %" PRIu64 " is past the end of the file", offset);
+		rd_add_damage(r, offset, offset < r->size ? r->size - offset : 0,
+			      "deferred chunk at offset %" PRIu64 " is past the end "
+			      "of the file", offset);
 		deferred_lost(r, offset);
 		goto out;
 	}
@@ -801,8 +488,8 @@ int frec_read_chunk_at(struct frec_reader *r, uint64_t offset, struct frec_chunk
 	if (!header_trusted(hb, &h) || header_limits(&h, why, sizeof(why)) ||
 	    chunk_span(&h) > r->size - offset) {
 		/* it held during the scan: the file changed under us */
-		add_damage(r, offset, CHUNK_HDR, "chunk header at offset %" PRIu64
-			   " no longer valid", offset);
+		rd_add_damage(r, offset, CHUNK_HDR, "chunk header at offset %" PRIu64
+			      " no longer valid", offset);
 		deferred_lost(r, offset);
 		goto out;
 	}
@@ -853,10 +540,10 @@ int frec_chunk_next_record(struct frec_reader *r, const struct frec_chunk *c,
 	if (*cursor >= c->len) {
 		if (r->it_counting && !r->it_done && r->it_seen != c->hdr.record_count) {
 			r->it_done = 1;
-			add_damage(r, c->offset, chunk_span(&c->hdr),
-				   "chunk seq %" PRIu64 " holds %" PRIu64 " records, "
-				   "header says %u", c->hdr.seq, r->it_seen,
-				   c->hdr.record_count);
+			rd_add_damage(r, c->offset, chunk_span(&c->hdr),
+				      "chunk seq %" PRIu64 " holds %" PRIu64 " records, "
+				      "header says %u", c->hdr.seq, r->it_seen,
+				      c->hdr.record_count);
 			return -1;
 		}
 		r->it_done = 1;
@@ -867,10 +554,10 @@ int frec_chunk_next_record(struct frec_reader *r, const struct frec_chunk *c,
 	if (rem >= sizeof(h))
 		memcpy(&h, c->data + *cursor, sizeof(h));
 	if (rem < sizeof(h) || h.size < sizeof(h) || h.size % 8 || h.size > rem) {
-		add_damage(r, c->offset, chunk_span(&c->hdr),
-			   "malformed record in chunk seq %" PRIu64 " at payload "
-			   "offset %zu: size %u, %zu bytes remain; rest of chunk "
-			   "skipped", c->hdr.seq, *cursor, h.size, rem);
+		rd_add_damage(r, c->offset, chunk_span(&c->hdr),
+			      "malformed record in chunk seq %" PRIu64 " at payload "
+			      "offset %zu: size %u, %zu bytes remain; rest of chunk "
+			      "skipped", c->hdr.seq, *cursor, h.size, rem);
 		*cursor = c->len;
 		r->it_done = 1;
 		return -1;
@@ -913,46 +600,9 @@ const struct frec_damage *frec_damage_at(const struct frec_reader *r, size_t i)
 	return i < r->dmg_n ? &r->dmg[i] : NULL;
 }
 
-int frec_has_end(const struct frec_reader *r)
-{
-	return r->has_end;
-}
-
-const struct fr_end *frec_end(const struct frec_reader *r)
-{
-	return r->has_end ? &r->end : NULL;
-}
-
-const struct fr_probe_stats *frec_end_probes(const struct frec_reader *r,
-					     uint32_t *n)
-{
-	*n = r->has_end ? r->end.n_probes : 0;
-	return *n ? r->probes : NULL;
-}
-
-int frec_end_stopped(const struct frec_reader *r, int *error, uint64_t *at_mono_ns)
-{
-	if (!r->has_end || r->stop.magic != FR_END_STOP_MAGIC)
-		return 0;
-	*error = r->stop.error;
-	*at_mono_ns = r->stop.at_mono_ns;
-	return 1;
-}
-
-const struct fr_drop_count *frec_end_drops(const struct frec_reader *r, uint32_t *n)
-{
-	*n = r->has_end ? r->end.n_drops : 0;
-	return *n ? r->drops : NULL;
-}
-
 uint64_t frec_chunks_read(const struct frec_reader *r)
 {
 	return r->chunks_read;
-}
-
-uint64_t frec_chunks_missing(const struct frec_reader *r)
-{
-	return r->missing;
 }
 
 uint64_t frec_seq_gaps(const struct frec_reader *r)

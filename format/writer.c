@@ -5,79 +5,30 @@
  * The appending thread is the ring-buffer drain, so it must never wait for
  * compression or disk: handing over a sealed chunk takes the mutex for a
  * pointer push, and a chunk that would overflow max_queue_bytes is dropped
- * and counted instead of waited for.  This file is not for reading. */
-#include "frec_writer.h"
+ * and counted instead of waited for.
+ *
+ * This file holds open (the file header and SCHEMA chunk), compressing and
+ * writing one chunk, the writer thread and its queue, and stopping cleanly
+ * when a chunk write fails (disk full).  The builders are in
+ * writer_builder.c, INDEX, END and close in writer_end.c; what the parts
+ * share is in writer_impl.h.  This file is not for reading. */
+#include "writer_impl.h"
 #include "frec_crc32c.h"
 #include "frec_schema.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
-#include <zstd.h>
 
 #define DEFAULT_CHUNK_BYTES (4u << 20)
 #define MIN_CHUNK_BYTES 4096u
 #define DEFAULT_MAX_QUEUE ((size_t)256 << 20)
 #define POOL_MAX 4 /* idle chunk buffers kept for reuse */
-
-/* A chunk's raw payload on its way from a builder to the file. */
-struct sealed {
-	struct sealed *next;
-	uint8_t *buf;
-	size_t len, cap;
-	uint16_t chunk_type;
-	uint32_t record_count;
-	uint64_t first_ts_ns, last_ts_ns;
-};
-
-struct frec_writer {
-	int fd;
-	char *path;
-	int codec, level;
-	size_t chunk_bytes, max_queue_bytes;
-
-	pthread_t thread;
-	int thread_started;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	/* Under mu: */
-	struct sealed *head, *tail;
-	size_t queued_bytes; /* raw bytes queued or being written */
-	int stopping, hold;
-	struct sealed *pool;
-	unsigned pool_n;
-	struct frec_writer_stats st;
-	int io_failed;
-	struct frec_error io_err;
-	int stop_error;            /* a chunk write failed: the file ends before it */
-	uint64_t stop_mono_ns;
-
-	/* Owned by the writer thread while it runs, by open/close otherwise. */
-	ZSTD_CCtx *zc;
-	uint8_t *out;
-	size_t out_cap;
-	uint64_t next_seq, file_off;
-	struct fr_index_entry *index;
-	size_t index_n, index_cap;
-	struct fr_drop_count *drops; /* for END (frec_writer_set_drops) */
-	uint32_t n_drops;
-	int index_broken; /* an entry could not be stored: write no INDEX */
-};
-
-struct frec_builder {
-	struct frec_writer *w;
-	uint16_t chunk_type;
-	struct sealed *cur; /* NULL until the next reserve */
-	uint32_t pending;   /* reserved, not yet committed */
-};
 
 /* Copies at most cap - 1 bytes so the field stays NUL-terminated. */
 static void copy_field(char *dst, size_t cap, const char *src)
@@ -85,13 +36,6 @@ static void copy_field(char *dst, size_t cap, const char *src)
 	size_t n = strnlen(src, cap - 1);
 	memcpy(dst, src, n);
 	dst[n] = 0;
-}
-
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 void frec_writer_opts_default(struct frec_writer_opts *o)
@@ -177,7 +121,7 @@ static uint8_t compress_payload(struct frec_writer *w, int codec,
 	return FR_CODEC_NONE;
 }
 
-static void fail_io(struct frec_writer *w, const char *what, int code)
+void wr_fail_io(struct frec_writer *w, const char *what, int code)
 {
 	pthread_mutex_lock(&w->mu);
 	if (!w->io_failed) {
@@ -216,14 +160,14 @@ static void stop_writing(struct frec_writer *w, int code)
 	}
 	pthread_mutex_unlock(&w->mu);
 	if (!cut)
-		fail_io(w, "cannot cut a partly written chunk away", errno);
+		wr_fail_io(w, "cannot cut a partly written chunk away", errno);
 }
 
 /* Compress, checksum and append one chunk; assigns its seq.  Returns 0 or -1
  * (writing stopped, or w->io_err filled). */
-static int write_chunk(struct frec_writer *w, uint16_t type, int codec,
-		       const uint8_t *raw, size_t raw_len, uint32_t count,
-		       uint64_t first_ts, uint64_t last_ts)
+int wr_write_chunk(struct frec_writer *w, uint16_t type, int codec,
+		   const uint8_t *raw, size_t raw_len, uint32_t count,
+		   uint64_t first_ts, uint64_t last_ts)
 {
 	const uint8_t *stored;
 	size_t stored_len;
@@ -252,7 +196,7 @@ static int write_chunk(struct frec_writer *w, uint16_t type, int codec,
 	};
 	if (write_iov(w->fd, iov, 3) < 0) {
 		if (type == FR_CHUNK_INDEX || type == FR_CHUNK_END)
-			fail_io(w, "cannot write chunk", errno);
+			wr_fail_io(w, "cannot write chunk", errno);
 		else
 			stop_writing(w, errno);
 		return -1;
@@ -298,15 +242,6 @@ static int write_chunk(struct frec_writer *w, uint16_t type, int codec,
 
 /* ---- the writer thread --------------------------------------------------- */
 
-static void free_sealed(struct sealed *c)
-{
-	if (c) {
-		free(c->buf);
-		free(c);
-	}
-}
-
-/* Called with mu held: keep a chunk-sized buffer for the next seal. */
 static void recycle_locked(struct frec_writer *w, struct sealed *c)
 {
 	if (c->cap == w->chunk_bytes && w->pool_n < POOL_MAX) {
@@ -339,9 +274,9 @@ static void *writer_main(void *arg)
 		pthread_mutex_unlock(&w->mu);
 
 		if (!failed)
-			failed = write_chunk(w, c->chunk_type, w->codec, c->buf,
-					     c->len, c->record_count,
-					     c->first_ts_ns, c->last_ts_ns) < 0;
+			failed = wr_write_chunk(w, c->chunk_type, w->codec, c->buf,
+						c->len, c->record_count,
+						c->first_ts_ns, c->last_ts_ns) < 0;
 
 		pthread_mutex_lock(&w->mu);
 		if (failed) {
@@ -360,8 +295,8 @@ static void *writer_main(void *arg)
 /* Hand a sealed chunk to the writer thread, or drop it when the queue is
  * full.  Returns 1 when taken; on drop the caller keeps c.  *next receives a
  * pooled buffer for the builder's next chunk (or NULL). */
-static int push_sealed(struct frec_writer *w, struct sealed *c,
-		       struct sealed **next)
+int wr_push_sealed(struct frec_writer *w, struct sealed *c,
+		   struct sealed **next)
 {
 	int taken;
 	*next = NULL;
@@ -492,8 +427,8 @@ static int write_schema_chunk(struct frec_writer *w, struct frec_error *err)
 		memcpy(p + sizeof(s), t[i].desc, dl);
 		p += s.h.size;
 	}
-	int rc = write_chunk(w, FR_CHUNK_SCHEMA, w->codec, buf, len, (uint32_t)n,
-			     0, 0);
+	int rc = wr_write_chunk(w, FR_CHUNK_SCHEMA, w->codec, buf, len,
+				(uint32_t)n, 0, 0);
 	free(buf);
 	if (rc < 0) {
 		if (err)
@@ -503,7 +438,7 @@ static int write_schema_chunk(struct frec_writer *w, struct frec_error *err)
 	return 0;
 }
 
-static void writer_free(struct frec_writer *w)
+void wr_free_writer(struct frec_writer *w)
 {
 	struct sealed *c, *next;
 	for (c = w->head; c; c = next) {
@@ -573,16 +508,16 @@ int frec_writer_open(const char *path, const struct frec_file_info *info,
 	if (w->fd < 0) {
 		frec_error_set(err, path, -1, errno, "cannot create trace: %s",
 			       strerror(errno));
-		writer_free(w);
+		wr_free_writer(w);
 		return -1;
 	}
 	if (w->codec == FR_CODEC_ZSTD && !(w->zc = ZSTD_createCCtx())) {
 		frec_error_set(err, path, -1, ENOMEM, "cannot create zstd context");
-		writer_free(w);
+		wr_free_writer(w);
 		return -1;
 	}
 	if (write_file_header(w, info, err) < 0 || write_schema_chunk(w, err) < 0) {
-		writer_free(w);
+		wr_free_writer(w);
 		return -1;
 	}
 	keep_end_room(w);
@@ -596,7 +531,7 @@ int frec_writer_open(const char *path, const struct frec_file_info *info,
 	if (rc != 0) {
 		frec_error_set(err, path, -1, rc, "cannot start writer thread: %s",
 			       strerror(rc));
-		writer_free(w);
+		wr_free_writer(w);
 		return -1;
 	}
 	w->thread_started = 1;
@@ -604,142 +539,7 @@ int frec_writer_open(const char *path, const struct frec_file_info *info,
 	return 0;
 }
 
-/* ---- builders ------------------------------------------------------------ */
-
-struct frec_builder *frec_builder_new(struct frec_writer *w, uint16_t chunk_type)
-{
-	if (!w || chunk_type == FR_CHUNK_INDEX || chunk_type == FR_CHUNK_END)
-		return NULL;
-	struct frec_builder *b = calloc(1, sizeof(*b));
-	if (b) {
-		b->w = w;
-		b->chunk_type = chunk_type;
-	}
-	return b;
-}
-
-static struct sealed *new_sealed(size_t cap)
-{
-	struct sealed *c = calloc(1, sizeof(*c));
-	if (!c)
-		return NULL;
-	c->buf = malloc(cap);
-	if (!c->buf) {
-		free(c);
-		return NULL;
-	}
-	c->cap = cap;
-	return c;
-}
-
-static void reset_sealed(struct sealed *c, uint16_t type)
-{
-	c->len = 0;
-	c->record_count = 0;
-	c->first_ts_ns = c->last_ts_ns = 0;
-	c->chunk_type = type;
-}
-
-static void builder_seal(struct frec_builder *b)
-{
-	struct sealed *c = b->cur;
-	b->pending = 0;
-	if (!c || c->len == 0)
-		return;
-	struct sealed *next;
-	if (push_sealed(b->w, c, &next)) {
-		b->cur = next;
-		if (next)
-			reset_sealed(next, b->chunk_type);
-	} else if (c->cap != b->w->chunk_bytes) {
-		free_sealed(c); /* a dropped oversized chunk */
-		b->cur = NULL;
-	} else {
-		reset_sealed(c, b->chunk_type); /* dropped: reuse its buffer */
-	}
-}
-
-void *frec_builder_reserve(struct frec_builder *b, uint32_t size)
-{
-	if (size < sizeof(struct fr_rec_hdr) || size % 8 || size > FR_MAX_CHUNK_RAW)
-		return NULL;
-	b->pending = 0;
-	struct sealed *c = b->cur;
-	if (c && c->len + size > c->cap) {
-		if (c->len) {
-			builder_seal(b);
-		} else {
-			free_sealed(c); /* empty and too small for this record */
-			b->cur = NULL;
-		}
-		c = b->cur;
-		if (c && c->len + size > c->cap) {
-			free_sealed(c);
-			b->cur = c = NULL;
-		}
-	}
-	if (!c) {
-		size_t cap = size > b->w->chunk_bytes ? size : b->w->chunk_bytes;
-		c = new_sealed(cap);
-		if (!c)
-			return NULL;
-		reset_sealed(c, b->chunk_type);
-		b->cur = c;
-	}
-	b->pending = size;
-	return c->buf + c->len;
-}
-
-void frec_builder_commit(struct frec_builder *b, uint64_t ts_ns)
-{
-	struct sealed *c = b->cur;
-	if (!c || !b->pending)
-		return;
-	c->len += b->pending;
-	b->pending = 0;
-	c->record_count++;
-	if (ts_ns) {
-		if (!c->first_ts_ns || ts_ns < c->first_ts_ns)
-			c->first_ts_ns = ts_ns;
-		if (ts_ns > c->last_ts_ns)
-			c->last_ts_ns = ts_ns;
-	}
-	if (c->cap - c->len < sizeof(struct fr_rec_hdr))
-		builder_seal(b); /* full: send it now rather than at next reserve */
-}
-
-int frec_builder_append(struct frec_builder *b, const void *rec, uint32_t size,
-			uint64_t ts_ns)
-{
-	void *p = frec_builder_reserve(b, size);
-	if (!p)
-		return -1;
-	memcpy(p, rec, size);
-	frec_builder_commit(b, ts_ns);
-	return 0;
-}
-
-size_t frec_builder_bytes(const struct frec_builder *b)
-{
-	return b && b->cur ? b->cur->len : 0;
-}
-
-void frec_builder_flush(struct frec_builder *b)
-{
-	if (b)
-		builder_seal(b);
-}
-
-void frec_builder_free(struct frec_builder *b)
-{
-	if (!b)
-		return;
-	builder_seal(b);
-	free_sealed(b->cur);
-	free(b);
-}
-
-/* ---- stats, close, abandon ----------------------------------------------- */
+/* ---- stats and hold ------------------------------------------------------ */
 
 void frec_writer_stats(struct frec_writer *w, struct frec_writer_stats *out)
 {
@@ -757,169 +557,3 @@ void frec_writer_hold(struct frec_writer *w, int hold)
 }
 
 /* Let the thread write what is queued, then end it. */
-static void stop_thread(struct frec_writer *w)
-{
-	if (!w->thread_started)
-		return;
-	pthread_mutex_lock(&w->mu);
-	w->stopping = 1;
-	w->hold = 0;
-	pthread_mutex_unlock(&w->mu);
-	pthread_cond_broadcast(&w->cv);
-	pthread_join(w->thread, NULL);
-	w->thread_started = 0;
-}
-
-void frec_writer_drain(struct frec_writer *w)
-{
-	if (w)
-		stop_thread(w);
-}
-
-static int write_index(struct frec_writer *w)
-{
-	uint64_t first = 0, last = 0;
-	for (size_t i = 0; i < w->index_n; i++) {
-		const struct fr_index_entry *e = &w->index[i];
-		if (e->first_ts_ns && (!first || e->first_ts_ns < first))
-			first = e->first_ts_ns;
-		if (e->last_ts_ns > last)
-			last = e->last_ts_ns;
-	}
-	return write_chunk(w, FR_CHUNK_INDEX, FR_CODEC_NONE,
-			   (const uint8_t *)w->index,
-			   w->index_n * sizeof(*w->index), (uint32_t)w->index_n,
-			   first, last);
-}
-
-static int write_end(struct frec_writer *w, const struct fr_end *end_in,
-		     uint64_t index_offset, const struct fr_probe_stats *probes,
-		     uint32_t n_probes)
-{
-	struct fr_end e;
-	if (end_in)
-		e = *end_in;
-	else
-		memset(&e, 0, sizeof(e));
-	if (!probes)
-		n_probes = 0;
-	int have_writer = 0;
-	for (uint32_t i = 0; i < n_probes; i++)
-		if (strncmp(probes[i].name, "writer", sizeof(probes[i].name)) == 0)
-			have_writer = 1;
-	uint32_t n = n_probes + (have_writer ? 0 : 1);
-	/* without the caller's "writer" entry, the writer reports its own loss */
-	int own_loss = !have_writer && w->st.records_dropped;
-	uint32_t nd = w->n_drops + (own_loss ? 1 : 0);
-
-	size_t len = sizeof(e) + (size_t)n * sizeof(struct fr_probe_stats) +
-		     (size_t)nd * sizeof(struct fr_drop_count) +
-		     (w->stop_error ? sizeof(struct fr_end_stop) : 0);
-	uint8_t *buf = calloc(1, len);
-	if (!buf) {
-		fail_io(w, "cannot build END chunk", ENOMEM);
-		return -1;
-	}
-	struct fr_probe_stats *ps = (struct fr_probe_stats *)(buf + sizeof(e));
-	if (n_probes)
-		memcpy(ps, probes, (size_t)n_probes * sizeof(*ps));
-	if (!have_writer) {
-		struct fr_probe_stats *wp = &ps[n_probes];
-		memcpy(wp->name, "writer", 7);
-		wp->events = w->st.records_written;
-		wp->drops = w->st.records_dropped;
-	}
-	struct fr_drop_count *dc = (struct fr_drop_count *)(ps + n);
-	struct fr_end_stop stop = { FR_END_STOP_MAGIC, w->stop_error, w->stop_mono_ns };
-	if (w->n_drops)
-		memcpy(dc, w->drops, (size_t)w->n_drops * sizeof(*dc));
-	if (own_loss) {
-		struct fr_drop_count *d = &dc[w->n_drops];
-		memcpy(d->probe, "writer", 7);
-		d->reason = FR_DROP_CHUNK_LOST;
-		d->count = w->st.records_dropped;
-	}
-
-	e.index_offset = index_offset;
-	e.total_chunks = w->index_n;
-	e.total_records = 0;
-	for (size_t i = 0; i < w->index_n; i++)
-		e.total_records += w->index[i].record_count;
-	e.total_drops = 0;
-	for (uint32_t i = 0; i < n; i++)
-		e.total_drops += ps[i].drops;
-	if (!e.end_mono_ns)
-		e.end_mono_ns = clock_ns(CLOCK_MONOTONIC);
-	if (!e.end_real_ns)
-		e.end_real_ns = clock_ns(CLOCK_REALTIME);
-	e.n_probes = n;
-	e.n_drops = nd;
-	memcpy(buf, &e, sizeof(e));
-	if (w->stop_error)
-		memcpy(dc + nd, &stop, sizeof(stop));
-
-	int rc = write_chunk(w, FR_CHUNK_END, FR_CODEC_NONE, buf, len, 0,
-			     e.end_mono_ns, e.end_mono_ns);
-	free(buf);
-	return rc;
-}
-
-int frec_writer_set_drops(struct frec_writer *w, const struct fr_drop_count *drops, uint32_t n)
-{
-	struct fr_drop_count *copy = NULL;
-	if (n) {
-		copy = malloc((size_t)n * sizeof(*copy));
-		if (!copy)
-			return -1;
-		memcpy(copy, drops, (size_t)n * sizeof(*copy));
-	}
-	free(w->drops);
-	w->drops = copy;
-	w->n_drops = n;
-	return 0;
-}
-
-int frec_writer_close(struct frec_writer *w, const struct fr_end *end,
-		      const struct fr_probe_stats *probes, uint32_t n_probes,
-		      struct frec_error *err)
-{
-	if (!w) {
-		frec_error_set(err, "", -1, EINVAL, "no writer to close");
-		return -1;
-	}
-	stop_thread(w);
-	int rc = 0;
-	if (!w->io_failed) {
-		uint64_t index_offset = 0;
-		/* stopped early: no INDEX (readers scan), the END in the kept room */
-		if (!w->index_broken && !w->stop_error) {
-			index_offset = w->file_off;
-			if (write_index(w) < 0)
-				rc = -1;
-		}
-		if (rc == 0)
-			rc = write_end(w, end, index_offset, probes, n_probes);
-		if (rc == 0 && fsync(w->fd) < 0) {
-			fail_io(w, "fsync failed", errno);
-			rc = -1;
-		}
-	}
-	if (w->fd >= 0 && close(w->fd) < 0 && !w->io_failed)
-		fail_io(w, "close failed", errno);
-	w->fd = -1;
-	if (w->io_failed) {
-		if (err)
-			*err = w->io_err;
-		rc = -1;
-	}
-	writer_free(w);
-	return rc;
-}
-
-void frec_writer_abandon(struct frec_writer *w)
-{
-	if (!w)
-		return;
-	stop_thread(w);
-	writer_free(w);
-}

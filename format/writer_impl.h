@@ -1,0 +1,115 @@
+/* The trace writer's own view of itself, shared by its parts and nothing
+ * else: writer.c (open, the file header and SCHEMA chunk, compressing and
+ * writing a chunk, the writer thread, stopping after a failed write),
+ * writer_builder.c (the builders the appending threads fill, and sealing)
+ * and writer_end.c (INDEX, END, drain, close, abandon).  Everything else
+ * goes through frec_writer.h.
+ *
+ * The appending thread is the ring-buffer drain: nothing it calls may wait
+ * for compression or disk (wr_push_sealed takes the mutex for a pointer
+ * push, or drops and counts). */
+#ifndef FLIGHTREC_WRITER_IMPL_H
+#define FLIGHTREC_WRITER_IMPL_H
+
+#include "frec_writer.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <zstd.h>
+
+/* A chunk's raw payload on its way from a builder to the file. */
+struct sealed {
+	struct sealed *next;
+	uint8_t *buf;
+	size_t len, cap;
+	uint16_t chunk_type;
+	uint32_t record_count;
+	uint64_t first_ts_ns, last_ts_ns;
+};
+
+struct frec_writer {
+	int fd;
+	char *path;
+	int codec, level;
+	size_t chunk_bytes, max_queue_bytes;
+
+	pthread_t thread;
+	int thread_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	/* Under mu: */
+	struct sealed *head, *tail;
+	size_t queued_bytes; /* raw bytes queued or being written */
+	int stopping, hold;
+	struct sealed *pool;
+	unsigned pool_n;
+	struct frec_writer_stats st;
+	int io_failed;
+	struct frec_error io_err;
+	int stop_error;            /* a chunk write failed: the file ends before it */
+	uint64_t stop_mono_ns;
+
+	/* Owned by the writer thread while it runs, by open/close otherwise. */
+	ZSTD_CCtx *zc;
+	uint8_t *out;
+	size_t out_cap;
+	uint64_t next_seq, file_off;
+	struct fr_index_entry *index;
+	size_t index_n, index_cap;
+	struct fr_drop_count *drops; /* for END (frec_writer_set_drops) */
+	uint32_t n_drops;
+	int index_broken; /* an entry could not be stored: write no INDEX */
+};
+
+struct frec_builder {
+	struct frec_writer *w;
+	uint16_t chunk_type;
+	struct sealed *cur; /* NULL until the next reserve */
+	uint32_t pending;   /* reserved, not yet committed */
+};
+
+/* The clock id (CLOCK_MONOTONIC, CLOCK_REALTIME) now, in ns: the anchors
+ * of the file header and END, and when writing stopped. */
+static inline uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Frees a chunk buffer that neither the queue nor the pool holds (NULL
+ * is fine). */
+static inline void free_sealed(struct sealed *c)
+{
+	if (c) {
+		free(c->buf);
+		free(c);
+	}
+}
+
+/* writer.c: compress, checksum and append one chunk on the writer thread
+ * (or at open and close, when it does not run); assigns its seq and lists
+ * it for the INDEX.  Returns 0, or -1: writing stopped (an event chunk) or
+ * w->io_err filled (INDEX, END). */
+int wr_write_chunk(struct frec_writer *w, uint16_t type, int codec,
+		   const uint8_t *raw, size_t raw_len, uint32_t count,
+		   uint64_t first_ts, uint64_t last_ts);
+
+/* writer.c: the file cannot be sealed; the first failure is the one kept
+ * in w->io_err for close to report. */
+void wr_fail_io(struct frec_writer *w, const char *what, int code);
+
+/* writer.c: hand a sealed chunk to the writer thread, or drop and count it
+ * when the queue is full.  Returns 1 when taken; on drop the caller keeps
+ * c.  *next receives a pooled buffer for the builder's next chunk (or
+ * NULL). */
+int wr_push_sealed(struct frec_writer *w, struct sealed *c, struct sealed **next);
+
+/* writer.c: frees w and everything it holds, closing the file if still
+ * open; the thread must not run. */
+void wr_free_writer(struct frec_writer *w);
+
+#endif
