@@ -4,6 +4,10 @@
 #include "test_format_util.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #define CHUNK 4096u
@@ -157,10 +161,86 @@ static void test_errors(void)
 	CHECK_EQ_U64(s->n, 4); /* schema, one 4 MiB-capable chunk, index, end */
 }
 
+/* A file that cannot grow any more (here RLIMIT_FSIZE: EFBIG; a full disk
+ * gives ENOSPC the same way): the chunk that failed is cut away, writing
+ * stops, and close seals the file with an END that says why, so a reader
+ * finds every chunk before, no damage, and the stop.  In a child: the limit
+ * and SIGXFSZ must not reach the other tests. */
+static void test_stop_when_the_file_cannot_grow(void)
+{
+	const char *path = tu_path("stopped.frec");
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct frec_writer_opts o;
+		struct frec_writer *w;
+		struct frec_error err;
+		struct stat st;
+		frec_writer_opts_default(&o);
+		o.codec = FR_CODEC_NONE;
+		o.chunk_bytes = CHUNK;
+		if (frec_writer_open(path, NULL, &o, &w, &err) || stat(path, &st))
+			_exit(10);
+		/* room for the header, 3 whole chunks and half of the 4th */
+		uint64_t chunk = 64 + CHUNK;
+		signal(SIGXFSZ, SIG_IGN);
+		struct rlimit lim = { (rlim_t)st.st_size + 3 * chunk + chunk / 2,
+				      (rlim_t)st.st_size + 3 * chunk + chunk / 2 };
+		if (setrlimit(RLIMIT_FSIZE, &lim))
+			_exit(11);
+		struct frec_builder *b = frec_builder_new(w, FR_CHUNK_EVENTS);
+		uint32_t next = 0;
+		append_chunks(b, 8, &next);
+		frec_builder_free(b);
+		frec_writer_drain(w);
+		struct frec_writer_stats ws;
+		frec_writer_stats(w, &ws);
+		/* written: the schema chunk and 3 events chunks */
+		if (ws.stop_error != EFBIG || ws.chunks_written != 4 || ws.chunks_dropped != 5) {
+			fprintf(stderr, "stop_error %d, %llu chunks written, %llu dropped\n",
+				ws.stop_error, (unsigned long long)ws.chunks_written,
+				(unsigned long long)ws.chunks_dropped);
+			_exit(12);
+		}
+		struct fr_probe_stats ps = { .name = "cpu", .events = next };
+		_exit(frec_writer_close(w, NULL, &ps, 1, &err) ? 13 : 0);
+	}
+	int status = -1;
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fprintf(stderr, "stopped-file child: status %d\n", status);
+
+	const struct tu_summary *sum = tu_scan(path);
+	CHECK_EQ_U64(sum->open_rc, 0);
+	CHECK_EQ_U64(sum->damage, 0);
+	CHECK(sum->has_end);
+	CHECK_EQ_U64(sum->records, 3 * (CHUNK / REC));
+	CHECK_EQ_U64(sum->end.total_chunks, 4); /* the schema chunk and 3 events chunks */
+	CHECK_EQ_U64(sum->end.index_offset, 0); /* no INDEX: readers scan */
+	struct frec_reader *r;
+	struct frec_error err;
+	struct frec_chunk c;
+	CHECK(frec_open(path, &r, &err) == 0);
+	while (frec_next_chunk(r, &c, &err) == 1)
+		;
+	int e = 0;
+	uint64_t at = 0;
+	CHECK(frec_end_stopped(r, &e, &at) == 1);
+	CHECK_EQ_U64(e, EFBIG);
+	CHECK(at > 0);
+	uint32_t n = 0;
+	frec_end_drops(r, &n);
+	CHECK_EQ_U64(n, 1); /* the writer's own: 5 chunks' records lost */
+	const struct fr_drop_count *d = frec_end_drops(r, &n);
+	CHECK(d && d[0].reason == FR_DROP_CHUNK_LOST && d[0].count == 5 * (CHUNK / REC));
+	frec_close(r);
+}
+
 int main(void)
 {
 	test_overflow_held();
 	test_overflow_racing();
+	test_stop_when_the_file_cannot_grow();
 	test_errors();
 	return check_finish();
 }
