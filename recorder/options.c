@@ -157,16 +157,17 @@ static unsigned probes_selectable(void)
 	return bits;
 }
 
-/* "cpu,syscalls,..." for messages */
-static const char *probe_names_text(void)
+/* The names of the selectable families (library ones only when asked),
+ * joined by sep, for messages. */
+static const char *family_names(bool library_only, const char *sep)
 {
 	static char text[128];
 	size_t n, at = 0;
 	const struct probe_family_desc *c = probe_catalog(&n);
 	text[0] = '\0';
 	for (size_t i = 0; i < n && at < sizeof(text); i++)
-		if (c[i].selectable)
-			at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", at ? "," : "",
+		if (c[i].selectable && (c[i].library || !library_only))
+			at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", at ? sep : "",
 					       c[i].name);
 	return text;
 }
@@ -182,7 +183,7 @@ static int parse_probes(const char *list, unsigned *out)
 		const struct probe_family_desc *d = probe_family_named(tok);
 		if (!d) {
 			fprintf(stderr, "flightrec: unknown probe family '%s' (available: %s)\n", tok,
-				probe_names_text());
+				family_names(false, ","));
 			return -1;
 		}
 		bits |= PROBE_BIT(d->id);
@@ -193,20 +194,6 @@ static int parse_probes(const char *list, unsigned *out)
 	}
 	*out = bits;
 	return 0;
-}
-
-/* "cuda, nccl, rdma" for messages */
-static const char *library_names_text(void)
-{
-	static char text[128];
-	size_t n, at = 0;
-	const struct probe_family_desc *c = probe_catalog(&n);
-	text[0] = '\0';
-	for (size_t i = 0; i < n && at < sizeof(text); i++)
-		if (c[i].library)
-			at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", at ? ", " : "",
-					       c[i].name);
-	return text;
 }
 
 static int parse_lib(const char *arg, struct record_opts *o)
@@ -224,7 +211,7 @@ static int parse_lib(const char *arg, struct record_opts *o)
 	const struct probe_family_desc *d = probe_family_named(name);
 	if (!d || !d->library) {
 		fprintf(stderr, "flightrec: --lib %s: NAME must be a library probe family (%s)\n",
-			name, library_names_text());
+			name, family_names(true, ", "));
 		return -1;
 	}
 	bit = PROBE_BIT(d->id);
