@@ -24,6 +24,10 @@ struct frec_writer_opts {
 	size_t max_queue_bytes;  /* sealed-but-unwritten limit; default 256 MiB.
 				    Past it a sealed chunk is dropped and counted,
 				    never waited for. */
+	int set_owner;           /* give the file to owner_uid:owner_gid (a
+				    recorder run through sudo writes the user's
+				    file, not root's) */
+	unsigned owner_uid, owner_gid;
 };
 
 struct frec_file_info {

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -44,6 +45,8 @@ void frec_writer_opts_default(struct frec_writer_opts *o)
 	o->level = 1;
 	o->chunk_bytes = DEFAULT_CHUNK_BYTES;
 	o->max_queue_bytes = DEFAULT_MAX_QUEUE;
+	o->set_owner = 0;
+	o->owner_uid = o->owner_gid = 0;
 }
 
 /* ---- low-level output ---------------------------------------------------- */
@@ -475,6 +478,9 @@ int frec_writer_open(const char *path, const struct frec_file_info *info,
 			o.chunk_bytes = opts->chunk_bytes;
 		if (opts->max_queue_bytes)
 			o.max_queue_bytes = opts->max_queue_bytes;
+		o.set_owner = opts->set_owner;
+		o.owner_uid = opts->owner_uid;
+		o.owner_gid = opts->owner_gid;
 	}
 	*out = NULL;
 	if (o.codec != FR_CODEC_NONE && o.codec != FR_CODEC_ZSTD &&
@@ -504,9 +510,22 @@ int frec_writer_open(const char *path, const struct frec_file_info *info,
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* Often run as root: never through a symbolic link planted where the
+	 * trace goes, and mode 0644 whatever the umask. */
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (w->fd < 0) {
-		frec_error_set(err, path, -1, errno, "cannot create trace: %s",
+		if (errno == ELOOP)
+			frec_error_set(err, path, -1, errno, "cannot create trace: it is a "
+				       "symbolic link, which is never followed");
+		else
+			frec_error_set(err, path, -1, errno, "cannot create trace: %s",
+				       strerror(errno));
+		wr_free_writer(w);
+		return -1;
+	}
+	if (fchmod(w->fd, 0644) ||
+	    (o.set_owner && fchown(w->fd, (uid_t)o.owner_uid, (gid_t)o.owner_gid))) {
+		frec_error_set(err, path, -1, errno, "cannot set the trace's owner and mode: %s",
 			       strerror(errno));
 		wr_free_writer(w);
 		return -1;

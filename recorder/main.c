@@ -412,6 +412,24 @@ static int finish(struct recording *r, uint64_t start_ns)
 	return 0;
 }
 
+/* Run through sudo, the trace belongs to the user who asked for it. */
+static void invoking_user(struct frec_writer_opts *wo)
+{
+	const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
+	char *end;
+	if (geteuid() != 0 || !u || !g || !*u || !*g)
+		return;
+	unsigned long uid = strtoul(u, &end, 10);
+	if (*end)
+		return;
+	unsigned long gid = strtoul(g, &end, 10);
+	if (*end || uid > 0xfffffffful || gid > 0xfffffffful)
+		return;
+	wo->set_owner = 1;
+	wo->owner_uid = (unsigned)uid;
+	wo->owner_gid = (unsigned)gid;
+}
+
 static int cmd_record(int argc, char **argv)
 {
 	struct recording *r = calloc(1, sizeof(*r));
@@ -447,6 +465,7 @@ static int cmd_record(int argc, char **argv)
 		.level = o->level,
 		.chunk_bytes = (size_t)o->chunk_kib << 10,
 	};
+	invoking_user(&wo);
 	struct timespec real;
 	clock_gettime(CLOCK_REALTIME, &real);
 	struct frec_file_info info = {

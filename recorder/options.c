@@ -93,6 +93,8 @@ void record_usage(FILE *out)
 "      --chunk-kib N     chunk size in KiB (default 4096)\n"
 "  -v, --verbose         print libbpf diagnostics\n"
 "  -q, --quiet           print only errors\n"
+"      --force           replace FILE even when it exists and is not a trace\n"
+"                        (a trace is replaced without it; a symbolic link never is)\n"
 "  -h, --help            this help\n"
 "\n"
 "Costs: a CPU sample costs ~15 us of the sampled CPU on this kind of VM\n"
@@ -121,6 +123,7 @@ enum {
 	OPT_RDMA_COUNTERS,
 	OPT_STACK_SIZE,
 	OPT_NO_PYTHON,
+	OPT_FORCE,
 };
 
 
@@ -275,6 +278,7 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		{"no-python", no_argument, 0, OPT_NO_PYTHON},
 		{"verbose", no_argument, 0, 'v'},
 		{"quiet", no_argument, 0, 'q'},
+		{"force", no_argument, 0, OPT_FORCE},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -428,6 +432,9 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 			break;
 		case 'q':
 			o->quiet = true;
+			break;
+		case OPT_FORCE:
+			o->force = true;
 			break;
 		case 'h':
 			record_usage(stdout);

@@ -50,6 +50,7 @@ struct record_opts {
 	const char *rdma_counters_dir; /* --rdma-counters DIR */
 	bool verbose;
 	bool quiet;
+	bool force;                /* --force: replace an existing file that is not a trace */
 	/* targets: exactly one of these */
 	char **command;            /* argv after `--` */
 	int command_argc;

@@ -1,5 +1,6 @@
 /* Pre-run checks (see preflight.h). */
 #include "preflight.h"
+#include "frec_format.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -106,6 +107,39 @@ static int command_error(const char *cmd)
 	return found_unrunnable ? EACCES : ENOENT;
 }
 
+/* The recorder runs as root: it writes its trace only over nothing, a file
+ * that is a trace already, or (--force) another regular file; never
+ * through a symbolic link, never over a device or a directory.  0, or -1
+ * with msg filled. */
+static int output_allowed(const struct record_opts *o, char *msg, size_t len)
+{
+	struct stat st;
+	if (lstat(o->output, &st))
+		return errno == ENOENT ? 0 : (snprintf(msg, len, "cannot use %s: %s", o->output,
+						       strerror(errno)), -1);
+	if (S_ISLNK(st.st_mode)) {
+		snprintf(msg, len, "%s is a symbolic link; flightrec never writes through one "
+			 "(give the real path)", o->output);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(msg, len, "%s exists and is not a regular file", o->output);
+		return -1;
+	}
+	char magic[8] = {0};
+	int fd = open(o->output, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	ssize_t n = fd < 0 ? -1 : read(fd, magic, sizeof(magic));
+	if (fd >= 0)
+		close(fd);
+	int is_trace = n == (ssize_t)sizeof(magic) && !memcmp(magic, FR_FILE_MAGIC, sizeof(magic));
+	if (st.st_size && !is_trace && !o->force) {
+		snprintf(msg, len, "%s exists and is not a flightrec trace; pass --force to "
+			 "replace it", o->output);
+		return -1;
+	}
+	return 0;
+}
+
 int preflight(const struct record_opts *o, uint64_t *cgroup_id,
 	      const char **cgroup_rel, char *msg, size_t len)
 {
@@ -116,6 +150,8 @@ int preflight(const struct record_opts *o, uint64_t *cgroup_id,
 			 "run it with sudo");
 		return 1;
 	}
+	if (output_allowed(o, msg, len))
+		return 1;
 	if (o->command) {
 		int e = command_error(o->command[0]);
 		if (e) {

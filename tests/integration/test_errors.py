@@ -57,6 +57,39 @@ class Errors(frtest.Case):
         self.assertOneLineError(p, "cannot run /etc/passwd: Permission denied")
         self.assertFalse(os.path.exists(out))
 
+    def test_output_safety(self):
+        d = frtest.workdir("errors_output")
+        precious = os.path.join(d, "notes.txt")
+        with open(precious, "w") as f:
+            f.write("precious\n")
+        # never through a symbolic link, whatever it points at
+        link = os.path.join(d, "link.frec")
+        os.symlink(precious, link)
+        p = self.run_rec("-q", "-o", link, "--", "true")
+        self.assertEqual(p.returncode, 1)
+        self.assertOneLineError(p, "is a symbolic link")
+        # a file that is not a trace only with --force
+        p = self.run_rec("-q", "-o", precious, "--", "true")
+        self.assertEqual(p.returncode, 1)
+        self.assertOneLineError(p, "exists and is not a flightrec trace; pass --force")
+        with open(precious) as f:
+            self.assertEqual(f.read(), "precious\n")
+        p = self.run_rec("-q", "-o", os.path.join(d, "."), "--", "true")
+        self.assertOneLineError(p, "is not a regular file")
+        p = self.run_rec("-q", "--force", "-o", precious, "--", "true")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(precious, "rb") as f:
+            self.assertEqual(f.read(8), b"FLIGHTR\x01")
+        # a trace is replaced without --force; run through sudo, it is the
+        # user's, 0644 whatever the umask
+        env = dict(os.environ, SUDO_UID="65534", SUDO_GID="65534")
+        p = subprocess.run(["sh", "-c", 'umask 077; exec "$@"', "sh", frtest.FLIGHTREC, "record",
+                            "-q", "-o", precious, "--", "true"],
+                           capture_output=True, text=True, timeout=60, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        st = os.stat(precious)
+        self.assertEqual((st.st_uid, st.st_gid, st.st_mode & 0o777), (65534, 65534, 0o644))
+
     def test_analyzer_suggests_a_command(self):
         for typo, meant in (("flam", "flame"), ("memroy", "memory"), ("straggler", "stragglers")):
             p = frtest.analyze(typo, check=False)
