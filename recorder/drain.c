@@ -25,6 +25,49 @@ static void sink_new_stack(void *ctx, uint32_t pid, const uint64_t *kernel_ips,
 	sym_collector_push(d->syms, pid, kernel_ips, n_kernel, user_ips, n_user);
 }
 
+/* Kernel ips of raw stacks: each new one goes to the symbol collector
+ * once (a set of those already sent, open addressing, load <= 1/2), so a
+ * CPU sample costs a few lookups, not a queued stack. */
+static bool kip_seen(struct drain *d, uint64_t ip)
+{
+	if ((d->kips_n + 1) * 2 > d->kips_cap) {
+		size_t cap = d->kips_cap ? d->kips_cap * 2 : 4096;
+		uint64_t *t = calloc(cap, sizeof(*t));
+		if (!t)
+			return true; /* no room to remember: do not send it again and again */
+		for (size_t i = 0; i < d->kips_cap; i++) {
+			if (!d->kips[i])
+				continue;
+			size_t j = (size_t)(d->kips[i] * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+			while (t[j])
+				j = (j + 1) & (cap - 1);
+			t[j] = d->kips[i];
+		}
+		free(d->kips);
+		d->kips = t;
+		d->kips_cap = cap;
+	}
+	size_t j = (size_t)(ip * 0x9e3779b97f4a7c15ull >> 20) & (d->kips_cap - 1);
+	for (; d->kips[j]; j = (j + 1) & (d->kips_cap - 1))
+		if (d->kips[j] == ip)
+			return true;
+	d->kips[j] = ip;
+	d->kips_n++;
+	return false;
+}
+
+static void sink_kernel_ips(void *ctx, const uint64_t *ips, uint16_t n)
+{
+	struct drain *d = ctx;
+	uint64_t fresh[FR_MAX_KERNEL_FRAMES];
+	uint16_t k = 0;
+	for (uint16_t i = 0; i < n && i < FR_MAX_KERNEL_FRAMES; i++)
+		if (ips[i] && !kip_seen(d, ips[i]))
+			fresh[k++] = ips[i];
+	if (k)
+		sym_collector_push(d->syms, 0, fresh, k, NULL, 0);
+}
+
 static void sink_py_code(void *ctx, uint32_t pid, uint64_t code, uint16_t fingerprint)
 {
 	struct drain *d = ctx;
@@ -156,6 +199,7 @@ int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 	d->sink.stacks = stacks;
 	d->sink.new_stack = sink_new_stack;
 	d->sink.py_code = sink_py_code;
+	d->sink.kernel_ips = sink_kernel_ips;
 	d->sink.ctx = d;
 	d->on_proc = on_proc;
 	d->on_proc_ctx = ctx;
@@ -189,4 +233,6 @@ void drain_stop(struct drain *d)
 	frec_builder_free(d->builder);
 	d->builder = NULL;
 	d->sink.builder = NULL;
+	free(d->kips);
+	d->kips = NULL;
 }

@@ -28,6 +28,8 @@ struct drain {
 	struct frec_builder *builder;
 	struct ring_sink sink;      /* ring records into file records; counts events */
 	struct sym_collector *syms; /* told about every new stack */
+	uint64_t *kips;             /* kernel ips already sent to syms (0: empty) */
+	size_t kips_n, kips_cap;
 	drain_proc_cb on_proc;
 	void *on_proc_ctx;
 	struct python_state *python;     /* told about code objects in stacks */

@@ -150,6 +150,11 @@ static int write_ustack(struct ring_sink *s, const uint8_t *t, const struct fr_r
 	       h->stack_len);
 	memset(out + body, 0, size - body);
 	frec_builder_commit(s->builder, 0);
+	if (s->kernel_ips && h->n_kernel) {
+		uint64_t ips[FR_MAX_KERNEL_FRAMES];
+		memcpy(ips, t + sizeof(*h), kernel_bytes);
+		s->kernel_ips(s->ctx, ips, h->n_kernel);
+	}
 	if (s->py_code) {
 		for (uint16_t i = 0; i < h->n_py; i++) {
 			struct fr_py_frame f;

@@ -22,6 +22,9 @@ struct ring_sink {
 	/* told about each new frame-pointer stack (its symbols are wanted) */
 	void (*new_stack)(void *ctx, uint32_t pid, const uint64_t *kernel_ips, uint16_t n_kernel,
 			  const uint64_t *user_ips, uint16_t n_user);
+	/* told about the kernel ips of each raw stack (CPU samples), whose
+	 * symbols are wanted as a frame-pointer stack's are */
+	void (*kernel_ips)(void *ctx, const uint64_t *ips, uint16_t n);
 	/* told about each Python code object a raw stack names */
 	void (*py_code)(void *ctx, uint32_t pid, uint64_t code, uint16_t fingerprint);
 	void *ctx;

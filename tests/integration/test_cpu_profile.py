@@ -57,5 +57,33 @@ class CpuProfile(frtest.Case):
         self.assertIn("compute_heavy", body)
 
 
+
+class KernelFrames(frtest.Case):
+    """A job that spends its time in the kernel (reading /proc/kallsyms):
+    its samples' kernel frames are named in both stack modes, as perf names
+    them, because the trace carries the kernel symbols they need."""
+
+    def kernel_frames(self, mode):
+        d = frtest.workdir("cpu_kernel_" + mode)
+        trace = os.path.join(d, "k.frec")
+        job = "for i in $(seq 100); do cat /proc/kallsyms >/dev/null; done"
+        frtest.record(trace, ["--probes", "cpu", "--freq", "499", "--stack", mode],
+                      ["--", "sh", "-c", job])
+        named = unknown = 0
+        reads = 0
+        for frames, n in frtest.folded(trace).items():
+            kernel = [f for f in frames if f.endswith("_[k]")]
+            unknown += n * sum(f == "[unknown]_[k]" for f in kernel)
+            named += n * sum(f != "[unknown]_[k]" for f in kernel)
+            reads += n * ("vfs_read_[k]" in frames)
+        return named, unknown, reads
+
+    def test_dwarf_and_fp(self):
+        for mode in ("dwarf", "fp"):
+            named, unknown, reads = self.kernel_frames(mode)
+            self.assertGreater(reads, 20, mode)
+            self.assertLess(unknown, named / 20, (mode, named, unknown))
+
+
 if __name__ == "__main__":
     frtest.main()
