@@ -3,12 +3,14 @@
  * and at the end of the recording (symbols). */
 #include "elf_info.h"
 
+#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static bool elf_ready(void)
 {
@@ -148,30 +150,21 @@ static void finish_syms(struct sym_builder *b, struct elf_symtab *out)
 	out->names_len = b->names_len;
 }
 
-int elf_load_symtab(int fd, struct elf_symtab *out)
+/* The function symbols of e's symbol tables of type want (SHT_SYMTAB or
+ * SHT_DYNSYM; 0: both) into b, as file offsets through segs.  *had_symtab
+ * tells whether e has a .symtab.  0, or -1 out of memory. */
+static int collect_syms(Elf *e, const struct load_seg *segs, size_t nsegs, uint32_t want,
+			struct sym_builder *b, bool *had_symtab)
 {
-	struct sym_builder b = {0};
-	struct load_seg segs[32];
-	size_t nsegs = 0, nph = 0;
 	Elf_Scn *scn = NULL;
-	Elf *e;
-
-	memset(out, 0, sizeof(*out));
-	if (!elf_ready() || !(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
-		return -1;
-	if (elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &nph) != 0) {
-		elf_end(e);
-		return -1;
-	}
-	for (size_t i = 0; i < nph && nsegs < 32; i++) {
-		GElf_Phdr ph;
-		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD)
-			segs[nsegs++] = (struct load_seg){ph.p_vaddr, ph.p_filesz, ph.p_offset};
-	}
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh) ||
 		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB && had_symtab)
+			*had_symtab = true;
+		if (want && sh.sh_type != want)
 			continue;
 		Elf_Data *d = elf_getdata(scn, NULL);
 		if (!d || !sh.sh_entsize)
@@ -191,21 +184,87 @@ int elf_load_symtab(int fd, struct elf_symtab *out)
 			for (size_t k = 0; k < nsegs; k++) {
 				if (s.st_value >= segs[k].vaddr &&
 				    s.st_value < segs[k].vaddr + segs[k].filesz) {
-					if (add_sym(&b, s.st_value - segs[k].vaddr + segs[k].offset,
-						    s.st_size, name)) {
-						free(b.syms);
-						free(b.names);
-						elf_end(e);
+					if (add_sym(b, s.st_value - segs[k].vaddr + segs[k].offset,
+						    s.st_size, name))
 						return -1;
-					}
 					break;
 				}
 			}
 		}
 	}
+	return 0;
+}
+
+/* The .symtab of the separate debug file of build-id bid, when installed:
+ * DEBUG_ROOT/.build-id/xx/rest.debug (Debian's -dbg packages).  Its
+ * addresses are the file's own, so the file's segments translate them. */
+static int collect_debug_syms(const uint8_t *bid, uint8_t bid_len, const struct load_seg *segs,
+			      size_t nsegs, struct sym_builder *b, bool *found)
+{
+	char path[128];
+	size_t at = (size_t)snprintf(path, sizeof(path), "%s/.build-id/%02x/", ELF_DEBUG_ROOT, bid[0]);
+	for (uint8_t i = 1; i < bid_len && at + 3 < sizeof(path); i++)
+		at += (size_t)snprintf(path + at, sizeof(path) - at, "%02x", bid[i]);
+	snprintf(path + at, sizeof(path) - at, ".debug");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int rc = 0;
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (e && elf_kind(e) == ELF_K_ELF) {
+		bool had = false;
+		rc = collect_syms(e, segs, nsegs, SHT_SYMTAB, b, &had);
+		*found = had;
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return rc;
+}
+
+int elf_load_symtab_debug(int fd, const uint8_t *bid, uint8_t bid_len, struct elf_symtab *out,
+			  int *stripped)
+{
+	struct sym_builder b = {0};
+	struct load_seg segs[32];
+	size_t nsegs = 0, nph = 0;
+	Elf *e;
+
+	memset(out, 0, sizeof(*out));
+	if (stripped)
+		*stripped = 0;
+	if (!elf_ready() || !(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+		return -1;
+	if (elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &nph) != 0) {
+		elf_end(e);
+		return -1;
+	}
+	for (size_t i = 0; i < nph && nsegs < 32; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD)
+			segs[nsegs++] = (struct load_seg){ph.p_vaddr, ph.p_filesz, ph.p_offset};
+	}
+	bool had_symtab = false, debug = false;
+	int rc = collect_syms(e, segs, nsegs, 0, &b, &had_symtab);
 	elf_end(e);
+	/* stripped (Debian's libc keeps only .dynsym and a .gnu_debuglink):
+	 * the exported names alone leave most frames as file+offset */
+	if (!rc && !had_symtab && bid && bid_len)
+		rc = collect_debug_syms(bid, bid_len, segs, nsegs, &b, &debug);
+	if (rc) {
+		free(b.syms);
+		free(b.names);
+		return -1;
+	}
+	if (stripped && !had_symtab)
+		*stripped = debug ? 1 : 2;
 	finish_syms(&b, out);
 	return 0;
+}
+
+int elf_load_symtab(int fd, struct elf_symtab *out)
+{
+	return elf_load_symtab_debug(fd, NULL, 0, out, NULL);
 }
 
 const struct elf_sym *elf_symtab_find(const struct elf_symtab *t, uint64_t offset)

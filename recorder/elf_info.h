@@ -25,6 +25,15 @@ struct elf_symtab {
 /* Function symbols of the file open at fd (.symtab, else .dynsym; both
  * merged when present).  Symbols of size 0 extend to the next one. */
 int elf_load_symtab(int fd, struct elf_symtab *out);
+
+/* Separate debug files (Debian's -dbg packages) are looked for here. */
+#define ELF_DEBUG_ROOT "/usr/lib/debug"
+/* As elf_load_symtab, and when the file is stripped (no .symtab) also the
+ * .symtab of its debug file ELF_DEBUG_ROOT/.build-id/xx/rest.debug found by
+ * build-id bid.  *stripped (may be NULL): 0 the file has a .symtab, 1 its
+ * debug file was used, 2 stripped and no debug file found. */
+int elf_load_symtab_debug(int fd, const uint8_t *bid, uint8_t bid_len, struct elf_symtab *out,
+			  int *stripped);
 /* The symbol covering offset, or NULL. */
 const struct elf_sym *elf_symtab_find(const struct elf_symtab *t, uint64_t offset);
 void elf_symtab_free(struct elf_symtab *t);

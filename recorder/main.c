@@ -19,6 +19,7 @@
 #include "cpu.skel.h"
 #include "drain.h"
 #include "dso_table.h"
+#include "elf_info.h"
 #include "frec_writer.h"
 #include "launch.h"
 #include "lib_attach.h"
@@ -366,7 +367,20 @@ static int finish(struct recording *r, uint64_t start_ns)
 		if (r->python_on)
 			fprintf(stderr, ", %llu Python code objects named",
 				(unsigned long long)r->python.codes_resolved);
+		if (r->track.unwind.debug_files)
+			fprintf(stderr, ", %u stripped files named from " ELF_DEBUG_ROOT,
+				r->track.unwind.debug_files);
 		fprintf(stderr, "\n");
+		const struct unwind_writer_stats *uw = &r->track.unwind;
+		if (uw->stripped) {
+			fprintf(stderr, "flightrec: %u stripped file%s without a debug file under "
+				ELF_DEBUG_ROOT " (their frames show only exported names, else "
+				"file+offset; install their -dbg packages):", uw->stripped,
+				uw->stripped == 1 ? "" : "s");
+			for (uint32_t i = 0; i < uw->stripped && i < UNWIND_STRIPPED_NAMED; i++)
+				fprintf(stderr, "%s %s", i ? "," : "", uw->stripped_names[i]);
+			fprintf(stderr, "%s\n", uw->stripped > UNWIND_STRIPPED_NAMED ? ", ..." : "");
+		}
 	}
 	if (r->opts.step_marker && !r->probes.step_family.functions_attached)
 		fprintf(stderr, "flightrec: step marker %s: no file the target mapped has a function "

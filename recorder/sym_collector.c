@@ -105,7 +105,8 @@ static struct sym_file *file_for(struct sym_collector *c, uint32_t dso_id)
 		f->loaded = true;
 		if (d) {
 			int fd = d->fd >= 0 ? d->fd : open(d->path, O_RDONLY | O_CLOEXEC);
-			f->usable = fd >= 0 && elf_load_symtab(fd, &f->tab) == 0;
+			f->usable = fd >= 0 && elf_load_symtab_debug(fd, d->build_id, d->build_id_len,
+								     &f->tab, NULL) == 0;
 			if (fd >= 0 && fd != d->fd)
 				close(fd);
 		}

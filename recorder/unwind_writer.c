@@ -4,6 +4,7 @@
 
 #include <gelf.h>
 #include <libelf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -191,9 +192,17 @@ void unwind_write_file(struct frec_builder *b, uint32_t dso_id, int fd, const ch
 
 	if (fd < 0)
 		return;
-	if (elf_load_symtab(fd, &tab) == 0) {
+	int stripped = 0;
+	if (elf_load_symtab_debug(fd, bid, bid_len, &tab, &stripped) == 0) {
 		write_symbols(b, dso_id, path, bid, bid_len, &tab, st);
 		elf_symtab_free(&tab);
+	}
+	if (stripped == 1)
+		st->debug_files++;
+	if (stripped == 2 && st->stripped++ < UNWIND_STRIPPED_NAMED) {
+		const char *base = strrchr(path, '/');
+		snprintf(st->stripped_names[st->stripped - 1], sizeof(st->stripped_names[0]), "%s",
+			 base ? base + 1 : path);
 	}
 	image = unwind_reduced_image(fd, &len);
 	if (!image)

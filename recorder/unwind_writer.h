@@ -14,10 +14,16 @@
 
 #include "frec_writer.h"
 
+#define UNWIND_STRIPPED_NAMED 3
+
 struct unwind_writer_stats {
 	uint32_t files;
 	uint64_t image_bytes;
 	uint64_t symbols;
+	uint32_t debug_files;    /* stripped files named from their debug file */
+	uint32_t stripped;       /* stripped files with no debug file: exported
+				    names only, other frames read file+offset */
+	char stripped_names[UNWIND_STRIPPED_NAMED][64]; /* the first ones */
 };
 
 void unwind_write_file(struct frec_builder *b, uint32_t dso_id, int fd, const char *path,

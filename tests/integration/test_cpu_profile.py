@@ -3,6 +3,7 @@ compute_light 1) with real perf-event sampling and checks the flame graph:
 the 75/25 split within +-10 points, and the whole call chain from main."""
 import os
 import re
+import subprocess
 import frtest
 
 SECONDS = 3
@@ -56,6 +57,30 @@ class CpuProfile(frtest.Case):
         self.assertTrue(body.lstrip().startswith("<?xml") or "<svg" in body[:400])
         self.assertIn("compute_heavy", body)
 
+
+
+class StrippedLibc(frtest.Case):
+    """Debian's libc is stripped (.dynsym and a .gnu_debuglink only): with
+    its debug file installed (libc6-dbg, which scripts/install-deps installs)
+    every libc frame is named; without one, the recorder says which files
+    lack symbols."""
+
+    def test_libc_frames_named(self):
+        d = frtest.workdir("cpu_libc")
+        trace = os.path.join(d, "c.frec")
+        p = frtest.record(trace, ["--probes", "cpu"], ["--", frtest.sample("cpu_split"), "1"])
+        libc = "/lib/x86_64-linux-gnu/libc.so.6"
+        bid = subprocess.run(["readelf", "-n", libc], capture_output=True, text=True).stdout
+        m = re.search(r"Build ID: ([0-9a-f]+)", bid)
+        debug = m and os.path.exists(f"/usr/lib/debug/.build-id/{m.group(1)[:2]}/{m.group(1)[2:]}.debug")
+        frames = {f for stack in frtest.folded(trace) for f in stack}
+        if debug:
+            self.assertIn("__libc_start_call_main", frames)
+            self.assertFalse([f for f in frames if f.startswith("libc.so.6+0x")], frames)
+            self.assertRegex(p.stderr, r"\d+ stripped files? named from /usr/lib/debug")
+        else:
+            self.assertRegex(p.stderr, r"stripped files? without a debug file under "
+                                       r"/usr/lib/debug.*libc\.so\.6")
 
 
 class KernelFrames(frtest.Case):
