@@ -2,6 +2,7 @@
  * through it and never prints; main() decides what the user sees. */
 #include "frec_error.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +20,17 @@ void frec_error_set(struct frec_error *err, const char *where, int64_t offset,
 	snprintf(err->where, sizeof(err->where), "%s", where ? where : "");
 	err->offset = offset;
 	err->code = code;
+}
+
+const char *frec_write_error_name(int code)
+{
+	switch (code) {
+	case ENOSPC: return "disk full";
+	case EDQUOT: return "disk quota exceeded";
+	case EIO: return "I/O error";
+	case EFBIG: return "file too large";
+	default: return strerror(code);
+	}
 }
 
 const char *frec_error_str(const struct frec_error *err, char *buf, size_t len)

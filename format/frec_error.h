@@ -16,6 +16,10 @@ void frec_error_set(struct frec_error *err, const char *where, int64_t offset,
 		    int code, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 
+/* What a failed write means for a recording: "disk full" (ENOSPC), "disk
+ * quota exceeded", "I/O error", "file too large"; strerror otherwise. */
+const char *frec_write_error_name(int code);
+
 /* "FILE: offset N: WHAT" (or "FILE: WHAT") into buf. */
 const char *frec_error_str(const struct frec_error *err, char *buf, size_t len);
 

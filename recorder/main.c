@@ -314,8 +314,7 @@ static bool writer_stopped(struct recording *r)
 	int e = ws.stop_error;
 	fprintf(stderr, "flightrec: %s at %.3f s writing %s (%s): recording stopped; %s; the file "
 		"holds everything recorded before\n",
-		e == ENOSPC ? "disk full" : e == EDQUOT ? "disk quota exceeded" :
-		e == EIO ? "I/O error" : "write error",
+		frec_write_error_name(e),
 		ws.stop_mono_ns > r->file_start_ns ? (ws.stop_mono_ns - r->file_start_ns) / 1e9 : 0.0,
 		r->opts.output, strerror(e),
 		r->opts.command ? "the command goes on unrecorded" : "the processes go on unrecorded");

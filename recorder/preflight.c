@@ -114,9 +114,12 @@ static int command_error(const char *cmd)
 static int output_allowed(const struct record_opts *o, char *msg, size_t len)
 {
 	struct stat st;
-	if (lstat(o->output, &st))
-		return errno == ENOENT ? 0 : (snprintf(msg, len, "cannot use %s: %s", o->output,
-						       strerror(errno)), -1);
+	if (lstat(o->output, &st)) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(msg, len, "cannot use %s: %s", o->output, strerror(errno));
+		return -1;
+	}
 	if (S_ISLNK(st.st_mode)) {
 		snprintf(msg, len, "%s is a symbolic link; flightrec never writes through one "
 			 "(give the real path)", o->output);

@@ -93,10 +93,9 @@ static void info_losses_text(const struct trace_file *f, FILE *out)
 	fprintf(out, "    %-16s %-12s %12s  %-6s %s\n", "PROBE", "REASON", "COUNT", "LOST", "WHEN");
 	for (uint32_t i = 0; i < n; i++) {
 		char when[64] = "unknown";
-		uint64_t t0 = f->hdr.start_mono_ns;
-		if (d[i].first_ns && d[i].first_ns >= t0 && d[i].last_ns >= d[i].first_ns)
-			snprintf(when, sizeof(when), "%.3f-%.3f s", (d[i].first_ns - t0) / 1e9,
-				 (d[i].last_ns - t0) / 1e9);
+		double first, last;
+		if (trace_file_drop_window(f, &d[i], &first, &last))
+			snprintf(when, sizeof(when), "%.3f-%.3f s", first, last);
 		fprintf(out, "    %-16.16s %-12s %12" PRIu64 "  %-6s %s\n", d[i].probe,
 			fr_drop_reason_name(d[i].reason), d[i].count,
 			FR_DROP_LOSES_EVENT(d[i].reason) ? "event" : "stack", when);

@@ -331,16 +331,21 @@ const char *trace_file_stopped(const struct trace_file *f, char *buf, size_t len
 	uint64_t at = 0;
 	if (!f->reader || !frec_end_stopped(f->reader, &e, &at))
 		return NULL;
-	const char *what = e == ENOSPC ? "disk full" : e == EDQUOT ? "disk quota exceeded" :
-			   e == EIO ? "I/O error" : e == EFBIG ? "file too large" : NULL;
 	double t = at > f->hdr.start_mono_ns ? (at - f->hdr.start_mono_ns) / 1e9 : 0.0;
-	if (what)
-		snprintf(buf, len, "stopped early: %s at %.3f s (the file holds everything "
-			 "before)", what, t);
-	else
-		snprintf(buf, len, "stopped early: write error %d (%s) at %.3f s (the file holds "
-			 "everything before)", e, strerror(e), t);
+	snprintf(buf, len, "stopped early: %s at %.3f s (the file holds everything before)",
+		 frec_write_error_name(e), t);
 	return buf;
+}
+
+int trace_file_drop_window(const struct trace_file *f, const struct fr_drop_count *d,
+			   double *first_s, double *last_s)
+{
+	uint64_t t0 = f->hdr.start_mono_ns;
+	if (!d->first_ns || d->first_ns < t0 || d->last_ns < d->first_ns)
+		return 0;
+	*first_s = (d->first_ns - t0) / 1e9;
+	*last_s = (d->last_ns - t0) / 1e9;
+	return 1;
 }
 
 int trace_file_damaged(const struct trace_file *f)

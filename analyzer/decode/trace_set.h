@@ -277,6 +277,10 @@ const char *trace_file_thread_name(const struct trace_file *f, uint32_t pid, uin
 /* Losses per (probe, reason): END's, else the latest STATS record's; NULL
  * (n = 0) when the file has neither, or predates format 1.1. */
 const struct fr_drop_count *trace_file_drops(const struct trace_file *f, uint32_t *n);
+/* When the losses of d happened, in seconds from the recording's start:
+ * 1, or 0 when the recorder could not tell. */
+int trace_file_drop_window(const struct trace_file *f, const struct fr_drop_count *d,
+			   double *first_s, double *last_s);
 int trace_file_damaged(const struct trace_file *f);
 /* "stopped early: disk full at 12.345 s ..." when the recorder could not
  * write the whole recording (the file is valid up to there), else NULL. */

@@ -13,11 +13,6 @@
 #include <string.h>
 #include <time.h>
 
-static void free_symbolizer(void *p)
-{
-	symbolizer_free(p);
-}
-
 static void free_resolver(void *p)
 {
 	sm_resolver_free(p);
@@ -141,7 +136,7 @@ int ts_decode_ustack(struct trace_set *ts, uint32_t file_index, const struct ts_
 	if (!sym) {
 		if (!(sym = symbolizer_new(ts, err)))
 			return -1;
-		trace_set_put_slot(ts, TS_SLOT_RESOLVE_SYMBOLIZER, sym, free_symbolizer);
+		trace_set_put_slot(ts, TS_SLOT_RESOLVE_SYMBOLIZER, sym, symbolizer_free_slot);
 	}
 	/* the resolver of the file being read */
 	struct sm_resolver *resolver = trace_set_slot(ts, TS_SLOT_RESOLVER);

@@ -165,7 +165,6 @@ void out_json_losses(FILE *f, const struct trace_file *tf)
 {
 	uint32_t n = 0;
 	const struct fr_drop_count *d = trace_file_drops(tf, &n);
-	uint64_t t0 = tf->hdr.start_mono_ns;
 	fputc('[', f);
 	for (uint32_t i = 0; d && i < n; i++) {
 		char probe[17];
@@ -177,9 +176,9 @@ void out_json_losses(FILE *f, const struct trace_file *tf)
 		out_json_str(f, fr_drop_reason_name(d[i].reason));
 		fprintf(f, ",\"count\":%" PRIu64 ",\"lost\":\"%s\"", d[i].count,
 			FR_DROP_LOSES_EVENT(d[i].reason) ? "event" : "stack");
-		if (d[i].first_ns >= t0 && d[i].first_ns && d[i].last_ns >= d[i].first_ns)
-			fprintf(f, ",\"first_s\":%.6f,\"last_s\":%.6f", (d[i].first_ns - t0) / 1e9,
-				(d[i].last_ns - t0) / 1e9);
+		double first, last;
+		if (trace_file_drop_window(tf, &d[i], &first, &last))
+			fprintf(f, ",\"first_s\":%.6f,\"last_s\":%.6f", first, last);
 		else
 			fprintf(f, ",\"first_s\":null,\"last_s\":null");
 		fputc('}', f);

@@ -195,7 +195,7 @@ static int write_drops_damage(struct out_sqlite *o, struct trace_set *ts)
 		const struct fr_drop_count *loss = trace_file_drops(f, &n_losses);
 		for (uint32_t k = 0; !rc && loss && k < n_losses; k++) {
 			const struct fr_drop_count *d = &loss[k];
-			uint64_t t0 = f->hdr.start_mono_ns;
+			double first, last;
 			char probe[17];
 			memcpy(probe, d->probe, 16);
 			probe[16] = '\0';
@@ -204,9 +204,9 @@ static int write_drops_damage(struct out_sqlite *o, struct trace_set *ts)
 			bt(dr, 3, fr_drop_reason_name(d->reason));
 			bt(dr, 4, FR_DROP_LOSES_EVENT(d->reason) ? "event" : "stack");
 			bu(dr, 5, d->count);
-			if (d->first_ns && d->first_ns >= t0 && d->last_ns >= d->first_ns) {
-				sqlite3_bind_double(dr, 6, (d->first_ns - t0) / 1e9);
-				sqlite3_bind_double(dr, 7, (d->last_ns - t0) / 1e9);
+			if (trace_file_drop_window(f, d, &first, &last)) {
+				sqlite3_bind_double(dr, 6, first);
+				sqlite3_bind_double(dr, 7, last);
 			} else {
 				bnull(dr, 6);
 				bnull(dr, 7);

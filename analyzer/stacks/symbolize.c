@@ -225,7 +225,7 @@ void symbolizer_free(struct symbolizer *s)
 	free(s);
 }
 
-static void free_symbolizer(void *p)
+void symbolizer_free_slot(void *p)
 {
 	symbolizer_free(p);
 }
@@ -234,7 +234,7 @@ struct symbolizer *trace_set_symbolizer(struct trace_set *ts, struct frec_error 
 {
 	struct symbolizer *s = trace_set_slot(ts, TS_SLOT_SYMBOLIZER);
 	if (!s && (s = symbolizer_new(ts, err)))
-		trace_set_put_slot(ts, TS_SLOT_SYMBOLIZER, s, free_symbolizer);
+		trace_set_put_slot(ts, TS_SLOT_SYMBOLIZER, s, symbolizer_free_slot);
 	return s;
 }
 

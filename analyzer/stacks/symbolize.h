@@ -25,6 +25,8 @@ struct symbolizer;
 /* Indexes the mappings of every file of ts (after trace_set_run). */
 struct symbolizer *symbolizer_new(struct trace_set *ts, struct frec_error *err);
 void symbolizer_free(struct symbolizer *s);
+/* symbolizer_free for a trace set slot (trace_set_put_slot). */
+void symbolizer_free_slot(void *p);
 /* The symbolizer of the set, built on first use after trace_set_run and
  * freed with the set. */
 struct symbolizer *trace_set_symbolizer(struct trace_set *ts, struct frec_error *err);

@@ -22,10 +22,12 @@ AT_PEAK = {"init_weights": 805_306_368, "alloc_io_buffers": 67_108_864,
            "forward": 1_073_741_824, "leaky_cache": STEPS * MiB}
 
 
-def no_programs_left(deadline_s=20.0):
+def no_programs_left(bound_s=120.0):
     """The kernel frees a dead process's programs after an RCU grace period:
-    wait for that (bounded), never assert on how long it took."""
-    end = time.monotonic() + deadline_s
+    wait for that.  The bound is not a measurement: it is far past any grace
+    period, and only turns a leaked program into a failure with a message
+    instead of a ctest timeout."""
+    end = time.monotonic() + bound_s
     while frtest.attached_flightrec_programs():
         if time.monotonic() > end:
             return False
