@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include "frec_error.h"
 #include "frec_format.h"
-#include "../bpf/events.h"
+#include "frec_records.h"
 
 struct frec_reader;
 

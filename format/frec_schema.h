@@ -1,7 +1,8 @@
-/* The event-schema table: name, fixed size and field list of every record
- * type of bpf/events.h.  The writer puts it in the SCHEMA chunk of every file
- * (format/SPEC.md section 6) so an older analyzer can name, and skip, record
- * types it does not know. */
+/* One entry of a trace's schema: name, fixed size and field list of a record
+ * type.  The writer puts the table it is given (frec_writer_opts.schema; the
+ * recorder's is bpf/families/records.c) in the SCHEMA chunk of every file
+ * (format/SPEC.md section 6) so an older analyzer can name, and skip,
+ * record types it does not know. */
 #ifndef FLIGHTREC_SCHEMA_H
 #define FLIGHTREC_SCHEMA_H
 
@@ -15,10 +16,5 @@ struct frec_schema_entry {
 	const char *name;    /* < 24 chars */
 	const char *desc;    /* "field:type,..." after the fr_rec_hdr */
 };
-
-/* Every record type this build knows, in type order. */
-const struct frec_schema_entry *frec_schema_table(size_t *n);
-/* NULL when the type is unknown to this build. */
-const struct frec_schema_entry *frec_schema_find(uint16_t rec_type);
 
 #endif

@@ -12,7 +12,8 @@
 #include <stdint.h>
 #include "frec_error.h"
 #include "frec_format.h"
-#include "../bpf/events.h"
+#include "frec_records.h"
+#include "frec_schema.h"
 
 struct frec_writer;
 struct frec_builder;
@@ -28,6 +29,10 @@ struct frec_writer_opts {
 				    recorder run through sudo writes the user's
 				    file, not root's) */
 	unsigned owner_uid, owner_gid;
+	/* the record types written into the SCHEMA chunk (the recorder's:
+	 * fr_schema_table() of bpf/families/); none by default */
+	const struct frec_schema_entry *schema;
+	size_t n_schema;
 };
 
 struct frec_file_info {

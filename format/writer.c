@@ -47,6 +47,8 @@ void frec_writer_opts_default(struct frec_writer_opts *o)
 	o->max_queue_bytes = DEFAULT_MAX_QUEUE;
 	o->set_owner = 0;
 	o->owner_uid = o->owner_gid = 0;
+	o->schema = NULL;
+	o->n_schema = 0;
 }
 
 /* ---- low-level output ---------------------------------------------------- */
@@ -404,8 +406,8 @@ static int write_file_header(struct frec_writer *w,
 
 static int write_schema_chunk(struct frec_writer *w, struct frec_error *err)
 {
-	size_t n;
-	const struct frec_schema_entry *t = frec_schema_table(&n);
+	size_t n = w->n_schema;
+	const struct frec_schema_entry *t = w->schema;
 	size_t len = 0;
 	for (size_t i = 0; i < n; i++)
 		len += FR_ALIGN8(sizeof(struct fr_rec_schema) + strlen(t[i].desc));
@@ -481,6 +483,8 @@ int frec_writer_open(const char *path, const struct frec_file_info *info,
 		o.set_owner = opts->set_owner;
 		o.owner_uid = opts->owner_uid;
 		o.owner_gid = opts->owner_gid;
+		o.schema = opts->schema;
+		o.n_schema = opts->schema ? opts->n_schema : 0;
 	}
 	*out = NULL;
 	if (o.codec != FR_CODEC_NONE && o.codec != FR_CODEC_ZSTD &&
@@ -507,6 +511,8 @@ int frec_writer_open(const char *path, const struct frec_file_info *info,
 	w->level = o.level;
 	w->chunk_bytes = o.chunk_bytes;
 	w->max_queue_bytes = o.max_queue_bytes;
+	w->schema = o.schema;
+	w->n_schema = o.n_schema;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 

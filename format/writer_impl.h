@@ -35,6 +35,8 @@ struct frec_writer {
 	char *path;
 	int codec, level;
 	size_t chunk_bytes, max_queue_bytes;
+	const struct frec_schema_entry *schema; /* the caller's, for the SCHEMA chunk */
+	size_t n_schema;
 
 	pthread_t thread;
 	int thread_started;

@@ -1,4 +1,8 @@
-/* BPF object lifecycle (see bpf_probes.h). */
+/* BPF object lifecycle (see bpf_probes.h): one loader for every family,
+ * driven by its descriptor.  Family-specific here: the proc object's map
+ * settings (it creates the shared maps), the rdma data path and its
+ * empty-poll counter, and the words of the messages for proc and the step
+ * marker (they exist when needed, so their failures are fatal). */
 #include "bpf_probes.h"
 
 #include <bpf/bpf.h>
@@ -12,25 +16,101 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cpu.skel.h"
-#include "cuda.skel.h"
-#include "nccl.skel.h"
-#include "step.skel.h"
-#include "rdma.skel.h"
-#include "probe_families.h"
-#include "proc.skel.h"
-#include "syscalls.skel.h"
+#include "bpf_knobs.h"
+#include "bpf_objects.h"
 
 #define FR_PID_TRACED 1
 
-static int bit_index(unsigned bit)
+/* Maps every object shares: created by the proc object, handed to the
+ * others before they load. */
+static const char *const shared_maps[] = {
+	"fr_events", "fr_pids", "fr_drops", "fr_ustack_scratch", "fr_py_procs", "fr_py_tstate",
+};
+
+enum stage { STAGE_OPEN, STAGE_LOAD, STAGE_ATTACH };
+
+/* Records why a family is missing; returns -1 (message in msg) when that
+ * is fatal: for proc and the step marker always, for the others when the
+ * user named them with --probes. */
+static int family_failed(struct bpf_probes *p, const struct fr_family *f,
+			 const struct record_opts *o, int err, enum stage stage, char *msg,
+			 size_t len)
 {
-	return __builtin_ctz(bit);
+	const char *why = strerror(-err > 0 ? -err : EINVAL);
+	const char *verb = stage == STAGE_ATTACH ? "attach" : "load";
+
+	if (f->id == FR_PROBE_PROC) {
+		if (stage == STAGE_OPEN)
+			snprintf(msg, len, "cannot open the BPF objects: %s", why);
+		else if (stage == STAGE_LOAD)
+			snprintf(msg, len, "cannot load the BPF process tracker: %s (run with -v "
+				 "for the verifier log)", why);
+		else
+			snprintf(msg, len, "cannot attach the process tracker (sched "
+				 "tracepoints): %s", why);
+		return -1;
+	}
+	if (f->id == FR_PROBE_STEP) {
+		snprintf(msg, len, "cannot %s the step marker probe: %s", verb, why);
+		return -1;
+	}
+	snprintf(p->why_not[f->id], sizeof(p->why_not[0]), "%s failed: %s", verb, why);
+	if (o->probes_given || !f->selectable) {
+		snprintf(msg, len, "cannot %s probe family '%s': %s", verb, f->name, why);
+		return -1;
+	}
+	return 0;
 }
 
-static const char *probe_name(unsigned bit)
+/* Whether the options ask for family f: chosen with --probes (all by
+ * default), or, for the families that exist when needed, needed. */
+static bool wanted(const struct fr_family *f, const struct record_opts *o)
 {
-	return probe_bit_name(bit);
+	if (f->selectable)
+		return o->probes & PROBE_BIT(f->id);
+	if (f->attach == FR_ATTACH_SYMBOL)
+		return o->step_marker != NULL;
+	return true; /* proc */
+}
+
+/* Opens family f's object from its ELF image, under its skeleton's name
+ * (so its maps keep the names they always had: fr_cuda_.rodata ...).
+ * NULL with errno set on failure. */
+static struct bpf_object *open_object(const struct fr_family *f, const void *elf, size_t size)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "fr_%s_bpf", f->name);
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = name);
+	return bpf_object__open_mem(elf, size, &opts);
+}
+
+/* The proc object creates the shared maps: their sizes are set here. */
+static int size_shared_maps(struct bpf_object *obj, const struct record_opts *o)
+{
+	struct bpf_map *events = bpf_object__find_map_by_name(obj, "fr_events");
+	struct bpf_map *scratch = bpf_object__find_map_by_name(obj, "fr_ustack_scratch");
+	if (!events || !scratch)
+		return -ENOENT;
+	bpf_map__set_max_entries(events, o->ring_mib << 20);
+	/* FR_USTACK_SLOTS raw-stack scratch slots per CPU in dwarf mode (~36 KiB
+	 * each): one per level of programs nesting on a CPU */
+	return bpf_map__set_max_entries(scratch, o->stack_dwarf ?
+				(uint32_t)libbpf_num_possible_cpus() * FR_USTACK_SLOTS : 1);
+}
+
+static int reuse_shared_maps(struct bpf_probes *p, struct bpf_object *obj)
+{
+	for (size_t i = 0; i < sizeof(shared_maps) / sizeof(shared_maps[0]); i++) {
+		struct bpf_map *mine = bpf_object__find_map_by_name(obj, shared_maps[i]);
+		struct bpf_map *theirs =
+			bpf_object__find_map_by_name(p->objs[FR_PROBE_PROC], shared_maps[i]);
+		if (!mine || !theirs)
+			continue;
+		int err = bpf_map__reuse_fd(mine, bpf_map__fd(theirs));
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 /* Every uprobe program of obj becomes a uprobe_multi program when the
@@ -47,236 +127,159 @@ static void prepare_uprobes(struct bpf_object *obj)
 	}
 }
 
-static void add_family(struct bpf_probes *p, struct uprobe_family *f, const char *name,
-		       unsigned bit, uint16_t probe, const struct uprobe_spec *specs, size_t n)
+/* The program called name in f's object; NULL with msg when missing. */
+static struct bpf_program *program(struct bpf_probes *p, const struct fr_family *f,
+				   const char *name, char *msg, size_t len)
 {
-	uprobe_family_init(f);
-	f->name = name;
-	f->bit = bit;
-	f->probe = probe;
-	f->specs = specs;
-	f->n_specs = n;
-	f->multi = uprobe_multi_supported();
-	/* one family per probe id: a second one is a programming error */
-	assert(p->n_families < FR_PROBE_MAX);
-	p->families[p->n_families++] = f;
+	struct bpf_program *prog = bpf_object__find_program_by_name(p->objs[f->id], name);
+	if (!prog)
+		snprintf(msg, len, "probe family '%s': its BPF object has no program %s", f->name,
+			 name);
+	return prog;
 }
 
-/* Maps every object shares: created by the proc object, handed to the
- * others before they load. */
-static const char *const shared_maps[] = {
-	"fr_events", "fr_pids", "fr_drops", "fr_ustack_scratch", "fr_py_procs", "fr_py_tstate",
-};
-
-static int reuse_shared_maps(struct bpf_probes *p, struct bpf_object *obj)
+/* A loaded uprobe family: what it attaches (the descriptor's symbols, or
+ * the one --step-marker names) and with which programs.  -1 with msg when
+ * the object lacks a program the descriptor names. */
+static int add_uprobes(struct bpf_probes *p, const struct fr_family *f,
+		       const struct record_opts *o, char *msg, size_t len)
 {
-	for (size_t i = 0; i < sizeof(shared_maps) / sizeof(shared_maps[0]); i++) {
-		struct bpf_map *mine = bpf_object__find_map_by_name(obj, shared_maps[i]);
-		struct bpf_map *theirs = bpf_object__find_map_by_name(p->proc->obj, shared_maps[i]);
-		if (!mine || !theirs)
-			continue;
-		int err = bpf_map__reuse_fd(mine, bpf_map__fd(theirs));
-		if (err)
-			return err;
+	struct uprobe_family *u = &p->uprobes[f->id];
+
+	uprobe_family_init(u);
+	u->family = f;
+	u->multi = uprobe_multi_supported();
+	if (f->attach == FR_ATTACH_SYMBOL) {
+		p->marker_symbol = (struct fr_family_symbol){ o->step_marker, 0, 0, 0, 0, true };
+		u->symbols = &p->marker_symbol;
+		u->n_symbols = 1;
+	} else {
+		u->symbols = f->symbols;
+		u->n_symbols = f->n_symbols;
+	}
+	/* one family per probe id: a second one is a programming error */
+	assert(p->n_families < FR_PROBE_MAX);
+	p->families[p->n_families++] = u;
+	for (int i = 0; i < FR_FAMILY_MAX_ENTRY_PROGS && f->entry_progs[i]; i++)
+		if (!(u->entry_progs[i] = program(p, f, f->entry_progs[i], msg, len)))
+			return -1;
+	if (f->exit_prog && !(u->exit_prog = program(p, f, f->exit_prog, msg, len)))
+		return -1;
+
+	if (f->id == FR_PROBE_RDMA) {
+		/* rdma only: the data path has no exported symbols; rdma_datapath.c
+		 * attaches these programs at the provider functions a live
+		 * context's ops table names */
+		struct uprobe_family *dp = &p->rdma_dp_family;
+		uprobe_family_init(dp);
+		dp->family = f;
+		dp->multi = u->multi;
+		if (!(dp->entry_progs[0] = program(p, f, "fr_rdma_dp_enter", msg, len)) ||
+		    !(dp->exit_prog = program(p, f, "fr_rdma_dp_exit", msg, len)))
+			return -1;
 	}
 	return 0;
 }
 
-/* Records why a family is missing; returns -1 when that is fatal. */
-static int family_failed(struct bpf_probes *p, const struct record_opts *o,
-			 unsigned bit, int err, const char *step, char *msg, size_t len)
+/* Opens, configures and loads family f.  0 when loaded, or skipped with
+ * its reason; -1 with msg when that is fatal. */
+static int load_family(struct bpf_probes *p, const struct fr_family *f,
+		       const struct record_opts *o, uint64_t cgroup_id, char *msg, size_t len)
 {
-	snprintf(p->why_not[bit_index(bit)], sizeof(p->why_not[0]), "%s failed: %s",
-		 step, strerror(-err > 0 ? -err : EINVAL));
-	if (o->probes_given) {
-		snprintf(msg, len, "cannot %s probe family '%s': %s", step, probe_name(bit),
-			 strerror(-err > 0 ? -err : EINVAL));
+	enum stage stage = STAGE_OPEN;
+	size_t size = 0;
+	const void *elf = bpf_object_elf(f->id, &size);
+	if (!elf) {
+		snprintf(msg, len, "probe family '%s': no BPF object in this build "
+			 "(recorder/bpf_objects.c)", f->name);
 		return -1;
 	}
+	struct bpf_object *obj = open_object(f, elf, size);
+	int err = obj ? 0 : -errno;
+
+	if (!err) {
+		stage = STAGE_LOAD;
+		if (bpf_knobs_set(obj, f, o, cgroup_id, msg, len)) {
+			bpf_object__close(obj);
+			return -1;
+		}
+		if (f->id == FR_PROBE_PROC)
+			err = size_shared_maps(obj, o);
+		else
+			err = reuse_shared_maps(p, obj);
+		prepare_uprobes(obj);
+	}
+	if (!err)
+		err = bpf_object__load(obj);
+	if (err) {
+		bpf_object__close(obj);
+		return family_failed(p, f, o, err, stage, msg, len);
+	}
+	p->objs[f->id] = obj;
+	p->loaded |= PROBE_BIT(f->id);
+	if (f->attach == FR_ATTACH_LIBRARY || f->attach == FR_ATTACH_SYMBOL)
+		return add_uprobes(p, f, o, msg, len);
+	if (f->attach == FR_ATTACH_PERF && !program(p, f, f->entry_progs[0], msg, len))
+		return -1;
 	return 0;
 }
 
 int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 		    uint64_t cgroup_id, char *msg, size_t len)
 {
-	int err;
+	const struct fr_family *proc = fr_family_by_id(FR_PROBE_PROC);
+	size_t n;
+	const struct fr_family *const *fams = fr_families(&n);
 
 	memset(p, 0, sizeof(*p));
-	p->proc = fr_proc_bpf__open();
-	if (!p->proc) {
-		snprintf(msg, len, "cannot open the BPF objects: %s", strerror(errno));
+	p->events_fd = p->pids_fd = p->drops_fd = p->py_procs_fd = -1;
+	/* proc first: its object creates the maps the others reuse */
+	if (load_family(p, proc, o, cgroup_id, msg, len))
 		return -1;
-	}
-	p->proc->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
-	p->proc->rodata->fr_target_cgroup_id = cgroup_id;
-	bpf_map__set_max_entries(p->proc->maps.fr_events, o->ring_mib << 20);
-	/* FR_USTACK_SLOTS raw-stack scratch slots per CPU in dwarf mode (~36 KiB
-	 * each): one per level of programs nesting on a CPU */
-	bpf_map__set_max_entries(p->proc->maps.fr_ustack_scratch,
-				 o->stack_dwarf ? (uint32_t)libbpf_num_possible_cpus() *
-							  FR_USTACK_SLOTS : 1);
-	err = fr_proc_bpf__load(p->proc);
-	if (err) {
-		snprintf(msg, len, "cannot load the BPF process tracker: %s (run with -v "
-			 "for the verifier log)", strerror(-err));
-		return -1;
-	}
-
-	if (o->probes & PROBE_CPU) {
-		p->cpu = fr_cpu_bpf__open();
-		err = p->cpu ? 0 : -errno;
-		if (!err) {
-			p->cpu->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
-			p->cpu->rodata->fr_target_cgroup_id = cgroup_id;
-			p->cpu->rodata->fr_stack_mode = o->stack_dwarf;
-			p->cpu->rodata->fr_ustack_bytes = o->stack_kib * 1024;
-			err = reuse_shared_maps(p, p->cpu->obj);
-		}
-		if (!err)
-			err = fr_cpu_bpf__load(p->cpu);
-		if (err) {
-			fr_cpu_bpf__destroy(p->cpu);
-			p->cpu = NULL;
-			if (family_failed(p, o, PROBE_CPU, err, "load", msg, len))
-				return -1;
-		} else {
-			p->loaded |= PROBE_CPU;
-		}
-	}
-	if (o->probes & PROBE_SYSCALLS) {
-		p->sys = fr_syscalls_bpf__open();
-		err = p->sys ? 0 : -errno;
-		if (!err) {
-			p->sys->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
-			p->sys->rodata->fr_target_cgroup_id = cgroup_id;
-			p->sys->rodata->fr_syscall_min_ns = o->syscall_min_ns;
-			p->sys->rodata->fr_syscall_stacks = o->syscall_stacks;
-			p->sys->rodata->fr_stack_mode = o->stack_dwarf;
-			p->sys->rodata->fr_ustack_bytes = o->stack_kib * 1024;
-			err = reuse_shared_maps(p, p->sys->obj);
-		}
-		if (!err)
-			err = fr_syscalls_bpf__load(p->sys);
-		if (err) {
-			fr_syscalls_bpf__destroy(p->sys);
-			p->sys = NULL;
-			if (family_failed(p, o, PROBE_SYSCALLS, err, "load", msg, len))
-				return -1;
-		} else {
-			p->loaded |= PROBE_SYSCALLS;
-		}
-	}
-	if (o->probes & PROBE_CUDA) {
-		p->cuda = fr_cuda_bpf__open();
-		err = p->cuda ? 0 : -errno;
-		if (!err) {
-			p->cuda->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
-			p->cuda->rodata->fr_target_cgroup_id = cgroup_id;
-			p->cuda->rodata->fr_launch_stack_every = o->launch_stack_every;
-			p->cuda->rodata->fr_stack_mode = o->stack_dwarf;
-			p->cuda->rodata->fr_ustack_bytes = o->stack_kib * 1024;
-			err = reuse_shared_maps(p, p->cuda->obj);
-			prepare_uprobes(p->cuda->obj);
-		}
-		if (!err)
-			err = fr_cuda_bpf__load(p->cuda);
-		if (err) {
-			fr_cuda_bpf__destroy(p->cuda);
-			p->cuda = NULL;
-			if (family_failed(p, o, PROBE_CUDA, err, "load", msg, len))
-				return -1;
-		} else {
-			struct uprobe_family *f = &p->cuda_family;
-			add_family(p, f, "cuda", PROBE_CUDA, FR_PROBE_CUDA, cuda_specs, n_cuda_specs);
-			f->entry_progs[0] = p->cuda->progs.fr_cuda_enter;
-			f->entry_progs[1] = p->cuda->progs.fr_cuda_enter_launch;
-			f->exit_prog = p->cuda->progs.fr_cuda_exit;
-			p->loaded |= PROBE_CUDA;
-		}
-	}
-	if (o->probes & PROBE_NCCL) {
-		p->nccl = fr_nccl_bpf__open();
-		err = p->nccl ? 0 : -errno;
-		if (!err) {
-			p->nccl->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
-			p->nccl->rodata->fr_target_cgroup_id = cgroup_id;
-			p->nccl->rodata->fr_stack_mode = o->stack_dwarf;
-			p->nccl->rodata->fr_ustack_bytes = o->stack_kib * 1024;
-			err = reuse_shared_maps(p, p->nccl->obj);
-			prepare_uprobes(p->nccl->obj);
-		}
-		if (!err)
-			err = fr_nccl_bpf__load(p->nccl);
-		if (err) {
-			fr_nccl_bpf__destroy(p->nccl);
-			p->nccl = NULL;
-			if (family_failed(p, o, PROBE_NCCL, err, "load", msg, len))
-				return -1;
-		} else {
-			struct uprobe_family *f = &p->nccl_family;
-			add_family(p, f, "nccl", PROBE_NCCL, FR_PROBE_NCCL, nccl_specs, n_nccl_specs);
-			f->entry_progs[0] = p->nccl->progs.fr_nccl_enter;
-			f->entry_progs[1] = p->nccl->progs.fr_nccl_enter_init;
-			f->exit_prog = p->nccl->progs.fr_nccl_exit;
-			p->loaded |= PROBE_NCCL;
-		}
-	}
-	if (o->probes & PROBE_RDMA) {
-		p->rdma = fr_rdma_bpf__open();
-		err = p->rdma ? 0 : -errno;
-		if (!err) {
-			p->rdma->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
-			p->rdma->rodata->fr_target_cgroup_id = cgroup_id;
-			p->rdma->rodata->fr_stack_mode = o->stack_dwarf;
-			p->rdma->rodata->fr_ustack_bytes = o->stack_kib * 1024;
-			err = reuse_shared_maps(p, p->rdma->obj);
-			prepare_uprobes(p->rdma->obj);
-		}
-		if (!err)
-			err = fr_rdma_bpf__load(p->rdma);
-		if (err) {
-			fr_rdma_bpf__destroy(p->rdma);
-			p->rdma = NULL;
-			if (family_failed(p, o, PROBE_RDMA, err, "load", msg, len))
-				return -1;
-		} else {
-			struct uprobe_family *f = &p->rdma_family;
-			add_family(p, f, "rdma", PROBE_RDMA, FR_PROBE_RDMA, rdma_specs, n_rdma_specs);
-			f->entry_progs[0] = p->rdma->progs.fr_rdma_enter;
-			f->entry_progs[1] = p->rdma->progs.fr_rdma_enter_modify;
-			f->entry_progs[2] = p->rdma->progs.fr_rdma_enter_release;
-			f->exit_prog = p->rdma->progs.fr_rdma_exit;
-			f = &p->rdma_dp_family;
-			uprobe_family_init(f);
-			f->name = "rdma";
-			f->bit = PROBE_RDMA;
-			f->probe = FR_PROBE_RDMA;
-			f->multi = uprobe_multi_supported();
-			f->entry_progs[0] = p->rdma->progs.fr_rdma_dp_enter;
-			f->exit_prog = p->rdma->progs.fr_rdma_dp_exit;
-			p->loaded |= PROBE_RDMA;
-		}
-	}
-	if (o->step_marker) {
-		p->step = fr_step_bpf__open();
-		err = p->step ? 0 : -errno;
-		if (!err) {
-			p->step->rodata->fr_filter_mode = cgroup_id ? 1 : 0;
-			p->step->rodata->fr_target_cgroup_id = cgroup_id;
-			p->step->rodata->fr_stack_mode = o->stack_dwarf;
-			p->step->rodata->fr_ustack_bytes = o->stack_kib * 1024;
-			err = reuse_shared_maps(p, p->step->obj);
-			prepare_uprobes(p->step->obj);
-		}
-		if (!err)
-			err = fr_step_bpf__load(p->step);
-		if (err) {
-			snprintf(msg, len, "cannot load the step marker probe: %s", strerror(-err));
+	struct bpf_object *obj = p->objs[FR_PROBE_PROC];
+	p->events_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "fr_events"));
+	p->pids_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "fr_pids"));
+	p->drops_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "fr_drops"));
+	p->py_procs_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "fr_py_procs"));
+	for (size_t i = 0; i < n; i++)
+		if (fams[i] != proc && wanted(fams[i], o) &&
+		    load_family(p, fams[i], o, cgroup_id, msg, len))
 			return -1;
+	return 0;
+}
+
+static int keep_link(struct bpf_probes *p, enum fr_probe_id id, struct bpf_link *l)
+{
+	struct bpf_link **more = realloc(p->links[id], (size_t)(p->n_links[id] + 1) * sizeof(*more));
+	if (!more)
+		return -ENOMEM;
+	p->links[id] = more;
+	p->links[id][p->n_links[id]++] = l;
+	return 0;
+}
+
+static void destroy_links(struct bpf_probes *p, enum fr_probe_id id)
+{
+	for (int i = 0; i < p->n_links[id]; i++)
+		bpf_link__destroy(p->links[id][i]);
+	p->n_links[id] = 0;
+}
+
+/* FR_ATTACH_AUTO: every program at the hook its section names (what the
+ * skeleton's attach did). */
+static int attach_programs(struct bpf_probes *p, const struct fr_family *f)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, p->objs[f->id]) {
+		struct bpf_link *l = bpf_program__attach(prog);
+		int err = l ? 0 : -errno;
+		if (!err && (err = keep_link(p, f->id, l)))
+			bpf_link__destroy(l);
+		if (err) {
+			destroy_links(p, f->id);
+			return err;
 		}
-		p->step_spec = (struct uprobe_spec){o->step_marker, 0, 0, 0, 0, true};
-		add_family(p, &p->step_family, "step", 0, FR_PROBE_STEP, &p->step_spec, 1);
-		p->step_family.entry_progs[0] = p->step->progs.fr_step_enter;
 	}
 	return 0;
 }
@@ -293,16 +296,19 @@ static int open_cpu_clock(unsigned freq_hz, int cpu)
 	return (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static int attach_cpu(struct bpf_probes *p, const struct record_opts *o)
+/* FR_ATTACH_PERF: the family's program on a CPU-clock perf event at --freq
+ * on every CPU that is online. */
+static int attach_perf(struct bpf_probes *p, const struct fr_family *f,
+		       const struct record_opts *o)
 {
+	/* found when loaded (load_family) */
+	struct bpf_program *prog = bpf_object__find_program_by_name(p->objs[f->id],
+								    f->entry_progs[0]);
 	int n = libbpf_num_possible_cpus();
 	int last_err = 0;
 
 	if (n <= 0)
 		return -EINVAL;
-	p->cpu_links = calloc((size_t)n, sizeof(*p->cpu_links));
-	if (!p->cpu_links)
-		return -ENOMEM;
 	for (int cpu = 0; cpu < n; cpu++) {
 		int fd = open_cpu_clock(o->freq_hz, cpu);
 		if (fd < 0) {
@@ -310,93 +316,100 @@ static int attach_cpu(struct bpf_probes *p, const struct record_opts *o)
 				last_err = -errno;
 			continue;
 		}
-		struct bpf_link *l = bpf_program__attach_perf_event(p->cpu->progs.fr_cpu_sample, fd);
+		struct bpf_link *l = bpf_program__attach_perf_event(prog, fd); /* owns fd */
 		if (!l) {
 			last_err = -errno;
 			close(fd);
 			continue;
 		}
-		p->cpu_links[p->n_cpu_links++] = l;
+		if (keep_link(p, f->id, l)) {
+			bpf_link__destroy(l);
+			return -ENOMEM;
+		}
 	}
-	return p->n_cpu_links ? 0 : (last_err ? last_err : -ENODEV);
+	return p->n_links[f->id] ? 0 : (last_err ? last_err : -ENODEV);
 }
 
 int bpf_probes_attach(struct bpf_probes *p, const struct record_opts *o,
 		      char *msg, size_t len)
 {
-	int err = fr_proc_bpf__attach(p->proc);
-	if (err) {
-		snprintf(msg, len, "cannot attach the process tracker (sched tracepoints): %s",
-			 strerror(-err));
-		return -1;
-	}
-	if (p->cpu) {
-		err = attach_cpu(p, o);
-		if (err) {
-			if (family_failed(p, o, PROBE_CPU, err, "attach", msg, len))
-				return -1;
-		} else {
-			p->attached |= PROBE_CPU;
+	size_t n;
+	const struct fr_family *const *fams = fr_families(&n);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct fr_family *f = fams[i];
+		int err = 0;
+		if (!p->objs[f->id])
+			continue;
+		switch (f->attach) {
+		case FR_ATTACH_AUTO:
+			err = attach_programs(p, f);
+			break;
+		case FR_ATTACH_PERF:
+			err = attach_perf(p, f, o);
+			break;
+		case FR_ATTACH_LIBRARY:
+		case FR_ATTACH_SYMBOL:
+			break; /* attached to files as they are found (lib_attach.c) */
 		}
-	}
-	/* library families attach when their libraries are found */
-	p->attached |= p->loaded & (PROBE_CUDA | PROBE_NCCL | PROBE_RDMA);
-	if (p->sys) {
-		err = fr_syscalls_bpf__attach(p->sys);
-		if (err) {
-			if (family_failed(p, o, PROBE_SYSCALLS, err, "attach", msg, len))
-				return -1;
-		} else {
-			p->attached |= PROBE_SYSCALLS;
-		}
+		if (!err)
+			p->attached |= PROBE_BIT(f->id);
+		else if (family_failed(p, f, o, err, STAGE_ATTACH, msg, len))
+			return -1;
 	}
 	return 0;
 }
 
+struct uprobe_family *bpf_probes_uprobes(struct bpf_probes *p, enum fr_probe_id id)
+{
+	for (int i = 0; i < p->n_families; i++)
+		if (p->families[i]->family->id == id)
+			return p->families[i];
+	return NULL;
+}
+
+void bpf_probes_detach(struct bpf_probes *p)
+{
+	for (int i = 0; i < p->n_families; i++)
+		uprobe_family_detach(p->families[i]);
+	/* the process tracker last: processes are followed to the end */
+	for (int id = FR_PROBE_MAX - 1; id >= 0; id--)
+		if (id != FR_PROBE_PROC)
+			destroy_links(p, (enum fr_probe_id)id);
+	destroy_links(p, FR_PROBE_PROC);
+}
+
 void bpf_probes_destroy(struct bpf_probes *p)
 {
-	for (int i = 0; i < p->n_cpu_links; i++)
-		bpf_link__destroy(p->cpu_links[i]);
-	free(p->cpu_links);
-	p->cpu_links = NULL;
-	p->n_cpu_links = 0;
 	for (int i = 0; i < p->n_families; i++)
 		uprobe_family_destroy(p->families[i]);
 	p->n_families = 0;
-	fr_cuda_bpf__destroy(p->cuda);
-	p->cuda = NULL;
-	fr_nccl_bpf__destroy(p->nccl);
-	p->nccl = NULL;
-	fr_step_bpf__destroy(p->step);
-	p->step = NULL;
-	if (p->rdma) {
+	if (p->rdma_dp_family.family)
 		uprobe_family_destroy(&p->rdma_dp_family);
-		fr_rdma_bpf__destroy(p->rdma);
-		p->rdma = NULL;
+	bpf_probes_detach(p);
+	for (int id = FR_PROBE_MAX - 1; id >= 0; id--) {
+		free(p->links[id]);
+		p->links[id] = NULL;
+		bpf_object__close(p->objs[id]); /* proc last: it made the shared maps */
+		p->objs[id] = NULL;
 	}
-	fr_syscalls_bpf__destroy(p->sys);
-	fr_cpu_bpf__destroy(p->cpu);
-	fr_proc_bpf__destroy(p->proc);
-	p->sys = NULL;
-	p->cpu = NULL;
-	p->proc = NULL;
 }
 
 int bpf_probes_ring_fd(const struct bpf_probes *p)
 {
-	return bpf_map__fd(p->proc->maps.fr_events);
+	return p->events_fd;
 }
 
 int bpf_probes_add_pid(struct bpf_probes *p, uint32_t pid)
 {
 	uint32_t v = FR_PID_TRACED;
-	return bpf_map_update_elem(bpf_map__fd(p->proc->maps.fr_pids), &pid, &v, BPF_ANY);
+	return bpf_map_update_elem(p->pids_fd, &pid, &v, BPF_ANY);
 }
 
 uint32_t bpf_probes_pid_state(const struct bpf_probes *p, uint32_t pid)
 {
 	uint32_t v = 0;
-	if (bpf_map_lookup_elem(bpf_map__fd(p->proc->maps.fr_pids), &pid, &v))
+	if (bpf_map_lookup_elem(p->pids_fd, &pid, &v))
 		return 0;
 	return v;
 }
@@ -405,9 +418,8 @@ void bpf_probes_forget_pid(struct bpf_probes *p, uint32_t pid)
 {
 	uint32_t v = 0;
 	/* only forget processes that exited; a reused pid may be traced again */
-	if (!bpf_map_lookup_elem(bpf_map__fd(p->proc->maps.fr_pids), &pid, &v) &&
-	    v != FR_PID_TRACED)
-		bpf_map_delete_elem(bpf_map__fd(p->proc->maps.fr_pids), &pid);
+	if (!bpf_map_lookup_elem(p->pids_fd, &pid, &v) && v != FR_PID_TRACED)
+		bpf_map_delete_elem(p->pids_fd, &pid);
 }
 
 void bpf_probes_drops(const struct bpf_probes *p,
@@ -421,7 +433,7 @@ void bpf_probes_drops(const struct bpf_probes *p,
 		return;
 	for (uint32_t k = 0; k < FR_PROBE_MAX * FR_DROP_REASON_MAX; k++) {
 		struct fr_drop_slot *o = &out[k / FR_DROP_REASON_MAX][k % FR_DROP_REASON_MAX];
-		if (bpf_map_lookup_elem(bpf_map__fd(p->proc->maps.fr_drops), &k, vals))
+		if (bpf_map_lookup_elem(p->drops_fd, &k, vals))
 			continue;
 		for (int c = 0; c < ncpu; c++) {
 			if (!vals[c].count)
@@ -436,15 +448,19 @@ void bpf_probes_drops(const struct bpf_probes *p,
 	free(vals);
 }
 
+/* rdma only: poll_cq calls that found nothing are counted in the kernel
+ * (a per-CPU counter in the rdma object), not sent as events. */
 uint64_t bpf_probes_rdma_empty_polls(const struct bpf_probes *p)
 {
+	struct bpf_map *map = p->objs[FR_PROBE_RDMA] ?
+		bpf_object__find_map_by_name(p->objs[FR_PROBE_RDMA], "fr_rdma_empty_polls") : NULL;
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t *vals, total = 0;
 	uint32_t zero = 0;
 
-	if (!p->rdma || ncpu <= 0 || !(vals = calloc((size_t)ncpu, sizeof(*vals))))
+	if (!map || ncpu <= 0 || !(vals = calloc((size_t)ncpu, sizeof(*vals))))
 		return 0;
-	if (!bpf_map_lookup_elem(bpf_map__fd(p->rdma->maps.fr_rdma_empty_polls), &zero, vals))
+	if (!bpf_map_lookup_elem(bpf_map__fd(map), &zero, vals))
 		for (int c = 0; c < ncpu; c++)
 			total += vals[c];
 	free(vals);
@@ -453,5 +469,5 @@ uint64_t bpf_probes_rdma_empty_polls(const struct bpf_probes *p)
 
 int bpf_probes_py_procs_fd(const struct bpf_probes *p)
 {
-	return bpf_map__fd(p->proc->maps.fr_py_procs);
+	return p->py_procs_fd;
 }

@@ -1,8 +1,12 @@
-/* Loading and attaching the BPF probe families.  The proc family is always
- * loaded and owns the shared maps (ring buffer, pid set, drop counters); the
- * others reuse them.  Every attachment is an fd-based link owned by this
- * process, so the kernel removes all of them whenever the recorder exits,
- * crash or SIGKILL included; nothing is pinned. */
+/* Loading and attaching the BPF probe families, one generic loader over the
+ * family descriptors (fr_family.h): each family's object is opened from the
+ * ELF its skeleton embeds (bpf_objects.c), its knobs set from the options
+ * (bpf_knobs.c), then loaded and attached the way its descriptor says.
+ * The proc family is always loaded and owns the shared maps (ring buffer,
+ * pid set, drop counters, stack scratch, Python state); the others reuse
+ * them.  Every attachment is an fd-based link owned by this process, so the
+ * kernel removes all of them whenever the recorder exits, crash or SIGKILL
+ * included; nothing is pinned. */
 #ifndef FLIGHTREC_BPF_PROBES_H
 #define FLIGHTREC_BPF_PROBES_H
 
@@ -10,54 +14,51 @@
 #include <stdint.h>
 
 #include "events.h"
+#include "fr_family.h"
 #include "options.h"
 #include "uprobe_family.h"
 
-struct fr_proc_bpf;
-struct fr_cpu_bpf;
-struct fr_syscalls_bpf;
-struct fr_cuda_bpf;
-struct fr_nccl_bpf;
-struct fr_step_bpf;
-struct fr_rdma_bpf;
+struct bpf_object;
 struct bpf_link;
 
 struct bpf_probes {
-	struct fr_proc_bpf *proc;
-	struct fr_cpu_bpf *cpu;
-	struct fr_syscalls_bpf *sys;
-	struct fr_cuda_bpf *cuda;
-	struct fr_nccl_bpf *nccl;
-	struct fr_step_bpf *step;
-	struct fr_rdma_bpf *rdma;
-	struct bpf_link **cpu_links;
-	int n_cpu_links;
-	/* library families: attached to files as they are found (at most one
-	 * per probe id) */
+	/* per family id: its object, NULL when not loaded */
+	struct bpf_object *objs[FR_PROBE_MAX];
+	/* per family id: the links of FR_ATTACH_AUTO (one per program) and
+	 * FR_ATTACH_PERF (one per CPU) families */
+	struct bpf_link **links[FR_PROBE_MAX];
+	int n_links[FR_PROBE_MAX];
+	/* per family id: the uprobes of FR_ATTACH_LIBRARY and FR_ATTACH_SYMBOL
+	 * families, attached to files as they are found; families[] lists the
+	 * loaded ones */
+	struct uprobe_family uprobes[FR_PROBE_MAX];
 	struct uprobe_family *families[FR_PROBE_MAX];
 	int n_families;
-	struct uprobe_family cuda_family;
-	struct uprobe_family nccl_family;
-	struct uprobe_family step_family;
-	struct uprobe_family rdma_family;
-	struct uprobe_family rdma_dp_family; /* data path: attached by offset */
-	struct uprobe_spec step_spec;
-	unsigned loaded;   /* enum probe_bits that loaded */
-	unsigned attached; /* enum probe_bits that attached (or wait for a library) */
+	/* rdma only: the data path, attached by offset (rdma_datapath.c) */
+	struct uprobe_family rdma_dp_family;
+	struct fr_family_symbol marker_symbol; /* --step-marker's */
+	/* the proc object's shared maps */
+	int events_fd, pids_fd, drops_fd, py_procs_fd;
+	unsigned loaded;   /* PROBE_BIT of the families that loaded */
+	unsigned attached; /* PROBE_BIT of the families attached (or waiting for a file) */
 	char why_not[FR_PROBE_MAX][256]; /* per probe id: why it is missing */
 };
 
-
-
 /* Opens and loads every requested family.  Families that fail are skipped
  * with a reason when the user did not name them; when named, or for the
- * proc family, failure is an error (message in err).  filter_cgroup_id != 0
- * selects cgroup filtering. */
+ * proc family and the step marker, failure is an error (message in err).
+ * filter_cgroup_id != 0 selects cgroup filtering. */
 int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 		    uint64_t filter_cgroup_id, char *err, size_t errlen);
 int bpf_probes_attach(struct bpf_probes *p, const struct record_opts *o,
 		      char *err, size_t errlen);
+/* Removes every attachment, the process tracker's last; the rdma data path
+ * stays until bpf_probes_destroy. */
+void bpf_probes_detach(struct bpf_probes *p);
 void bpf_probes_destroy(struct bpf_probes *p);
+
+/* The uprobe family of id, NULL when not loaded or not a uprobe family. */
+struct uprobe_family *bpf_probes_uprobes(struct bpf_probes *p, enum fr_probe_id id);
 
 int bpf_probes_ring_fd(const struct bpf_probes *p);
 int bpf_probes_add_pid(struct bpf_probes *p, uint32_t pid);

@@ -60,16 +60,18 @@ void lib_attach_try(struct lib_attach *la, struct frec_builder *b, uint32_t pid,
 		snprintf(kpath, sizeof(kpath), "%s", path);
 	for (int i = 0; i < la->probes->n_families; i++) {
 		struct uprobe_family *f = la->probes->families[i];
+		const char *name = f->family->name;
+		uint16_t probe = (uint16_t)f->family->id;
 		struct attach_result res;
 		bool already;
 
-		if (only_bit && f->bit != only_bit)
+		if (only_bit && PROBE_BIT(f->family->id) != only_bit)
 			continue;
 		if (uprobe_family_attach_file(f, kpath, &res, &already) < 0) {
 			if (only_bit) { /* --lib named this file: say why it failed */
 				snprintf(text, sizeof(text), "%s: %s", path, res.error[0] ? res.error : "not an ELF file");
-				write_attach(b, pid, f->probe, FR_ATTACH_FAILED, "", 0, text);
-				fprintf(stderr, "flightrec: %s: cannot attach to %s\n", f->name, text);
+				write_attach(b, pid, probe, FR_ATTACH_FAILED, "", 0, text);
+				fprintf(stderr, "flightrec: %s: cannot attach to %s\n", name, text);
 			}
 			continue;
 		}
@@ -85,28 +87,28 @@ void lib_attach_try(struct lib_attach *la, struct frec_builder *b, uint32_t pid,
 			snprintf(when, sizeof(when), " (before the command started)");
 		if (!res.found) {
 			snprintf(text, sizeof(text), "%s: none of the %s functions are in this file "
-				 "(stripped? a different library?)", path, f->name);
-			write_attach(b, pid, f->probe, FR_ATTACH_FAILED, "", gap, text);
-			fprintf(stderr, "flightrec: %s: cannot attach to %s\n", f->name, text);
+				 "(stripped? a different library?)", path, name);
+			write_attach(b, pid, probe, FR_ATTACH_FAILED, "", gap, text);
+			fprintf(stderr, "flightrec: %s: cannot attach to %s\n", name, text);
 			continue;
 		}
-		if (res.attached && f->bit)
-			atomic_fetch_add(&la->files_attached[__builtin_ctz(f->bit)], 1);
+		if (res.attached)
+			atomic_fetch_add(&la->files_attached[probe], 1);
 		snprintf(text, sizeof(text), "%s: %d of %d functions attached%s%s", path,
 			 res.attached, res.found, res.error[0] ? "; " : "", res.error);
-		write_attach(b, pid, f->probe, res.attached ? FR_ATTACH_OK : FR_ATTACH_FAILED,
+		write_attach(b, pid, probe, res.attached ? FR_ATTACH_OK : FR_ATTACH_FAILED,
 			     "", gap, text);
 		if (!la->quiet || !res.attached)
-			fprintf(stderr, "flightrec: %s: attached %d functions in %s%s\n", f->name,
+			fprintf(stderr, "flightrec: %s: attached %d functions in %s%s\n", name,
 				res.attached, path, when);
 		if (res.error[0])
-			fprintf(stderr, "flightrec: %s: in %s: %s\n", f->name, path, res.error);
+			fprintf(stderr, "flightrec: %s: in %s: %s\n", name, path, res.error);
 		if (res.single_stepped) {
 			snprintf(text, sizeof(text), "%s: %d functions start with an instruction the "
 				 "kernel single-steps (about 15x the probe cost per call): %s", path,
 				 res.single_stepped, res.slow);
-			write_attach(b, pid, f->probe, FR_ATTACH_SINGLE_STEPPED, "", gap, text);
-			fprintf(stderr, "flightrec: %s: note: %s\n", f->name, text);
+			write_attach(b, pid, probe, FR_ATTACH_SINGLE_STEPPED, "", gap, text);
+			fprintf(stderr, "flightrec: %s: note: %s\n", name, text);
 		}
 	}
 }

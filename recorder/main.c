@@ -16,21 +16,19 @@
 #include <unistd.h>
 
 #include "bpf_probes.h"
-#include "cpu.skel.h"
 #include "drain.h"
 #include "dso_table.h"
 #include "elf_info.h"
 #include "frec_writer.h"
+#include "fr_family.h"
 #include "launch.h"
 #include "lib_attach.h"
 #include "options.h"
 #include "preflight.h"
-#include "proc.skel.h"
 #include "proc_track.h"
 #include "python.h"
 #include "stack_table.h"
 #include "sym_collector.h"
-#include "syscalls.skel.h"
 
 #ifndef FLIGHTREC_VERSION
 #define FLIGHTREC_VERSION "0.1.0"
@@ -134,16 +132,16 @@ static void collect_stats(void *ctx, struct recorder_stats *st)
 	bpf_probes_drops(&r->probes, kdrops);
 	frec_writer_stats(r->writer, &ws);
 	size_t n_fams;
-	const struct probe_family_desc *fams = probe_catalog(&n_fams);
+	const struct fr_family *const *fams = fr_families(&n_fams);
 	for (size_t i = 0; i < n_fams; i++) {
-		unsigned id = fams[i].id;
-		if (fams[i].selectable && !(r->probes.attached & PROBE_BIT(id)))
-			continue;
-		if (id == FR_PROBE_STEP && !r->probes.step)
+		unsigned id = fams[i]->id;
+		/* the families --probes chose, once attached; the others (proc,
+		 * the step marker) once loaded */
+		if (!((fams[i]->selectable ? r->probes.attached : r->probes.loaded) & PROBE_BIT(id)))
 			continue;
 		ps = &st->probes[st->n_probes++];
 		memset(ps, 0, sizeof(*ps));
-		snprintf(ps->name, sizeof(ps->name), "%s", fams[i].name);
+		snprintf(ps->name, sizeof(ps->name), "%s", fams[i]->name);
 		ps->events = atomic_load(&r->drain.sink.events[id]);
 		for (unsigned why = 0; why < FR_DROP_REASON_MAX; why++) {
 			const struct fr_drop_slot *k = &kdrops[id][why];
@@ -228,43 +226,35 @@ static void print_start_summary(struct recording *r)
 			p += (size_t)snprintf(what + p, sizeof(what) - p, "%s%u", i ? "," : " ", o->pids[i]);
 	}
 	fprintf(stderr, "flightrec: recording %s into %s; probes:", what, o->output);
-	if (r->probes.attached & PROBE_CPU)
-		fprintf(stderr, " cpu (%u Hz)", o->freq_hz);
-	if (r->probes.attached & PROBE_SYSCALLS)
-		fprintf(stderr, " syscalls%s", o->syscall_min_ns ? " (filtered by duration)" : "");
 	size_t n_fams;
-	const struct probe_family_desc *fams = probe_catalog(&n_fams);
+	const struct fr_family *const *fams = fr_families(&n_fams);
 	for (size_t i = 0; i < n_fams; i++) {
-		if (!fams[i].library || !(r->probes.attached & PROBE_BIT(fams[i].id)))
+		const struct fr_family *f = fams[i];
+		if (!f->selectable || !(r->probes.attached & PROBE_BIT(f->id)))
 			continue;
-		unsigned n = atomic_load(&r->libs.files_attached[fams[i].id]);
-		if (n)
-			fprintf(stderr, " %s (%u librar%s)", fams[i].name, n, n == 1 ? "y" : "ies");
-		else
-			fprintf(stderr, " %s (when its library is mapped)", fams[i].name);
+		if (f->attach == FR_ATTACH_LIBRARY) {
+			unsigned n = atomic_load(&r->libs.files_attached[f->id]);
+			if (n)
+				fprintf(stderr, " %s (%u librar%s)", f->name, n, n == 1 ? "y" : "ies");
+			else
+				fprintf(stderr, " %s (when its library is mapped)", f->name);
+		} else if (f->id == FR_PROBE_CPU) {
+			fprintf(stderr, " cpu (%u Hz)", o->freq_hz);
+		} else if (f->id == FR_PROBE_SYSCALLS && o->syscall_min_ns) {
+			fprintf(stderr, " syscalls (filtered by duration)");
+		} else {
+			fprintf(stderr, " %s", f->name);
+		}
 	}
 	if (o->step_marker)
 		fprintf(stderr, " step marker %s", o->step_marker);
 	fprintf(stderr, "%s\n", o->duration_s > 0 ? "" : "; Ctrl-C to stop");
 	for (size_t i = 0; i < n_fams; i++) {
-		unsigned id = fams[i].id, bit = PROBE_BIT(id);
-		if (fams[i].selectable && (o->probes & bit) && !(r->probes.attached & bit))
-			fprintf(stderr, "flightrec: not recording %s: %s\n", fams[i].name,
+		unsigned id = fams[i]->id, bit = PROBE_BIT(id);
+		if (fams[i]->selectable && (o->probes & bit) && !(r->probes.attached & bit))
+			fprintf(stderr, "flightrec: not recording %s: %s\n", fams[i]->name,
 				r->probes.why_not[id][0] ? r->probes.why_not[id] : "not attached");
 	}
-}
-
-static void detach_probes(struct recording *r)
-{
-	for (int i = 0; i < r->probes.n_families; i++)
-		uprobe_family_detach(r->probes.families[i]);
-	for (int i = 0; i < r->probes.n_cpu_links; i++)
-		bpf_link__destroy(r->probes.cpu_links[i]);
-	r->probes.n_cpu_links = 0;
-	if (r->probes.sys)
-		fr_syscalls_bpf__detach(r->probes.sys);
-	if (r->probes.proc)
-		fr_proc_bpf__detach(r->probes.proc);
 }
 
 /* One line per kind of loss: what was lost, per probe and reason, and when
@@ -327,7 +317,7 @@ static int finish(struct recording *r, uint64_t start_ns)
 	struct frec_error err = {0};
 	struct fr_end end = {0};
 
-	detach_probes(r);
+	bpf_probes_detach(&r->probes);
 	if (r->drain_running)
 		drain_stop(&r->drain);
 	if (r->track_running)
@@ -381,7 +371,8 @@ static int finish(struct recording *r, uint64_t start_ns)
 			fprintf(stderr, "%s\n", uw->stripped > UNWIND_STRIPPED_NAMED ? ", ..." : "");
 		}
 	}
-	if (r->opts.step_marker && !r->probes.step_family.functions_attached)
+	const struct uprobe_family *marker = bpf_probes_uprobes(&r->probes, FR_PROBE_STEP);
+	if (r->opts.step_marker && (!marker || !marker->functions_attached))
 		fprintf(stderr, "flightrec: step marker %s: no file the target mapped has a function "
 			"of that name; no steps were recorded\n", r->opts.step_marker);
 	if (!r->opts.quiet) {
@@ -478,6 +469,7 @@ static int cmd_record(int argc, char **argv)
 		.level = o->level,
 		.chunk_bytes = (size_t)o->chunk_kib << 10,
 	};
+	wo.schema = fr_schema_table(&wo.n_schema);
 	invoking_user(&wo);
 	struct timespec real;
 	clock_gettime(CLOCK_REALTIME, &real);
@@ -521,7 +513,7 @@ static int cmd_record(int argc, char **argv)
 		r->python_on = true;
 		r->track.python = &r->python;
 	}
-	if (r->probes.loaded & PROBE_RDMA) {
+	if (r->probes.loaded & PROBE_BIT(FR_PROBE_RDMA)) {
 		r->track.rdma_dp = &r->probes.rdma_dp_family;
 		if (rdma_counters_open(&r->rdma_counters, o->rdma_counters_dir) == 0)
 			r->track.rdma_counters = &r->rdma_counters;
@@ -549,7 +541,7 @@ static int cmd_record(int argc, char **argv)
 		add_cgroup_members(r);
 	int err = drain_start(&r->drain, bpf_probes_ring_fd(&r->probes), r->writer, r->stacks,
 			      &r->syms, r->python_on ? &r->python : NULL, r->track.rdma_dp,
-			      (r->probes.loaded & PROBE_RDMA) ? &r->probes.rdma_family : NULL,
+			      bpf_probes_uprobes(&r->probes, FR_PROBE_RDMA),
 			      &r->dsos, o->quiet, proc_track_notify, &r->track);
 	if (err) {
 		snprintf(msg, sizeof(msg), "cannot read the ring buffer: %s", strerror(-err));

@@ -9,19 +9,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fr_family.h"
 #include "frec_format.h"
-#include "probe_catalog.h"
 
-/* The --probes list of the help: one entry of the probe catalog each. */
+/* The --probes list of the help: one entry per selectable family. */
 static void print_probe_help(FILE *out)
 {
 	size_t n;
-	const struct probe_family_desc *c = probe_catalog(&n);
+	const struct fr_family *const *fams = fr_families(&n);
 	for (size_t i = 0; i < n; i++) {
-		if (!c[i].selectable)
+		if (!fams[i]->selectable)
 			continue;
-		fprintf(out, "                          %-9s ", c[i].name);
-		for (const char *h = c[i].help; *h;) {
+		fprintf(out, "                          %-9s ", fams[i]->name);
+		for (const char *h = fams[i]->help; *h;) {
 			const char *nl = strchr(h, '\n');
 			size_t len = nl ? (size_t)(nl - h) : strlen(h);
 			fprintf(out, "%.*s\n", (int)len, h);
@@ -142,21 +142,21 @@ static int parse_uint(const char *s, const char *what, unsigned long max,
 	return 0;
 }
 
-const char *probe_bit_name(unsigned bit)
+/* The families --probes may name; the default is all of them. */
+static const struct fr_family *selectable_named(const char *name)
 {
-	const struct probe_family_desc *d = bit ? probe_family((unsigned)__builtin_ctz(bit)) : NULL;
-	return d && bit == PROBE_BIT(d->id) ? d->name : "?";
+	const struct fr_family *f = fr_family_named(name);
+	return f && f->selectable ? f : NULL;
 }
 
-/* Every family --probes names: the default. */
 static unsigned probes_selectable(void)
 {
 	size_t n;
 	unsigned bits = 0;
-	const struct probe_family_desc *c = probe_catalog(&n);
+	const struct fr_family *const *fams = fr_families(&n);
 	for (size_t i = 0; i < n; i++)
-		if (c[i].selectable)
-			bits |= PROBE_BIT(c[i].id);
+		if (fams[i]->selectable)
+			bits |= PROBE_BIT(fams[i]->id);
 	return bits;
 }
 
@@ -166,12 +166,12 @@ static const char *family_names(bool library_only, const char *sep)
 {
 	static char text[128];
 	size_t n, at = 0;
-	const struct probe_family_desc *c = probe_catalog(&n);
+	const struct fr_family *const *fams = fr_families(&n);
 	text[0] = '\0';
 	for (size_t i = 0; i < n && at < sizeof(text); i++)
-		if (c[i].selectable && (c[i].library || !library_only))
+		if (fams[i]->selectable && (fams[i]->attach == FR_ATTACH_LIBRARY || !library_only))
 			at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", at ? sep : "",
-					       c[i].name);
+					       fams[i]->name);
 	return text;
 }
 
@@ -183,7 +183,7 @@ static int parse_probes(const char *list, unsigned *out)
 	snprintf(buf, sizeof(buf), "%s", list);
 	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		const struct probe_family_desc *d = probe_family_named(tok);
+		const struct fr_family *d = selectable_named(tok);
 		if (!d) {
 			fprintf(stderr, "flightrec: unknown probe family '%s' (available: %s)\n", tok,
 				family_names(false, ","));
@@ -211,8 +211,8 @@ static int parse_lib(const char *arg, struct record_opts *o)
 	}
 	memcpy(name, arg, (size_t)(eq - arg));
 	name[eq - arg] = 0;
-	const struct probe_family_desc *d = probe_family_named(name);
-	if (!d || !d->library) {
+	const struct fr_family *d = selectable_named(name);
+	if (!d || d->attach != FR_ATTACH_LIBRARY) {
 		fprintf(stderr, "flightrec: --lib %s: NAME must be a library probe family (%s)\n",
 			name, family_names(true, ", "));
 		return -1;

@@ -6,25 +6,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "probe_catalog.h"
+#include "fr_family.h"
 
 #define MAX_TARGET_PIDS 64
-
-/* Option bits of the probe families: 1 << enum fr_probe_id, the one
- * numbering (probe_catalog.h). */
-enum probe_bits {
-	PROBE_CPU = PROBE_BIT(FR_PROBE_CPU),
-	PROBE_SYSCALLS = PROBE_BIT(FR_PROBE_SYSCALLS),
-	PROBE_CUDA = PROBE_BIT(FR_PROBE_CUDA),
-	PROBE_NCCL = PROBE_BIT(FR_PROBE_NCCL),
-	PROBE_RDMA = PROBE_BIT(FR_PROBE_RDMA),
-};
 
 #define MAX_LIBS 16
 
 /* --lib NAME=PATH */
 struct lib_opt {
-	unsigned probe; /* one enum probe_bits */
+	unsigned probe; /* PROBE_BIT of one library family (fr_family.h) */
 	const char *path;
 };
 
@@ -32,7 +22,7 @@ struct record_opts {
 	const char *output;
 	unsigned freq_hz;          /* CPU sampling frequency */
 	double duration_s;         /* 0: until the command ends or a signal */
-	unsigned probes;           /* enum probe_bits */
+	unsigned probes;           /* PROBE_BIT of each family chosen (fr_family.h) */
 	bool probes_given;
 	uint64_t syscall_min_ns;
 	bool syscall_stacks;
@@ -64,8 +54,6 @@ struct record_opts {
 /* Parses argv of `flightrec record ...` (argv[0] is "record").  Returns 0,
  * or 1 after printing help (exit 0), or -1 after printing one error line. */
 int record_opts_parse(int argc, char **argv, struct record_opts *o);
-/* "cpu", "syscalls", "cuda" ... for one probe bit ("?" for none). */
-const char *probe_bit_name(unsigned bit);
 void record_usage(FILE *out);
 
 #endif

@@ -1,57 +1,62 @@
 /* Ring records into file records (see ring_record.h). */
 #include "ring_record.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 #include <time.h>
 
+#include "fr_family.h"
+
+/* What ring_sink_record needs of an event type, from the family
+ * descriptors (fr_family.h).  Looking a type up in the descriptors walks
+ * every family's records; this runs once per event, so the answers are
+ * laid out once, indexed by type (event types are below 0x100, events.h). */
+struct event_type {
+	uint32_t size;  /* 0: not an event type */
+	uint8_t probe;  /* enum fr_probe_id; FR_PROBE_PROC for the rest */
+	bool stack;     /* has a stack_id at FR_EV_STACK_ID_OFFSET */
+};
+
+#define EVENT_TYPES 0x100
+static struct event_type event_types[EVENT_TYPES];
+static pthread_once_t event_types_once = PTHREAD_ONCE_INIT;
+static atomic_bool event_types_built; /* the per-event check, cheaper than pthread_once */
+
+static void build_event_types(void)
+{
+	size_t n;
+	const struct fr_family *const *fams = fr_families(&n);
+	for (unsigned t = 0; t < EVENT_TYPES; t++)
+		event_types[t].probe = FR_PROBE_PROC;
+	for (size_t i = 0; i < n; i++)
+		for (size_t r = 0; r < fams[i]->n_records; r++) {
+			const struct fr_family_record *rec = &fams[i]->records[r];
+			if (rec->type < EVENT_TYPES)
+				event_types[rec->type] = (struct event_type){ rec->size,
+									      (uint8_t)fams[i]->id,
+									      rec->stack };
+		}
+	atomic_store_explicit(&event_types_built, true, memory_order_release);
+}
+
+static const struct event_type *event_type_of(uint16_t type)
+{
+	static const struct event_type unknown = { 0, FR_PROBE_PROC, false };
+	if (!atomic_load_explicit(&event_types_built, memory_order_acquire))
+		pthread_once(&event_types_once, build_event_types);
+	return type < EVENT_TYPES ? &event_types[type] : &unknown;
+}
+
 uint32_t ring_fixed_size(uint16_t type)
 {
-	switch (type) {
-	case FR_EV_CPU_SAMPLE:
-		return sizeof(struct fr_ev_cpu_sample);
-	case FR_EV_SYSCALL:
-		return sizeof(struct fr_ev_syscall);
-	case FR_EV_PROC_FORK:
-	case FR_EV_PROC_EXEC:
-	case FR_EV_PROC_EXIT:
-		return sizeof(struct fr_ev_proc);
-	case FR_EV_CUDA:
-		return sizeof(struct fr_ev_cuda);
-	case FR_EV_NCCL:
-		return sizeof(struct fr_ev_nccl);
-	case FR_EV_RDMA_CTRL:
-		return sizeof(struct fr_ev_rdma_ctrl);
-	case FR_EV_RDMA_POST:
-		return sizeof(struct fr_ev_rdma_post);
-	case FR_EV_RDMA_CQE:
-		return sizeof(struct fr_ev_rdma_cqe);
-	case FR_EV_STEP:
-		return sizeof(struct fr_ev_step);
-	default:
-		return 0;
-	}
+	return event_type_of(type)->size;
 }
 
 int ring_probe_of(uint16_t type)
 {
-	switch (type) {
-	case FR_EV_CPU_SAMPLE:
-		return FR_PROBE_CPU;
-	case FR_EV_SYSCALL:
-		return FR_PROBE_SYSCALLS;
-	case FR_EV_CUDA:
-		return FR_PROBE_CUDA;
-	case FR_EV_NCCL:
-		return FR_PROBE_NCCL;
-	case FR_EV_RDMA_CTRL:
-	case FR_EV_RDMA_POST:
-	case FR_EV_RDMA_CQE:
-		return FR_PROBE_RDMA;
-	case FR_EV_STEP:
-		return FR_PROBE_STEP;
-	default:
-		return FR_PROBE_PROC;
-	}
+	return event_type_of(type)->probe;
 }
 
 static void count_loss(struct ring_sink *s, int probe, int reason)
@@ -176,8 +181,12 @@ const struct fr_ev_common *ring_sink_record(struct ring_sink *s, const void *dat
 		return NULL;
 	}
 	memcpy(&c, data, sizeof(c));
-	int probe = ring_probe_of(c.h.type);
-	if (!(fixed = ring_fixed_size(c.h.type)) || size < fixed) {
+	const struct event_type *et = event_type_of(c.h.type);
+	int probe = et->probe;
+	fixed = et->size;
+	/* a stack sent with an event that has no field to name it is damage */
+	if (!fixed || size < fixed ||
+	    ((c.h.flags & (FR_RECF_RAW_STACK | FR_RECF_USTACK)) && !et->stack)) {
 		count_loss(s, probe, FR_DROP_MALFORMED);
 		return NULL;
 	}

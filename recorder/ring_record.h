@@ -4,7 +4,9 @@
  * written as an FR_REC_USTACK — with the event's stack_id naming it.  An
  * event and its stack always travel in one ring record, so nothing is
  * paired here.  Every record that cannot be turned into an event is counted
- * with its probe and reason.  No libbpf: the unit tests feed it records. */
+ * with its probe and reason.  Each type's size, family and whether it
+ * carries a stack come from the family descriptors (fr_family.h).  No
+ * libbpf: the unit tests feed it records. */
 #ifndef FLIGHTREC_RING_RECORD_H
 #define FLIGHTREC_RING_RECORD_H
 

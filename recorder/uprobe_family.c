@@ -123,6 +123,12 @@ static bool seen_file(struct uprobe_family *f, uint64_t dev, uint64_t ino, uint6
 	return false;
 }
 
+/* The BPF cookie of a symbol's probes (fr_family.h). */
+static uint64_t symbol_cookie(const struct fr_family_symbol *s)
+{
+	return (uint64_t)s->func | (uint64_t)s->flags << 16 | (uint64_t)s->extra << 32;
+}
+
 static struct bpf_link *attach_one(struct bpf_program *prog, const char *path,
 				   uint64_t offset, uint64_t cookie, bool retprobe)
 {
@@ -142,16 +148,16 @@ static void append_name(char *buf, size_t len, const char *name)
 static void attach_file_multi(struct uprobe_family *f, const char *path, const uint64_t *offsets,
 			      uint8_t (*code)[8], struct attach_result *res)
 {
-	uint64_t *offs = calloc(f->n_specs, sizeof(*offs));
-	uint64_t *cookies = calloc(f->n_specs, sizeof(*cookies));
-	uint64_t *roffs = calloc(f->n_specs, sizeof(*roffs));
-	uint64_t *rcookies = calloc(f->n_specs, sizeof(*rcookies));
-	bool *take = calloc(f->n_specs, sizeof(*take));
+	uint64_t *offs = calloc(f->n_symbols, sizeof(*offs));
+	uint64_t *cookies = calloc(f->n_symbols, sizeof(*cookies));
+	uint64_t *roffs = calloc(f->n_symbols, sizeof(*roffs));
+	uint64_t *rcookies = calloc(f->n_symbols, sizeof(*rcookies));
+	bool *take = calloc(f->n_symbols, sizeof(*take));
 	uint32_t n_ret = 0;
 
 	if (!offs || !cookies || !roffs || !rcookies || !take)
 		goto out;
-	for (size_t i = 0; i < f->n_specs; i++) {
+	for (size_t i = 0; i < f->n_symbols; i++) {
 		bool dup = false;
 		for (size_t j = 0; j < i && !dup; j++)
 			dup = offsets[j] == offsets[i]; /* an alias: attached under its first name */
@@ -159,16 +165,16 @@ static void attach_file_multi(struct uprobe_family *f, const char *path, const u
 		if (take[i])
 			res->found++;
 	}
-	for (int prog = 0; prog < 4; prog++) {
+	for (int prog = 0; prog < FR_FAMILY_MAX_ENTRY_PROGS; prog++) {
 		uint32_t n = 0;
 		if (!f->entry_progs[prog])
 			continue;
-		for (size_t i = 0; i < f->n_specs; i++) {
-			const struct uprobe_spec *s = &f->specs[i];
+		for (size_t i = 0; i < f->n_symbols; i++) {
+			const struct fr_family_symbol *s = &f->symbols[i];
 			if (!take[i] || s->entry != prog)
 				continue;
 			offs[n] = offsets[i];
-			cookies[n++] = (uint64_t)s->func | (uint64_t)s->flags << 16 | (uint64_t)s->extra << 32;
+			cookies[n++] = symbol_cookie(s);
 		}
 		if (!n)
 			continue;
@@ -177,19 +183,19 @@ static void attach_file_multi(struct uprobe_family *f, const char *path, const u
 			if (!res->error[0])
 				snprintf(res->error, sizeof(res->error), "cannot attach %u functions: %s",
 					 n, strerror(errno));
-			for (size_t i = 0; i < f->n_specs; i++)
-				if (take[i] && f->specs[i].entry == prog)
+			for (size_t i = 0; i < f->n_symbols; i++)
+				if (take[i] && f->symbols[i].entry == prog)
 					take[i] = false;
 			continue;
 		}
 		keep_fd(f, fd);
 	}
-	for (size_t i = 0; i < f->n_specs; i++) {
-		const struct uprobe_spec *s = &f->specs[i];
+	for (size_t i = 0; i < f->n_symbols; i++) {
+		const struct fr_family_symbol *s = &f->symbols[i];
 		if (!take[i] || s->no_return || !f->exit_prog)
 			continue;
 		roffs[n_ret] = offsets[i];
-		rcookies[n_ret++] = (uint64_t)s->func | (uint64_t)s->flags << 16 | (uint64_t)s->extra << 32;
+		rcookies[n_ret++] = symbol_cookie(s);
 	}
 	if (n_ret) {
 		int fd = multi_link(f->exit_prog, path, roffs, rcookies, n_ret, true);
@@ -197,21 +203,21 @@ static void attach_file_multi(struct uprobe_family *f, const char *path, const u
 			if (!res->error[0])
 				snprintf(res->error, sizeof(res->error), "cannot attach the returns of %u "
 					 "functions: %s", n_ret, strerror(errno));
-			for (size_t i = 0; i < f->n_specs; i++)
-				if (!f->specs[i].no_return)
+			for (size_t i = 0; i < f->n_symbols; i++)
+				if (!f->symbols[i].no_return)
 					take[i] = false;
 		} else {
 			keep_fd(f, fd);
 		}
 	}
-	for (size_t i = 0; i < f->n_specs; i++) {
+	for (size_t i = 0; i < f->n_symbols; i++) {
 		if (!take[i])
 			continue;
 		res->attached++;
 		f->functions_attached++;
 		if (!uprobe_insn_emulated(code[i])) {
 			res->single_stepped++;
-			append_name(res->slow, sizeof(res->slow), f->specs[i].symbol);
+			append_name(res->slow, sizeof(res->slow), f->symbols[i].symbol);
 		}
 	}
 out:
@@ -247,9 +253,9 @@ int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
 		*already = true;
 		return 0;
 	}
-	names = calloc(f->n_specs, sizeof(*names));
-	offsets = calloc(f->n_specs, sizeof(*offsets));
-	code = calloc(f->n_specs, sizeof(*code));
+	names = calloc(f->n_symbols, sizeof(*names));
+	offsets = calloc(f->n_symbols, sizeof(*offsets));
+	code = calloc(f->n_symbols, sizeof(*code));
 	if (!names || !offsets || !code) {
 		pthread_mutex_unlock(&f->lock);
 		free(names);
@@ -258,9 +264,9 @@ int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
 		close(fd);
 		return -1;
 	}
-	for (size_t i = 0; i < f->n_specs; i++)
-		names[i] = f->specs[i].symbol;
-	found = elf_find_functions(fd, names, f->n_specs, offsets, code);
+	for (size_t i = 0; i < f->n_symbols; i++)
+		names[i] = f->symbols[i].symbol;
+	found = elf_find_functions(fd, names, f->n_symbols, offsets, code);
 	close(fd);
 	if (found < 0) {
 		pthread_mutex_unlock(&f->lock);
@@ -272,8 +278,8 @@ int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
 	if (f->multi) {
 		attach_file_multi(f, path, offsets, code, res);
 	} else {
-		for (size_t i = 0; i < f->n_specs; i++) {
-			const struct uprobe_spec *s = &f->specs[i];
+		for (size_t i = 0; i < f->n_symbols; i++) {
+			const struct fr_family_symbol *s = &f->symbols[i];
 			if (!offsets[i])
 				continue;
 			bool dup = false;
@@ -283,7 +289,7 @@ int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
 			if (dup)
 				continue;
 			res->found++;
-			uint64_t cookie = (uint64_t)s->func | (uint64_t)s->flags << 16 | (uint64_t)s->extra << 32;
+			uint64_t cookie = symbol_cookie(s);
 			struct bpf_link *in = attach_one(f->entry_progs[s->entry], path, offsets[i], cookie, false);
 			if (!in) {
 				if (!res->error[0])

@@ -1,6 +1,7 @@
 /* Attaching one probe family's user-space functions (cuda, nccl, rdma, the
- * step marker) to the files that hold them.  A family is a table of
- * (symbol, function id) plus its BPF entry/return programs; attaching to a
+ * step marker) to the files that hold them.  A family is its descriptor's
+ * symbol table (struct fr_family_symbol: symbol, function id, cookie bits,
+ * entry program) plus its loaded BPF entry/return programs; attaching to a
  * file finds the symbols in it (default symbol versions, .symtab too) and
  * attaches each function once per address (aliases such as NCCL's pnccl*
  * share an address: attached once, named by the first name in the table),
@@ -14,17 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fr_family.h"
+
 struct bpf_program;
 struct bpf_link;
-
-struct uprobe_spec {
-	const char *symbol;
-	uint16_t func;   /* the family's function id (cookie bits 0-15) */
-	uint16_t flags;  /* event flags (cookie bits 16-31) */
-	uint32_t extra;  /* cookie bits 32-63 (e.g. a copy direction) */
-	uint8_t entry;   /* which entry program (index into entry_progs) */
-	bool no_return;  /* entry only */
-};
 
 struct attach_result {
 	int found;           /* functions of the table present in the file */
@@ -35,12 +29,13 @@ struct attach_result {
 };
 
 struct uprobe_family {
-	const char *name;    /* "cuda" */
-	uint16_t probe;      /* enum fr_probe_id */
-	unsigned bit;        /* enum probe_bits, 0 for the step marker */
-	const struct uprobe_spec *specs;
-	size_t n_specs;
-	struct bpf_program *entry_progs[4];
+	const struct fr_family *family; /* name and probe id */
+	/* what is attached: the descriptor's symbols, or the one --step-marker
+	 * names; the cookie is func | flags << 16 | extra << 32, and entry
+	 * indexes entry_progs */
+	const struct fr_family_symbol *symbols;
+	size_t n_symbols;
+	struct bpf_program *entry_progs[FR_FAMILY_MAX_ENTRY_PROGS];
 	struct bpf_program *exit_prog;
 
 	pthread_mutex_t lock;

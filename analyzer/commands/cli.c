@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int cli_option(int argc, char **argv, int *i, const char *name, const char *short_name,
 	       const char **value, const char *cmd, FILE *errout)
@@ -167,7 +168,8 @@ int cli_parse_table_args(int argc, char **argv, const struct cli_table_spec *spe
 	}
 	if (a->n_files)
 		return CLI_OK;
-	fprintf(errout, CLI_PROG " %s: no trace file given (usage: " CLI_PROG " %s FILE...)\n", cmd, cmd);
+	fprintf(errout, CLI_PROG " %s: no trace file given (usage: " CLI_PROG " %s %s)\n", cmd, cmd,
+		spec->usage ? spec->usage : "FILE...");
 usage:
 	free(a->files);
 	a->files = NULL;
@@ -221,21 +223,31 @@ const char *cli_iso_time(uint64_t realtime_ns, char *buf, size_t len)
 void cli_print_error(FILE *errout, const struct frec_error *err)
 {
 	char buf[600];
-	fprintf(errout, CLI_PROG ": %s\n", frec_error_str(err, buf, sizeof(buf)));
+	if (!strcmp(err->where, CLI_PROG) && err->offset < 0) /* not about a file */
+		fprintf(errout, CLI_PROG ": %s\n", err->what);
+	else
+		fprintf(errout, CLI_PROG ": %s\n", frec_error_str(err, buf, sizeof(buf)));
 }
 
-struct trace_set *cli_open_with_model(const char *cmd, const char *const *files, size_t n,
-				      const struct model_ops *ops, const struct model_opts *mo,
-				      void **state, FILE *errout)
+struct trace_set *cli_open(const char *const *files, size_t n, FILE *errout)
 {
 	struct frec_error err = { .offset = -1 };
 	struct trace_set *ts;
-
 	if (trace_set_open(files, n, &ts, &err)) {
 		cli_print_error(errout, &err);
 		return NULL;
 	}
-	*state = trace_set_add_model(ts, ops, mo);
+	return ts;
+}
+
+struct trace_set *cli_open_with_model(const char *cmd, const char *const *files, size_t n,
+				      const char *model, const struct model_opts *mo,
+				      void **state, FILE *errout)
+{
+	struct trace_set *ts = cli_open(files, n, errout);
+	if (!ts)
+		return NULL;
+	*state = trace_set_use_model(ts, model, mo);
 	if (!*state) {
 		fprintf(errout, CLI_PROG " %s: out of memory\n", cmd);
 		trace_set_free(ts);
@@ -269,4 +281,27 @@ int cli_run_set(struct trace_set *ts, FILE *errout)
 	}
 	cli_warn_troubled(ts, errout);
 	return CLI_OK;
+}
+
+int cli_dest_open(struct cli_dest *d, const char *path, FILE *out, FILE *errout)
+{
+	*d = (struct cli_dest){ .f = out, .path = path, .is_file = strcmp(path, "-") != 0 };
+	if (d->is_file && !(d->f = fopen(path, "w"))) {
+		fprintf(errout, CLI_PROG ": %s: cannot create: %s\n", path, strerror(errno));
+		return CLI_FAIL;
+	}
+	return CLI_OK;
+}
+
+int cli_dest_close(struct cli_dest *d, int rc, FILE *errout)
+{
+	if (!d->is_file)
+		return rc;
+	if (fclose(d->f) && rc == CLI_OK) {
+		fprintf(errout, CLI_PROG ": %s: write failed: %s\n", d->path, strerror(errno));
+		rc = CLI_FAIL;
+	}
+	if (rc != CLI_OK)
+		unlink(d->path);
+	return rc;
 }

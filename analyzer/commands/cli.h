@@ -61,8 +61,6 @@ const char *cli_iso_time(uint64_t realtime_ns, char *buf, size_t len);
 /* Prints "flightrec-analyze: FILE: offset N: WHAT" for err. */
 void cli_print_error(FILE *errout, const struct frec_error *err);
 
-
-
 /* A table command's arguments: FILE... [--json] and what its spec adds. */
 struct cli_table_args {
 	const char **files;
@@ -78,6 +76,7 @@ struct cli_table_args {
 struct cli_table_spec {
 	const char *cmd;
 	const char *help;
+	const char *usage;           /* what follows cmd in the usage line; NULL: "FILE..." */
 	int takes_pid;               /* --pid PID */
 	const char *number_name;     /* e.g. "--top"; NULL for none */
 	unsigned number_min, number_max, number_default;
@@ -90,21 +89,39 @@ struct cli_table_spec {
 int cli_parse_table_args(int argc, char **argv, const struct cli_table_spec *spec,
 			 struct cli_table_args *a, FILE *out, FILE *errout);
 
-/* The common start of a one-model command: open the files and register the
- * model (its state in *state).  NULL after printing one line to errout. */
+/* Opens the trace files as one set; NULL after printing the error's one
+ * line to errout. */
 struct trace_set;
-struct model_ops;
+struct trace_set *cli_open(const char *const *files, size_t n, FILE *errout);
+
+/* The common start of a one-model command: open the files and ask for the
+ * model named model (and so the models it needs; its state in *state).
+ * NULL after printing one line to errout. */
 struct model_opts;
 struct trace_set *cli_open_with_model(const char *cmd, const char *const *files, size_t n,
-				      const struct model_ops *ops, const struct model_opts *mo,
+				      const char *model, const struct model_opts *mo,
 				      void **state, FILE *errout);
 /* The pass over the files; warns about damaged or incomplete ones.  On
  * failure prints one line, frees ts and returns CLI_FAIL. */
 int cli_run_set(struct trace_set *ts, FILE *errout);
 
-
 /* One warning line on errout per file that is damaged or incomplete. */
-struct trace_set;
 void cli_warn_troubled(struct trace_set *ts, FILE *errout);
+
+/* Where a command that writes one file writes it: standard output for
+ * "-", else PATH created (or truncated). */
+struct cli_dest {
+	FILE *f;
+	const char *path;
+	int is_file;
+};
+
+/* Opens d for path; CLI_OK, or CLI_FAIL after "PATH: cannot create: ...". */
+int cli_dest_open(struct cli_dest *d, const char *path, FILE *out, FILE *errout);
+/* Closes d given the command's status rc so far, and returns the final one:
+ * a close that fails turns CLI_OK into CLI_FAIL after "PATH: write failed:
+ * ..." (a failure before that has been reported by the caller); any
+ * status but CLI_OK removes the file. */
+int cli_dest_close(struct cli_dest *d, int rc, FILE *errout);
 
 #endif

@@ -189,7 +189,7 @@ int cmd_cuda(int argc, char **argv, FILE *out, FILE *errout)
 	struct model_opts mo = { .filter_pid = a.filter_pid, .pid = a.pid };
 	void *cuda;
 	struct trace_set *ts = cli_open_with_model("cuda", (const char *const *)a.files,
-						     a.n_files, &model_cuda_ops, &mo,
+						     a.n_files, "cuda", &mo,
 						     &cuda, errout);
 	free(a.files);
 	if (!ts)

@@ -5,7 +5,8 @@
  * the events again and prints them, one at a time (memory stays bounded). */
 #include "cli.h"
 #include "out_common.h"
-#include "model_cuda.h"
+#include "fr_family.h"
+#include "fr_fields.h"
 #include "commands.h"
 #include "symbolize.h"
 #include "syscall_names.h"
@@ -25,15 +26,35 @@ static const char dump_help[] =
 	"t_s counts from the start of the recording; stacks are root first.\n"
 	"\n"
 	"options:\n"
-	"  --type LIST   only these event types: cpu_sample, syscall, proc_fork,\n"
-	"                proc_exec, proc_exit, cuda, nccl, rdma_ctrl, rdma_post,\n"
-	"                rdma_cqe, step (comma separated)\n"
+	"  --type LIST   only these event types (comma separated):\n"
+	"%s"
 	"  --pid PID     only events of process PID\n"
 	"  --no-stacks   leave out the stacks (faster)\n"
 	"\n"
 	"examples:\n"
 	"  " CLI_PROG " dump run.frec --type syscall | jq 'select(.name==\"fsync\")'\n"
 	"  " CLI_PROG " dump run.frec --pid 4242 --no-stacks > events.jsonl\n";
+
+/* The help, with the event types of every probe family. */
+static void print_help(FILE *out)
+{
+	char types[512];
+	size_t at = 0, line = 0, n;
+	const struct fr_family *const *fams = fr_families(&n);
+	for (size_t i = 0; i < n; i++)
+		for (size_t r = 0; r < fams[i]->n_records && at < sizeof(types) - 40; r++) {
+			const char *name = fams[i]->records[r].name;
+			if (!line || line + strlen(name) > 60) {
+				at += (size_t)snprintf(types + at, sizeof(types) - at, "%s                ",
+						       line ? "\n" : "");
+				line = 16;
+			}
+			at += (size_t)snprintf(types + at, sizeof(types) - at, "%s ", name);
+			line += strlen(name) + 1;
+		}
+	snprintf(types + at, sizeof(types) - at, "\n");
+	fprintf(out, dump_help, types);
+}
 
 struct dump_args {
 	const char **files;
@@ -79,9 +100,99 @@ static void print_stack(FILE *out, struct symbolizer *sym, const struct trace_fi
 	fputc(']', out);
 }
 
+/* The printable layout of the event types this build knows, parsed once
+ * from their descriptors (bpf/families/). */
+struct event_layout {
+	int n; /* -1: not parsed yet or unknown; fields then print as "size" */
+	struct fr_field f[FR_FIELDS_MAX];
+	const struct fr_family *family;
+};
+
+static const struct event_layout *layout_of(struct event_layout *cache, uint16_t type)
+{
+	struct event_layout *l = &cache[type];
+	if (l->n == 0 && !l->family) {
+		const struct fr_family_record *r = fr_family_record(type);
+		l->family = fr_family_of_record(type);
+		l->n = r ? fr_fields_parse(r->desc, l->f, FR_FIELDS_MAX) : -1;
+	}
+	return l->n > 0 ? l : NULL;
+}
+
+/* A syscall's fd and byte count mean something only when its flags say so;
+ * its number gets its name. */
+static int syscall_field(FILE *out, const struct fr_rec_hdr *rec, const struct event_layout *l,
+			 const struct fr_field *f)
+{
+	const struct fr_field *flags = fr_field_find(l->f, l->n, "sc_flags");
+	uint64_t fl = flags ? fr_field_u64(rec, flags) : 0;
+	if (!strcmp(f->name, "nr")) {
+		uint32_t nr = (uint32_t)fr_field_u64(rec, f);
+		const char *sc = syscall_name(nr);
+		fputs(",\"name\":", out);
+		if (sc)
+			out_json_str(out, sc);
+		else
+			fprintf(out, "\"syscall_%u\"", nr);
+		return 0;
+	}
+	if (!strcmp(f->name, "fd"))
+		return fl & FR_SYSCALL_HAS_FD ? 0 : 1;
+	if (!strcmp(f->name, "count")) {
+		if (fl & FR_SYSCALL_HAS_BYTES)
+			fprintf(out, ",\"bytes\":%" PRIu64, fr_field_u64(rec, f));
+		return 1;
+	}
+	return !strcmp(f->name, "sc_flags");
+}
+
+static void print_field(FILE *out, const struct fr_rec_hdr *rec, const struct fr_field *f)
+{
+	const uint8_t *at = (const uint8_t *)rec + f->offset;
+	fputs(",", out);
+	out_json_str(out, f->name);
+	fputc(':', out);
+	switch (f->kind) {
+	case FR_FIELD_UNSIGNED:
+		fprintf(out, "%" PRIu64, fr_field_u64(rec, f));
+		break;
+	case FR_FIELD_SIGNED:
+		fprintf(out, "%" PRId64, fr_field_s64(rec, f));
+		break;
+	case FR_FIELD_CHARS: {
+		char s[4097];
+		size_t n = strnlen((const char *)at, f->size);
+		memcpy(s, at, n);
+		s[n] = 0;
+		out_json_str(out, s);
+		break;
+	}
+	case FR_FIELD_BYTES:
+		fputc('"', out);
+		for (uint32_t i = 0; i < f->size; i++)
+			fprintf(out, "%02x", at[i]);
+		fputc('"', out);
+		break;
+	case FR_FIELD_ARRAY:
+		fputc('[', out);
+		for (uint32_t i = 0; i < f->size / f->elem; i++) {
+			struct fr_field e = { .kind = FR_FIELD_UNSIGNED, .offset = f->offset + i * f->elem,
+					      .size = f->elem, .elem = f->elem };
+			fprintf(out, "%s%" PRIu64, i ? "," : "", fr_field_u64(rec, &e));
+		}
+		fputc(']', out);
+		break;
+	case FR_FIELD_VAR:
+		break;
+	}
+}
+
+/* One event: the common fields, then every field its descriptor lists
+ * (padding left out; a function id also by name), the stack last. */
 static void print_event(FILE *out, const struct dump_args *a, struct symbolizer *sym,
 			const struct trace_file *f, uint32_t file_index,
-			const struct fr_rec_hdr *rec, const char ***frames, size_t *cap)
+			const struct fr_rec_hdr *rec, const char ***frames, size_t *cap,
+			struct event_layout *cache)
 {
 	struct fr_ev_common c;
 	const char *name = trace_file_type_name(f, rec->type);
@@ -104,102 +215,33 @@ static void print_event(FILE *out, const struct dump_args *a, struct symbolizer 
 	out_json_str(out, name);
 	fprintf(out, ",\"ts_ns\":%" PRIu64 ",\"t_s\":%.9f,\"pid\":%u,\"tid\":%u", c.ts_ns, t_s,
 		c.pid, c.tid);
-	if (rec->type == FR_EV_CPU_SAMPLE && rec->size >= sizeof(struct fr_ev_cpu_sample)) {
-		struct fr_ev_cpu_sample e;
-		memcpy(&e, rec, sizeof(e));
-		fprintf(out, ",\"cpu\":%u", e.cpu);
-		if (a->stacks)
-			print_stack(out, sym, f, file_index, e.stack_id, frames, cap);
-	} else if (rec->type == FR_EV_SYSCALL && rec->size >= sizeof(struct fr_ev_syscall)) {
-		struct fr_ev_syscall e;
-		memcpy(&e, rec, sizeof(e));
-		const char *sc = syscall_name(e.nr);
-		fputs(",\"name\":", out);
-		if (sc)
-			out_json_str(out, sc);
-		else
-			fprintf(out, "\"syscall_%u\"", e.nr);
-		fprintf(out, ",\"nr\":%u,\"ret\":%" PRId64 ",\"duration_ns\":%" PRIu64, e.nr, e.ret,
-			e.duration_ns);
-		if (e.sc_flags & FR_SYSCALL_HAS_FD)
-			fprintf(out, ",\"fd\":%" PRId64, e.fd);
-		if (e.sc_flags & FR_SYSCALL_HAS_BYTES)
-			fprintf(out, ",\"bytes\":%" PRIu64, e.count);
-		if (a->stacks)
-			print_stack(out, sym, f, file_index, e.stack_id, frames, cap);
-	} else if (rec->type >= FR_EV_PROC_FORK && rec->type <= FR_EV_PROC_EXIT &&
-		   rec->size >= sizeof(struct fr_ev_proc)) {
-		struct fr_ev_proc e;
-		char comm[17] = {0};
-		memcpy(&e, rec, sizeof(e));
-		memcpy(comm, e.comm, 16);
-		fprintf(out, ",\"ppid\":%u", e.ppid);
-		if (rec->type == FR_EV_PROC_EXIT)
-			fprintf(out, ",\"exit_code\":%d", e.exit_code);
-		fputs(",\"comm\":", out);
-		out_json_str(out, comm);
-	} else if (rec->type == FR_EV_CUDA && rec->size >= sizeof(struct fr_ev_cuda)) {
-		struct fr_ev_cuda e;
-		memcpy(&e, rec, sizeof(e));
-		const char *name = cuda_func_name(e.func); /* NULL: a func it does not know */
-		fputs(",\"name\":", out);
-		out_json_str(out, name ? name : "?");
-		fprintf(out, ",\"func\":%u,\"flags\":%u,\"result\":%" PRId64 ",\"duration_ns\":%" PRIu64
-			",\"ptr\":%" PRIu64 ",\"src\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"stream\":%" PRIu64
-			",\"kind\":%u,\"device\":%d", e.func, e.flags, e.result, e.duration_ns, e.ptr, e.src,
-			e.bytes, e.stream, e.kind, e.device);
-		if (a->stacks)
-			print_stack(out, sym, f, file_index, e.stack_id, frames, cap);
-	} else if (rec->type == FR_EV_NCCL && rec->size >= sizeof(struct fr_ev_nccl)) {
-		static const char *const names[] = {"?", "ncclAllReduce", "ncclReduceScatter",
-			"ncclAllGather", "ncclBroadcast", "ncclReduce", "ncclSend", "ncclRecv",
-			"ncclGroupStart", "ncclGroupEnd", "ncclCommInitRank", "ncclCommInitRankConfig",
-			"ncclCommInitAll", "ncclCommSplit", "ncclCommDestroy"};
-		struct fr_ev_nccl e;
-		memcpy(&e, rec, sizeof(e));
-		fputs(",\"name\":", out);
-		out_json_str(out, e.func < sizeof(names) / sizeof(names[0]) ? names[e.func] : "?");
-		fprintf(out, ",\"func\":%u,\"result\":%" PRId64 ",\"duration_ns\":%" PRIu64 ",\"comm\":%" PRIu64
-			",\"count\":%" PRIu64 ",\"datatype\":%u,\"op\":%u,\"peer\":%d,\"rank\":%d,\"nranks\":%d"
-			",\"stream\":%" PRIu64 ",\"uid_hash\":%" PRIu64, e.func, e.result, e.duration_ns, e.comm,
-			e.count, e.datatype, e.op, e.peer, e.rank, e.nranks, e.stream, e.uid_hash);
-		if (a->stacks)
-			print_stack(out, sym, f, file_index, e.stack_id, frames, cap);
-	} else if (rec->type == FR_EV_RDMA_CTRL && rec->size >= sizeof(struct fr_ev_rdma_ctrl)) {
-		static const char *const names[] = {"?", "ibv_open_device", "ibv_create_qp",
-			"ibv_modify_qp", "ibv_destroy_qp", "ibv_reg_mr", "ibv_dereg_mr", "ibv_create_cq",
-			"ibv_reg_dmabuf_mr", "ibv_create_qp_ex", "ops"};
-		struct fr_ev_rdma_ctrl e;
-		memcpy(&e, rec, sizeof(e));
-		fputs(",\"name\":", out);
-		out_json_str(out, e.func < sizeof(names) / sizeof(names[0]) ? names[e.func] : "?");
-		fprintf(out, ",\"func\":%u,\"result\":%" PRId64 ",\"duration_ns\":%" PRIu64 ",\"ptr\":%" PRIu64
-			",\"obj\":%" PRIu64 ",\"qp_num\":%u,\"dest_qp_num\":%u,\"qp_state\":%u,\"path_mtu\":%u"
-			",\"dlid\":%u,\"addr\":%" PRIu64 ",\"length\":%" PRIu64 ",\"lkey\":%u,\"rkey\":%u",
-			e.func, e.result, e.duration_ns, e.ptr, e.obj, e.qp_num, e.dest_qp_num, e.qp_state,
-			e.path_mtu, e.dlid, e.addr, e.length, e.lkey, e.rkey);
-		if (a->stacks)
-			print_stack(out, sym, f, file_index, e.stack_id, frames, cap);
-	} else if (rec->type == FR_EV_RDMA_POST && rec->size >= sizeof(struct fr_ev_rdma_post)) {
-		struct fr_ev_rdma_post e;
-		memcpy(&e, rec, sizeof(e));
-		fprintf(out, ",\"wr_id\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"qp_num\":%u,\"opcode\":%u"
-			",\"num_sge\":%u,\"flags\":%u,\"wr_index\":%u,\"result\":%d", e.wr_id, e.bytes,
-			e.qp_num, e.opcode, e.num_sge, e.flags, e.wr_index, e.result);
-	} else if (rec->type == FR_EV_RDMA_CQE && rec->size >= sizeof(struct fr_ev_rdma_cqe)) {
-		struct fr_ev_rdma_cqe e;
-		memcpy(&e, rec, sizeof(e));
-		fprintf(out, ",\"wr_id\":%" PRIu64 ",\"status\":%u,\"opcode\":%u,\"byte_len\":%u"
-			",\"qp_num\":%u,\"src_qp\":%u,\"vendor_err\":%u", e.wr_id, e.status, e.opcode,
-			e.byte_len, e.qp_num, e.src_qp, e.vendor_err);
-	} else if (rec->type == FR_EV_STEP && rec->size >= sizeof(struct fr_ev_step)) {
-		struct fr_ev_step e;
-		memcpy(&e, rec, sizeof(e));
-		if (a->stacks)
-			print_stack(out, sym, f, file_index, e.stack_id, frames, cap);
-	} else {
-		fprintf(out, ",\"size\":%u", rec->size);
+	const struct event_layout *l = layout_of(cache, rec->type);
+	const struct fr_field *fixed_end = l ? &l->f[l->n - 1] : NULL;
+	if (!l || rec->size < fixed_end->offset + fixed_end->size) {
+		fprintf(out, ",\"size\":%u}\n", rec->size);
+		return;
 	}
+	uint32_t stack_id = 0;
+	for (int i = 0; i < l->n; i++) {
+		const struct fr_field *fl = &l->f[i];
+		if (fl->offset < sizeof(c) || fl->name[0] == '_' || fl->kind == FR_FIELD_VAR)
+			continue;
+		if (!strcmp(fl->name, "stack_id")) {
+			stack_id = (uint32_t)fr_field_u64(rec, fl);
+			continue;
+		}
+		if (rec->type == FR_EV_SYSCALL && syscall_field(out, rec, l, fl))
+			continue;
+		if (!strcmp(fl->name, "func")) {
+			const struct fr_family_func *fn =
+				fr_family_func(l->family, (uint16_t)fr_field_u64(rec, fl));
+			fputs(",\"name\":", out);
+			out_json_str(out, fn ? fn->name : "?");
+		}
+		print_field(out, rec, fl);
+	}
+	if (a->stacks && stack_id)
+		print_stack(out, sym, f, file_index, stack_id, frames, cap);
 	fputs("}\n", out);
 }
 
@@ -213,8 +255,14 @@ static int dump_file(FILE *out, FILE *errout, const struct dump_args *a,
 	const char **frames = NULL;
 	size_t cap = 0;
 	int rc;
+	struct event_layout *cache = calloc(0x100, sizeof(*cache));
 
+	if (!cache) {
+		fprintf(errout, CLI_PROG " dump: out of memory\n");
+		return CLI_FAIL;
+	}
 	if (frec_open(f->path, &r, &err)) {
+		free(cache);
 		cli_print_error(errout, &err);
 		return CLI_FAIL;
 	}
@@ -227,10 +275,11 @@ static int dump_file(FILE *out, FILE *errout, const struct dump_args *a,
 			struct fr_rec_hdr h;
 			memcpy(&h, rec, sizeof(h));
 			if (h.type < 0x100)
-				print_event(out, a, sym, f, file_index, rec, &frames, &cap);
+				print_event(out, a, sym, f, file_index, rec, &frames, &cap, cache);
 		}
 	}
 	free(frames);
+	free(cache);
 	frec_close(r);
 	if (rc < 0) {
 		cli_print_error(errout, &err);
@@ -251,7 +300,7 @@ int cmd_dump(int argc, char **argv, FILE *out, FILE *errout)
 	for (int i = 1; i < argc; i++) {
 		int m;
 		if (!only_files && cli_is_help(argv[i])) {
-			fputs(dump_help, out);
+			print_help(out);
 			free(a.files);
 			return CLI_OK;
 		}

@@ -178,7 +178,7 @@ static int flame_mem(const struct flame_args *a, struct trace_set *ts, FILE *out
 {
 	struct model_opts mo = { .filter_pid = a->filter_pid, .pid = a->pid };
 	struct frec_error err = { .offset = -1 };
-	void *mem = trace_set_add_model(ts, &model_mem_ops, &mo);
+	void *mem = trace_set_use_model(ts, "mem", &mo);
 	if (!mem || (a->at_time && model_mem_set_at(mem, ts, a->at_ns))) {
 		fprintf(errout, CLI_PROG " flame: out of memory\n");
 		return CLI_FAIL;
@@ -284,7 +284,7 @@ int cmd_flame(int argc, char **argv, FILE *out, FILE *errout)
 		return rc;
 	}
 	struct model_opts mo = { .filter_pid = a.filter_pid, .pid = a.pid };
-	void *cpu = trace_set_add_model(ts, &model_cpu_ops, &mo);
+	void *cpu = trace_set_use_model(ts, "cpu", &mo);
 	if (!cpu) {
 		fprintf(errout, CLI_PROG " flame: out of memory\n");
 		trace_set_free(ts);

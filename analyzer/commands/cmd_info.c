@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "model_syscalls.h"
 #include "out_common.h"
+#include "out_file_json.h"
 #include "syscall_names.h"
 #include "trace_set.h"
 
@@ -32,54 +33,14 @@ static const char info_help[] =
 	"  " CLI_PROG " info node*.frec\n"
 	"  " CLI_PROG " info --json run.frec | jq '.files[0].drops'\n";
 
+static const struct cli_table_spec info_spec = {
+	.cmd = "info", .help = info_help, .usage = "[--json] FILE...",
+};
+
 static const char *const chunk_kind_names[TS_CHUNK_KINDS] = {
 	"schema", "events", "meta", "index", "end", "unknown",
 };
 static const char *const codec_names[4] = { "none", "zstd", "zlib", "unknown" };
-
-/* Probe counters: from END when present, else the latest STATS record. */
-struct info_probes {
-	const char *source; /* NULL when none */
-	int from_end;
-	uint32_t n;
-	struct ts_probe *probes; /* owned */
-	uint64_t cpu_user_ns, cpu_sys_ns;
-};
-
-static void info_probes_get(const struct trace_file *f, struct info_probes *p)
-{
-	memset(p, 0, sizeof(*p));
-	const struct fr_end *end = f->reader ? frec_end(f->reader) : NULL;
-	if (end) {
-		uint32_t n = 0;
-		const struct fr_probe_stats *ps = frec_end_probes(f->reader, &n);
-		p->source = "end record";
-		p->from_end = 1;
-		p->cpu_user_ns = end->cpu_user_ns;
-		p->cpu_sys_ns = end->cpu_sys_ns;
-		p->probes = calloc(n ? n : 1, sizeof(*p->probes));
-		if (!p->probes || !ps)
-			return;
-		for (uint32_t i = 0; i < n; i++) {
-			memcpy(p->probes[i].name, ps[i].name, sizeof(ps[i].name));
-			p->probes[i].name[16] = '\0';
-			p->probes[i].events = ps[i].events;
-			p->probes[i].drops = ps[i].drops;
-		}
-		p->n = n;
-		return;
-	}
-	if (f->has_stats) {
-		p->source = "last stats record; recording incomplete";
-		p->cpu_user_ns = f->stats_cpu_user_ns;
-		p->cpu_sys_ns = f->stats_cpu_sys_ns;
-		p->probes = calloc(f->n_stats_probes ? f->n_stats_probes : 1, sizeof(*p->probes));
-		if (!p->probes)
-			return;
-		memcpy(p->probes, f->stats_probes, f->n_stats_probes * sizeof(*p->probes));
-		p->n = f->n_stats_probes;
-	}
-}
 
 /* What was lost, per probe and reason, and when: an event lost whole, or
  * an event kept without its stack. */
@@ -155,8 +116,8 @@ static void info_text(struct trace_file *f, uint32_t file_index, const void *sys
 	trace_file_trouble(f, trouble, sizeof(trouble));
 	fprintf(out, "  status:        %s\n", trouble[0] ? trouble : "intact");
 
-	struct info_probes pr;
-	info_probes_get(f, &pr);
+	struct out_file_probes pr;
+	out_file_probes_get(f, &pr);
 	if (pr.source) {
 		uint64_t cpu_ns = pr.cpu_user_ns + pr.cpu_sys_ns;
 		fprintf(out, "  recorder CPU:  user %s, sys %s", cli_duration(pr.cpu_user_ns, b1, sizeof(b1)),
@@ -273,7 +234,7 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 {
 	int exact;
 	uint64_t duration_ns = info_duration_ns(f, &exact);
-	char b1[64], trouble[512];
+	char b1[64];
 	fprintf(out, "{\"path\":");
 	out_json_str(out, f->path);
 	fprintf(out, ",\"size_bytes\":%" PRIu64 ",\"host\":", f->size_bytes);
@@ -287,8 +248,7 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 		f->hdr.version_major, f->hdr.version_minor,
 		cli_iso_time(f->hdr.start_real_ns, b1, sizeof(b1)), f->hdr.start_real_ns,
 		duration_ns, trace_file_complete(f) ? "true" : "false");
-	trace_file_trouble(f, trouble, sizeof(trouble));
-	out_json_str(out, trouble[0] ? trouble : "intact");
+	out_file_status_json(out, f);
 
 	fprintf(out, ",\"processes\":[");
 	for (size_t i = 0; i < f->n_procs; i++) {
@@ -316,23 +276,19 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 			rec_type_name((uint16_t)t) ? "true" : "false", f->records_by_type[t]);
 		first = 0;
 	}
-	struct info_probes pr;
-	info_probes_get(f, &pr);
+	struct out_file_probes pr;
+	out_file_probes_get(f, &pr);
 	fprintf(out, "],\"probes_source\":");
 	if (pr.source)
 		out_json_str(out, pr.from_end ? "end" : "stats");
 	else
 		fprintf(out, "null");
+	fprintf(out, ",\"probes\":");
+	out_file_probes_json(out, &pr, "name");
 	uint64_t drops = 0;
-	fprintf(out, ",\"probes\":[");
-	for (uint32_t i = 0; i < pr.n; i++) {
-		fprintf(out, "%s{\"name\":", i ? "," : "");
-		out_json_str(out, pr.probes[i].name);
-		fprintf(out, ",\"events\":%" PRIu64 ",\"drops\":%" PRIu64 "}", pr.probes[i].events,
-			pr.probes[i].drops);
+	for (uint32_t i = 0; i < pr.n; i++)
 		drops += pr.probes[i].drops;
-	}
-	fprintf(out, "],\"drops\":%" PRIu64 ",\"losses\":", drops);
+	fprintf(out, ",\"drops\":%" PRIu64 ",\"losses\":", drops);
 	out_json_losses(out, f);
 	fprintf(out, ",\"recorder_cpu_user_ns\":%" PRIu64 ",\"recorder_cpu_sys_ns\":%" PRIu64,
 		pr.cpu_user_ns, pr.cpu_sys_ns);
@@ -357,74 +313,36 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 		fprintf(out, "%s\"%s\":%" PRIu64, c ? "," : "", codec_names[c], f->chunks_by_codec[c]);
 	fprintf(out, "},\"raw_bytes\":%" PRIu64 ",\"stored_bytes\":%" PRIu64 "}", f->raw_bytes,
 		f->stored_bytes);
-	fprintf(out, ",\"damaged_regions\":[");
-	size_t n_damage = f->reader ? frec_damage_count(f->reader) : 0;
-	for (size_t i = 0; i < n_damage; i++) {
-		const struct frec_damage *d = frec_damage_at(f->reader, i);
-		char what[161];
-		snprintf(what, sizeof(what), "%.160s", d->what);
-		fprintf(out, "%s{\"offset\":%" PRIu64 ",\"length\":%" PRIu64 ",\"what\":", i ? "," : "",
-			d->offset, d->length);
-		out_json_str(out, what);
-		fprintf(out, "}");
-	}
-	fprintf(out, "],\"chunks_missing\":%" PRIu64 ",\"malformed_records\":%" PRIu64 "}",
+	fprintf(out, ",\"damaged_regions\":");
+	out_file_damage_json(out, f, SIZE_MAX);
+	fprintf(out, ",\"chunks_missing\":%" PRIu64 ",\"malformed_records\":%" PRIu64 "}",
 		f->reader ? frec_chunks_missing(f->reader) : 0, f->n_problems);
 }
 
 int cmd_info(int argc, char **argv, FILE *out, FILE *errout)
 {
-	int json = 0, only_files = 0;
-	const char **files = calloc((size_t)argc + 1, sizeof(*files));
-	size_t n_files = 0;
-	if (!files) {
-		fprintf(errout, CLI_PROG " info: out of memory\n");
+	struct cli_table_args a;
+	int rc = cli_parse_table_args(argc, argv, &info_spec, &a, out, errout);
+	if (rc)
+		return rc < 0 ? CLI_OK : rc;
+	struct trace_set *ts = cli_open((const char *const *)a.files, a.n_files, errout);
+	free(a.files);
+	if (!ts)
 		return CLI_FAIL;
-	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (only_files || a[0] != '-' || !a[1]) {
-			files[n_files++] = a;
-		} else if (strcmp(a, "--") == 0) {
-			only_files = 1;
-		} else if (cli_is_help(a)) {
-			fputs(info_help, out);
-			free(files);
-			return CLI_OK;
-		} else if (strcmp(a, "--json") == 0) {
-			json = 1;
-		} else {
-			fprintf(errout, CLI_PROG " info: unknown option '%s' (see '" CLI_PROG " info --help')\n", a);
-			free(files);
-			return CLI_USAGE;
-		}
-	}
-	if (!n_files) {
-		fprintf(errout, CLI_PROG " info: no trace file given (usage: " CLI_PROG " info [--json] FILE...)\n");
-		free(files);
-		return CLI_USAGE;
-	}
-	struct frec_error err = { .offset = -1 };
-	struct trace_set *ts;
-	if (trace_set_open(files, n_files, &ts, &err)) {
-		cli_print_error(errout, &err);
-		free(files);
-		return CLI_FAIL;
-	}
-	free(files);
-	void *syscalls = trace_set_add_model(ts, &model_syscalls_ops, NULL);
-	if (!syscalls || trace_set_run(ts, &err)) {
-		if (!syscalls)
-			frec_error_set(&err, CLI_PROG, -1, ENOMEM, "out of memory");
+	void *syscalls = trace_set_use_model(ts, "syscalls", NULL);
+	if (!syscalls) {
+		struct frec_error err = { .offset = -1 };
+		frec_error_set(&err, CLI_PROG, -1, ENOMEM, "out of memory");
 		cli_print_error(errout, &err);
 		trace_set_free(ts);
 		return CLI_FAIL;
 	}
-	cli_warn_troubled(ts, errout);
-	if (json)
+	if (cli_run_set(ts, errout))
+		return CLI_FAIL;
+	if (a.json)
 		fprintf(out, "{\"files\":[");
 	for (size_t i = 0; i < trace_set_count(ts); i++) {
-		if (json) {
+		if (a.json) {
 			if (i)
 				fputc(',', out);
 			info_json(trace_set_file(ts, i), (uint32_t)i, syscalls, out);
@@ -434,7 +352,7 @@ int cmd_info(int argc, char **argv, FILE *out, FILE *errout)
 			info_text(trace_set_file(ts, i), (uint32_t)i, syscalls, out);
 		}
 	}
-	if (json)
+	if (a.json)
 		fprintf(out, "]}\n");
 	trace_set_free(ts);
 	return CLI_OK;

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "model_cuda.h"
 #include "model_mem.h"
+#include "out_mem_stacks.h"
 #include "trace_set.h"
 
 #include <inttypes.h>
@@ -305,7 +306,7 @@ int cmd_memory(int argc, char **argv, FILE *out, FILE *errout)
 	struct model_opts mo = { .filter_pid = a.filter_pid, .pid = a.pid };
 	void *mem;
 	struct trace_set *ts = cli_open_with_model("memory", (const char *const *)a.files,
-						     a.n_files, &model_mem_ops, &mo,
+						     a.n_files, "mem", &mo,
 						     &mem, errout);
 	free(a.files);
 	if (!ts)

@@ -311,7 +311,7 @@ int cmd_rdma(int argc, char **argv, FILE *out, FILE *errout)
 	struct model_opts mo = { .filter_pid = a.filter_pid, .pid = a.pid };
 	void *rdma;
 	struct trace_set *ts = cli_open_with_model("rdma", (const char *const *)a.files,
-						     a.n_files, &model_rdma_ops, &mo,
+						     a.n_files, "rdma", &mo,
 						     &rdma, errout);
 	free(a.files);
 	if (!ts)

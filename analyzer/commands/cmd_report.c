@@ -15,8 +15,6 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 static const char report_help[] =
 	"usage: " CLI_PROG " report FILE... -o OUT.html\n"
@@ -66,6 +64,7 @@ static int mem_snapshots(const char *const *files, size_t n_files, const void *m
 	size_t n = hi > lo ? REPORT_SNAPSHOTS : 1;
 	for (size_t k = 0; k < n; k++) {
 		uint64_t at = n > 1 ? lo + (uint64_t)((double)(hi - lo) * (double)k / (double)(n - 1)) : lo;
+		/* one state per instant: not trace_set_use_model, which shares */
 		void *m = trace_set_add_model(ts, &model_mem_ops, NULL);
 		if (!m || model_mem_set_at(m, ts, at)) {
 			frec_error_set(err, "report", -1, ENOMEM, "out of memory");
@@ -91,20 +90,18 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 		return rc < 0 ? CLI_OK : rc;
 	const char **files = fo.files;
 	size_t n_files = fo.n_files;
-	const char *output = fo.output;
 	struct frec_error err = { .offset = -1 };
-	struct trace_set *ts;
-	if (trace_set_open(files, n_files, &ts, &err)) {
-		cli_print_error(errout, &err);
+	struct trace_set *ts = cli_open(files, n_files, errout);
+	if (!ts) {
 		free(files);
 		return CLI_FAIL;
 	}
 	struct report_collect *collect = report_collect_attach(ts, &err);
-	void *syscalls = collect ? trace_set_add_model(ts, &model_syscalls_ops, NULL) : NULL;
-	void *mem = syscalls ? trace_set_add_model(ts, &model_mem_ops, NULL) : NULL;
-	void *cuda = mem ? trace_set_add_model(ts, &model_cuda_ops, NULL) : NULL;
-	void *strag = cuda ? trace_set_add_model(ts, &model_stragglers_ops, NULL) : NULL;
-	void *rdma = strag ? trace_set_add_model(ts, &model_rdma_ops, NULL) : NULL;
+	void *syscalls = collect ? trace_set_use_model(ts, "syscalls", NULL) : NULL;
+	void *mem = syscalls ? trace_set_use_model(ts, "mem", NULL) : NULL;
+	void *cuda = mem ? trace_set_use_model(ts, "cuda", NULL) : NULL;
+	void *strag = cuda ? trace_set_use_model(ts, "stragglers", NULL) : NULL;
+	void *rdma = strag ? trace_set_use_model(ts, "rdma", NULL) : NULL;
 	const struct report_data *data = NULL;
 	if (!rdma) {
 		frec_error_set(&err, "report", -1, ENOMEM, "out of memory");
@@ -125,25 +122,17 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 	}
 	free(files);
 	cli_warn_troubled(ts, errout);
-	FILE *dst = out;
-	int to_file = strcmp(output, "-") != 0;
-	if (to_file && !(dst = fopen(output, "w"))) {
-		fprintf(errout, CLI_PROG ": %s: cannot create: %s\n", output, strerror(errno));
-		trace_set_free(ts);
-		if (snap_ts)
-			trace_set_free(snap_ts);
-		return CLI_FAIL;
-	}
-	struct out_report_input in = { .ts = ts, .data = data, .syscalls = syscalls, .mem = mem,
-				       .mem_snapshots = snaps, .n_mem_snapshots = n_snaps,
-				       .cuda = cuda, .stragglers = strag, .rdma = rdma };
-	rc = out_report_write(dst, &in, &err) ? CLI_FAIL : CLI_OK;
-	if (to_file && fclose(dst))
-		rc = CLI_FAIL;
-	if (rc != CLI_OK) {
-		fprintf(errout, CLI_PROG ": %s: write failed: %s\n", output, err.what[0] ? err.what : strerror(errno));
-		if (to_file)
-			unlink(output);
+	struct cli_dest dst;
+	rc = cli_dest_open(&dst, fo.output, out, errout);
+	if (rc == CLI_OK) {
+		struct out_report_input in = { .ts = ts, .data = data, .syscalls = syscalls, .mem = mem,
+					       .mem_snapshots = snaps, .n_mem_snapshots = n_snaps,
+					       .cuda = cuda, .stragglers = strag, .rdma = rdma };
+		if (out_report_write(dst.f, &in, &err)) {
+			fprintf(errout, CLI_PROG ": %s: write failed: %s\n", fo.output, err.what);
+			rc = CLI_FAIL;
+		}
+		rc = cli_dest_close(&dst, rc, errout);
 	}
 	trace_set_free(ts);
 	if (snap_ts)

@@ -205,6 +205,17 @@ static int put_mem(struct out_sqlite *db, struct trace_set *ts, const struct mem
 	return 0;
 }
 
+/* A failure during the pass or the models' rows: SQLite's own message when
+ * the database failed (naming the file it writes), else err's. */
+static void print_failure(FILE *errout, struct out_sqlite *db, const char *tmp,
+			  const struct frec_error *err)
+{
+	if (out_sqlite_error(db))
+		fprintf(errout, CLI_PROG ": %s: %s\n", tmp, out_sqlite_error(db));
+	else
+		cli_print_error(errout, err);
+}
+
 int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout)
 {
 	struct cli_file_output fo;
@@ -220,14 +231,11 @@ int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout)
 		free(files);
 		return CLI_FAIL;
 	}
-	struct frec_error err = { .offset = -1 };
-	struct trace_set *ts;
-	if (trace_set_open(files, n_files, &ts, &err)) {
-		cli_print_error(errout, &err);
-		free(files);
-		return CLI_FAIL;
-	}
+	struct trace_set *ts = cli_open(files, n_files, errout);
 	free(files);
+	if (!ts)
+		return CLI_FAIL;
+	struct frec_error err = { .offset = -1 };
 	size_t tlen = strlen(output) + 32;
 	char *tmp = malloc(tlen);
 	if (!tmp) {
@@ -245,30 +253,24 @@ int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout)
 	}
 	/* the models that fill collectives, steps, rdma_*, memory_*; the nccl
 	 * model inside stragglers also aligns the files' clocks */
-	void *mem = trace_set_add_model(ts, &model_mem_ops, NULL);
+	void *mem = trace_set_use_model(ts, "mem", NULL);
 	if (mem)
 		model_mem_on_change(mem, out_sqlite_mem_change, db);
-	void *strag = mem ? trace_set_add_model(ts, &model_stragglers_ops, NULL) : NULL;
-	void *rdma = strag ? trace_set_add_model(ts, &model_rdma_ops, NULL) : NULL;
+	void *strag = mem ? trace_set_use_model(ts, "stragglers", NULL) : NULL;
+	void *rdma = strag ? trace_set_use_model(ts, "rdma", NULL) : NULL;
 	if (!rdma) {
 		fprintf(errout, CLI_PROG " sqlite: out of memory\n");
 		goto out;
 	}
 	if (trace_set_run(ts, &err)) {
-		if (out_sqlite_error(db))
-			fprintf(errout, CLI_PROG ": %s: %s\n", tmp, out_sqlite_error(db));
-		else
-			cli_print_error(errout, &err);
+		print_failure(errout, db, tmp, &err);
 		goto out;
 	}
 	cli_warn_troubled(ts, errout);
 	const struct stragglers_result *sr = model_stragglers_result(strag);
-	if (out_sqlite_align(db, ts, &err) || (sr && sr->nccl && put_nccl(db, ts, sr->nccl)) ||
+	if ((sr && sr->nccl && put_nccl(db, ts, sr->nccl)) ||
 	    put_rdma(db, ts, model_rdma_result(rdma)) || put_mem(db, ts, model_mem_result(mem))) {
-		if (out_sqlite_error(db))
-			fprintf(errout, CLI_PROG ": %s: %s\n", tmp, out_sqlite_error(db));
-		else
-			cli_print_error(errout, &err);
+		print_failure(errout, db, tmp, &err);
 		goto out;
 	}
 	if (out_sqlite_finish(db, ts, &err)) {

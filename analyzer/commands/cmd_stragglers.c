@@ -7,6 +7,7 @@
 #include "align.h"
 #include "cli.h"
 #include "out_common.h"
+#include "out_stragglers_json.h"
 #include "commands.h"
 #include "model_stragglers.h"
 #include "trace_set.h"
@@ -65,15 +66,6 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* A number, or null when negative (unknown). */
-static void json_num(FILE *out, double v, const char *fmt)
-{
-	if (v < 0)
-		fputs("null", out);
-	else
-		fprintf(out, fmt, v);
-}
-
 static void stragglers_json(struct trace_set *ts, const struct stragglers_result *r, FILE *out)
 {
 	const struct nccl_result *nc = r->nccl;
@@ -84,16 +76,16 @@ static void stragglers_json(struct trace_set *ts, const struct stragglers_result
 		fprintf(out, "%s{\"rank\":%d,\"host\":", i ? "," : "", rk->rank);
 		out_json_str(out, rk->host);
 		fprintf(out, ",\"pid\":%u,\"steps\":%zu,\"mean_step_ms\":", rk->pid, row->steps);
-		json_num(out, row->mean_step_ms, "%.3f");
+		strag_json_num(out, row->mean_step_ms, "%.3f");
 		fputs(",\"mean_wait_ms\":", out);
-		json_num(out, row->steps ? row->mean_wait_ms : -1, "%.3f");
+		strag_json_num(out, row->steps ? row->mean_wait_ms : -1, "%.3f");
 		fputs(",\"straggler_score\":", out);
-		json_num(out, row->score, "%.4f");
+		strag_json_num(out, row->score, "%.4f");
 		fprintf(out, ",\"file\":%u,\"rank_source\":\"%s\",\"local_rank\":%d,\"world_size\":%d"
 			",\"latest\":%" PRIu64 ",\"median_lateness_ms\":%.3f,\"median_compute_ms\":",
 			rk->file_index, rk->rank_from_env ? "env" : rk->rank >= 0 ? "nccl" : "unknown",
 			rk->local_rank, rk->world_size, row->latest, row->median_lateness_ms);
-		json_num(out, row->median_compute_ms, "%.3f");
+		strag_json_num(out, row->median_compute_ms, "%.3f");
 		fputc('}', out);
 	}
 	fputs("],\"straggler\":", out);
@@ -108,24 +100,11 @@ static void stragglers_json(struct trace_set *ts, const struct stragglers_result
 		fprintf(out, ",\"since_step\":%d,\"host\":", v->since_step);
 		out_json_str(out, rk->host);
 		fprintf(out, ",\"pid\":%u,\"latest\":%" PRIu64 ",\"collectives\":%" PRIu64
-			",\"median_lateness_ms\":%.3f,\"threshold_ms\":%.3f,\"frames\":[",
+			",\"median_lateness_ms\":%.3f,\"threshold_ms\":%.3f,",
 			rk->pid, v->latest, v->collectives, v->median_lateness_ms, v->threshold_ms);
-		for (size_t i = 0; i < v->n_frames; i++) {
-			fprintf(out, "%s{\"name\":", i ? "," : "");
-			out_json_str(out, v->frames[i].name);
-			fprintf(out, ",\"share\":%.4f,\"others_share\":%.4f}", v->frames[i].share,
-				v->frames[i].others_share);
-		}
-		fputs("],\"syscalls\":[", out);
-		for (size_t i = 0; i < v->n_syscalls; i++) {
-			fprintf(out, "%s{\"name\":", i ? "," : "");
-			out_json_str(out, v->syscalls[i].name);
-			fprintf(out, ",\"calls\":%" PRIu64 ",\"ms_per_step\":%.3f,\"others_ms_per_step\":%.3f}",
-				v->syscalls[i].calls, v->syscalls[i].ms_per_step,
-				v->syscalls[i].others_ms_per_step);
-		}
-		fputs("],\"offcpu_share\":", out);
-		json_num(out, v->offcpu_share, "%.3f");
+		strag_json_causes(out, v);
+		fputs(",\"offcpu_share\":", out);
+		strag_json_num(out, v->offcpu_share, "%.3f");
 		fprintf(out, ",\"samples\":%" PRIu64 "}", v->samples);
 	}
 	fputs(",\"no_straggler_reason\":", out);
@@ -144,13 +123,13 @@ static void stragglers_json(struct trace_set *ts, const struct stragglers_result
 		fprintf(out, ",\"reference\":%s,\"refined\":%s,\"skew_ms\":%.3f,\"uncertainty_ms\":",
 			n.is_reference ? "true" : "false", n.refined ? "true" : "false",
 			(double)n.skew_ns / 1e6);
-		json_num(out, n.uncertainty_ns < 0 ? -1 : (double)n.uncertainty_ns / 1e6, "%.3f");
+		strag_json_num(out, n.uncertainty_ns < 0 ? -1 : (double)n.uncertainty_ns / 1e6, "%.3f");
 		fprintf(out, ",\"sync_events\":%" PRIu64 "}", n.n_sync);
 	}
 	fprintf(out, "],\"steps_from\":\"%s\",\"collectives_per_step\":%u,"
 		"\"complete_collectives\":%zu,\"median_step_ms\":", steps_from(nc), nc->period,
 		r->complete_collectives);
-	json_num(out, r->median_step_ms, "%.3f");
+	strag_json_num(out, r->median_step_ms, "%.3f");
 	fprintf(out, ",\"unknown_comm_calls\":%" PRIu64 "}\n", nc->unknown_comm_calls);
 }
 
@@ -223,7 +202,7 @@ int cmd_stragglers(int argc, char **argv, FILE *out, FILE *errout)
 		return rc < 0 ? CLI_OK : rc;
 	void *strag;
 	struct trace_set *ts = cli_open_with_model("stragglers", (const char *const *)a.files,
-						     a.n_files, &model_stragglers_ops, NULL,
+						     a.n_files, "stragglers", NULL,
 						     &strag, errout);
 	free(a.files);
 	if (!ts)

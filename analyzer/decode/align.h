@@ -32,6 +32,15 @@ struct trace_file;
  * index out of range. */
 int64_t trace_set_time_offset_ns(struct trace_set *ts, size_t file_index);
 
+/* True once the offsets are final: after the metadata pass, and after the
+ * align pass when the set has one (align_pass.c).  align_refine() is then
+ * no longer called: what the models and outputs computed with the offsets
+ * stays right. */
+int trace_set_clocks_final(const struct trace_set *ts);
+/* The align stage (align_pass.c): run by trace_set_run between the
+ * metadata pass and the events pass. */
+int trace_set_align_pass(struct trace_set *ts, struct frec_error *err);
+
 /* The anchor part alone: median of (real - mono) over the file's anchors. */
 int64_t align_anchor_offset_ns(const struct trace_file *f);
 

@@ -1,8 +1,11 @@
-/* The model interface: what every analysis (cpu profile, syscalls, and later
- * memory, cuda, stragglers, rdma) implements so the decoder can feed it
+/* The model interface: what every analysis (cpu profile, syscalls, memory,
+ * cuda, nccl, stragglers, rdma) implements so the decoder can feed it
  * without knowing it.  A new analysis is a new model_*.c file plus one line
- * in analyzer_models[] (models.c).  Not for output formats: writers read a
- * model's result, never events. */
+ * in analyzer_models[] (models.c).  Commands ask for models by name
+ * (trace_set_use_model); a model names the models it reads (`needs`), which
+ * are registered before it, so they are fed the same events and finished
+ * first, and handed to it (`bind`) before the pass.  Not for output
+ * formats: writers read a model's result. */
 #ifndef FLIGHTREC_MODEL_H
 #define FLIGHTREC_MODEL_H
 
@@ -31,6 +34,16 @@ struct model_ops {
 	/* After the pass over every file: resolve and build the result. */
 	int (*finish)(void *state, struct trace_set *ts, struct frec_error *err);
 	void (*destroy)(void *state);
+	/* The models this one reads at finish, by name, NULL-terminated (NULL:
+	 * none); bind receives each one's state before the pass. */
+	const char *const *needs;
+	void (*bind)(void *state, const char *name, void *dep_state);
+	/* A model that puts the files on one clock (model_nccl): the event
+	 * types it needs for that, 0-terminated.  Before the events pass of a
+	 * set of two or more files, the decoder runs a private instance of it
+	 * over those records alone (align_pass.c), so every model and output
+	 * sees the final clock from the first event. */
+	const uint16_t *align_types;
 };
 
 /* Every model the analyzer knows, NULL-terminated. */

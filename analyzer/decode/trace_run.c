@@ -1,12 +1,14 @@
 /* The decode stage's two streaming passes over every file: metadata
- * chunks first (every file's), then event chunks in file order, with
+ * chunks first (every file's), then the align stage (align_pass.c), then
+ * event chunks in file order, with
  * dwarf-mode stacks resolved as they come and every event fed to the
  * models; then metadata found late, and the models' finish (see
  * trace_set.h).  Every record's length is checked before it is read;
  * records are copied with memcpy because decompressed payloads need not be
  * aligned. */
 #include "trace_set_impl.h"
-#include "frec_schema.h"
+#include "fr_family.h"
+#include "align.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +66,7 @@ static int decode_record(struct trace_set *ts, uint32_t file_index, const struct
 	memcpy(&h, p, sizeof(h));
 	f->records++;
 	f->records_by_type[h.type]++;
-	const struct frec_schema_entry *known = frec_schema_find(h.type);
+	const struct frec_schema_entry *known = fr_schema_find(h.type);
 	if (!known)
 		return 0; /* unknown types are counted, never decoded */
 	if (size < known->fixed_size) {
@@ -238,6 +240,9 @@ static int read_pass1(struct trace_set *ts, uint32_t file_index, struct frec_err
 		int events = kind == TS_CHUNK_EVENTS, wants_pass2 = events;
 		if (!events)
 			count_chunk(f, &c); /* EVENTS chunks: once their payload is read */
+		else if (c.hdr.first_ts_ns &&
+			 (!f->first_chunk_event_ns || c.hdr.first_ts_ns < f->first_chunk_event_ns))
+			f->first_chunk_event_ns = c.hdr.first_ts_ns;
 		/* INDEX and END are the reader's business; unknown chunk types are
 		 * skipped whole (a newer writer's chunk may not hold records). */
 		if (!events && kind != TS_CHUNK_SCHEMA && kind != TS_CHUNK_META)
@@ -291,6 +296,20 @@ static int read_pass2(struct trace_set *ts, uint32_t file_index, struct frec_err
 	return 0;
 }
 
+/* Every process's launcher ranks (-1 unknown), from the environments seen
+ * so far: after pass 1 for the align stage, again after pass 2. */
+static void set_ranks(struct trace_file *f)
+{
+	for (size_t i = 0; i < f->n_procs; i++) {
+		uint64_t packed = 0, world = 0;
+		hmap_get(&f->env_by_pid, f->procs[i].pid, 0, &packed);
+		hmap_get(&f->env_by_pid, f->procs[i].pid, 1, &world);
+		f->procs[i].rank = (int32_t)(packed & 0xffffffffu) - 1;
+		f->procs[i].local_rank = (int32_t)(packed >> 32) - 1;
+		f->procs[i].world_size = (int32_t)world - 1;
+	}
+}
+
 /* After every file's pass 2, with the resolver's symbolizer gone. */
 static int finish_file(struct trace_set *ts, uint32_t file_index, struct frec_error *err)
 {
@@ -323,15 +342,8 @@ static int finish_file(struct trace_set *ts, uint32_t file_index, struct frec_er
 		if (s->used && hmap_get(&f->proc_by_pid, s->key_a, 0, &pi) && pi < f->n_procs)
 			f->procs[pi].threads++;
 	}
-	/* Launcher ranks likewise (-1 unknown). */
-	for (size_t i = 0; i < f->n_procs; i++) {
-		uint64_t packed = 0, world = 0;
-		hmap_get(&f->env_by_pid, f->procs[i].pid, 0, &packed);
-		hmap_get(&f->env_by_pid, f->procs[i].pid, 1, &world);
-		f->procs[i].rank = (int32_t)(packed & 0xffffffffu) - 1;
-		f->procs[i].local_rank = (int32_t)(packed >> 32) - 1;
-		f->procs[i].world_size = (int32_t)world - 1;
-	}
+	/* Launcher ranks likewise. */
+	set_ranks(f);
 	return 0;
 }
 
@@ -342,6 +354,11 @@ int trace_set_run(struct trace_set *ts, struct frec_error *err)
 	for (size_t i = 0; i < ts->n_files; i++)
 		if (read_pass1(ts, (uint32_t)i, err))
 			return -1;
+	/* the final clock before any event reaches a model */
+	for (size_t i = 0; i < ts->n_files; i++)
+		set_ranks(&ts->files[i]);
+	if (trace_set_align_pass(ts, err))
+		return -1;
 	for (size_t i = 0; i < ts->n_files; i++)
 		if (read_pass2(ts, (uint32_t)i, err))
 			return -1;

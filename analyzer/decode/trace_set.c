@@ -3,7 +3,7 @@
  * trace_run.c, the record decoders in ts_meta.c and ts_ustack.c.  Not for
  * symbolization or analysis. */
 #include "trace_set_impl.h"
-#include "frec_schema.h"
+#include "fr_family.h"
 #include "strpool.h"
 #include "pyframes.h"
 #include "unwind.h"
@@ -18,7 +18,7 @@
  * of record types (format/schema.c), so analyzer and writer never disagree. */
 const char *rec_type_name(uint16_t type)
 {
-	const struct frec_schema_entry *e = frec_schema_find(type);
+	const struct frec_schema_entry *e = fr_schema_find(type);
 	return e ? e->name : NULL;
 }
 
@@ -202,6 +202,29 @@ void *trace_set_add_model(struct trace_set *ts, const struct model_ops *ops,
 	m[ts->n_models].ops = ops;
 	m[ts->n_models].state = state;
 	ts->n_models++;
+	return state;
+}
+
+void *trace_set_use_model(struct trace_set *ts, const char *name,
+			  const struct model_opts *opts)
+{
+	const struct model_ops *ops = model_find(name);
+	if (!ops)
+		return NULL;
+	for (size_t i = 0; i < ts->n_models; i++)
+		if (ts->models[i].ops == ops)
+			return ts->models[i].state;
+	/* the models it reads first: fed the same events, finished before it */
+	void *deps[8];
+	size_t n_deps = 0;
+	for (size_t i = 0; ops->needs && ops->needs[i]; i++) {
+		if (n_deps == sizeof(deps) / sizeof(deps[0]) ||
+		    !(deps[n_deps++] = trace_set_use_model(ts, ops->needs[i], NULL)))
+			return NULL;
+	}
+	void *state = trace_set_add_model(ts, ops, opts);
+	for (size_t i = 0; state && i < n_deps; i++)
+		ops->bind(state, ops->needs[i], deps[i]);
 	return state;
 }
 

@@ -180,6 +180,10 @@ struct trace_file {
 	uint64_t *records_by_type;    /* 65536 counters */
 	uint64_t events;              /* kernel events fed to models */
 	uint64_t first_event_ns;      /* CLOCK_MONOTONIC; 0 when no events */
+	uint64_t first_chunk_event_ns; /* the earliest first_ts_ns of its EVENTS
+					  chunk headers (known after pass 1: the
+					  recorder stamps a chunk with its events'
+					  times only); 0 when none */
 	uint64_t last_event_ns;
 
 	/* metadata */
@@ -252,6 +256,13 @@ void trace_set_free(struct trace_set *ts);
  * the set (freed by trace_set_free) and is what the model's result accessor
  * takes.  NULL when memory runs out. */
 void *trace_set_add_model(struct trace_set *ts, const struct model_ops *ops,
+			  const struct model_opts *opts);
+
+/* The model named name (analyzer_models[]), registered with the models it
+ * needs before it, or the state it already has when an earlier request
+ * registered it (then opts of that request apply).  NULL when the name is
+ * unknown or memory runs out. */
+void *trace_set_use_model(struct trace_set *ts, const char *name,
 			  const struct model_opts *opts);
 
 /* The pass over every file, then finish() of every model.  Damage is not an

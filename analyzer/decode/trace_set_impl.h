@@ -21,6 +21,7 @@ struct trace_set {
 	size_t n_files;
 	struct ts_model *models;
 	size_t n_models;
+	int clocks_final; /* the files' offsets no longer change (align_pass.c) */
 	/* what later stages hang on the set (trace_set_put_slot) */
 	struct ts_slot_entry {
 		void *p;

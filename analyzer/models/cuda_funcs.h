@@ -1,7 +1,7 @@
 /* The CUDA functions of the cuda probe family (enum fr_cuda_func in
- * bpf/events.h), as every model and output names and classifies them: one
- * table, so `memory`, `cuda`, SQLite, the timeline and the report say the
- * same.  Not for error codes (model_cuda.h). */
+ * bpf/events.h), as every model and output names and classifies them: the
+ * family's descriptor, so `memory`, `cuda`, SQLite, the timeline and the
+ * report say the same.  Not for error codes (model_cuda.h). */
 #ifndef FLIGHTREC_CUDA_FUNCS_H
 #define FLIGHTREC_CUDA_FUNCS_H
 

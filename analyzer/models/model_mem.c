@@ -1,6 +1,7 @@
 /* The GPU memory model: a ledger of CUDA allocations fed one event at a
  * time, in a single pass.  Not for CUDA call timing (model_cuda.c) nor for
- * output (cmd_memory.c, cmd_flame.c).
+ * output (cmd_memory.c, cmd_flame.c; stacks as text or JSON:
+ * out_mem_stacks.c).
  *
  * What counts.  Device memory: cudaMalloc, cudaMallocAsync,
  * cudaMallocManaged (also tracked as "managed"), cuMemAlloc(_Async), and
@@ -78,8 +79,7 @@
 #include "model_mem.h"
 #include "mem_curve.h"
 #include "mem_live.h"
-#include "cli.h"
-#include "out_common.h"
+#include "grow.h"
 #include "hmap.h"
 #include "symbolize.h"
 #include "trace_set.h"
@@ -239,14 +239,9 @@ static struct mseries *series_get(struct model_mem *m, uint32_t file, uint32_t p
 	if (!v)
 		return NULL;
 	if (created) {
-		if (m->n_series == m->cap_series) {
-			size_t cap = m->cap_series ? m->cap_series * 2 : 8;
-			struct mseries *grown = realloc(m->series, cap * sizeof(*grown));
-			if (!grown)
-				return NULL;
-			m->series = grown;
-			m->cap_series = cap;
-		}
+		if (grow_array((void **)&m->series, &m->cap_series, m->n_series + 1,
+			       sizeof(*m->series), 8))
+			return NULL;
 		struct mseries *se = &m->series[m->n_series];
 		memset(se, 0, sizeof(*se));
 		se->pub.file = file;
@@ -279,14 +274,8 @@ static uint32_t stack_get(struct model_mem *m, uint32_t file, uint32_t pid, int3
 	if (!series_get(m, file, pid, device, space, &si) || m->n_stacks >= UINT32_MAX - 1)
 		return UINT32_MAX;
 	/* series_get may have inserted into another map only: v is still valid. */
-	if (m->n_stacks == m->cap_stacks) {
-		size_t cap = m->cap_stacks ? m->cap_stacks * 2 : 64;
-		struct mstack *grown = realloc(m->stacks, cap * sizeof(*grown));
-		if (!grown)
-			return UINT32_MAX;
-		m->stacks = grown;
-		m->cap_stacks = cap;
-	}
+	if (grow_array((void **)&m->stacks, &m->cap_stacks, m->n_stacks + 1, sizeof(*m->stacks), 64))
+		return UINT32_MAX;
 	struct mstack *st = &m->stacks[m->n_stacks];
 	memset(st, 0, sizeof(*st));
 	st->series = si;
@@ -602,44 +591,6 @@ const char **mem_stack_frames(struct trace_set *ts, uint32_t file, uint32_t stac
 		}
 	}
 	return frames;
-}
-
-const char *mem_stack_line(struct trace_set *ts, uint32_t file, uint32_t stack_id,
-			   size_t max_frames, char *buf, size_t len)
-{
-	size_t n, used = 0;
-	const char **frames = mem_stack_frames(ts, file, stack_id, &n);
-	if (!len)
-		return buf;
-	buf[0] = '\0';
-	if (!frames) {
-		snprintf(buf, len, "[out of memory]");
-		return buf;
-	}
-	for (size_t k = 0; k < n && k < max_frames; k++) {
-		int w = snprintf(buf + used, len - used, "%s%s", k ? " <- " : "", frames[n - 1 - k]);
-		if (w < 0 || (size_t)w >= len - used)
-			break;
-		used += (size_t)w;
-	}
-	if (n > max_frames && used < len)
-		snprintf(buf + used, len - used, " <- ...");
-	free(frames);
-	return buf;
-}
-
-void mem_stack_json(struct trace_set *ts, uint32_t file, uint32_t stack_id, FILE *out)
-{
-	size_t n;
-	const char **frames = mem_stack_frames(ts, file, stack_id, &n);
-	fputc('[', out);
-	for (size_t k = 0; frames && k < n; k++) {
-		if (k)
-			fputc(',', out);
-		out_json_str(out, frames[k]);
-	}
-	fputc(']', out);
-	free(frames);
 }
 
 /* The caller's stack (the probe takes it at return) with the allocating

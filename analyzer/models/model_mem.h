@@ -3,7 +3,8 @@
  * the peak or at a chosen instant, bytes allocated per stack, leaks, failed
  * allocations with their top holders, frees of memory allocated before the
  * recording, and the caching-allocator label.  model_mem.c explains the
- * algorithms.  Not for output: cmd_memory.c and cmd_flame.c print results. */
+ * algorithms.  Not for output: cmd_memory.c and cmd_flame.c print results,
+ * out_mem_stacks.c prints stacks. */
 #ifndef FLIGHTREC_MODEL_MEM_H
 #define FLIGHTREC_MODEL_MEM_H
 
@@ -158,17 +159,14 @@ struct mem_change {
 typedef int (*mem_change_fn)(void *ctx, const struct mem_change *c);
 void model_mem_on_change(void *state, mem_change_fn fn, void *ctx);
 
-/* Frames of a stack, root first, for printing: *n set, pointers valid until
- * the set's symbolizer is freed.  Returns an array the caller frees, or NULL
- * (out of memory).  Stack 0 reads "[no stack]", an undefined id "[missing
- * stack]". */
+/* Frames of a stack, root first, as the flame graphs name them: *n set,
+ * pointers valid until the set's symbolizer is freed.  Returns an array the
+ * caller frees, or NULL (out of memory).  Stack 0 reads "[no stack]", an
+ * undefined id "[missing stack]".  Printed by out_mem_stacks.h. */
 const char **mem_stack_frames(struct trace_set *ts, uint32_t file, uint32_t stack_id,
 			      size_t *n);
-/* The innermost max_frames frames, leaf first, joined by " <- " (with
- * " <- ..." when cut), for one-line text output. */
-const char *mem_stack_line(struct trace_set *ts, uint32_t file, uint32_t stack_id,
-			   size_t max_frames, char *buf, size_t len);
-/* The frames as a JSON array of strings, root first. */
-void mem_stack_json(struct trace_set *ts, uint32_t file, uint32_t stack_id, FILE *out);
+/* mem_stack_line and mem_stack_json moved to the outputs; included here for
+ * the callers that still reach them through this header (cmd_cuda.c). */
+#include "out_mem_stacks.h"
 
 #endif

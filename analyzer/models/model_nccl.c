@@ -5,6 +5,8 @@
  * steps; the stages live apart (nccl_private.h lists them).  Not for
  * verdicts (model_stragglers.c) nor for output. */
 #include "nccl_private.h"
+#include "grow.h"
+#include "fr_family.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -13,28 +15,13 @@
 
 int nccl_is_collective(uint16_t func)
 {
-	return func >= FR_NCCL_ALL_REDUCE && func <= FR_NCCL_REDUCE;
+	return fr_func_class_of(FR_PROBE_NCCL, func) == FR_FN_COLLECTIVE;
 }
 
 const char *nccl_func_name(uint16_t func)
 {
-	switch (func) {
-	case FR_NCCL_ALL_REDUCE: return "ncclAllReduce";
-	case FR_NCCL_REDUCE_SCATTER: return "ncclReduceScatter";
-	case FR_NCCL_ALL_GATHER: return "ncclAllGather";
-	case FR_NCCL_BROADCAST: return "ncclBroadcast";
-	case FR_NCCL_REDUCE: return "ncclReduce";
-	case FR_NCCL_SEND: return "ncclSend";
-	case FR_NCCL_RECV: return "ncclRecv";
-	case FR_NCCL_GROUP_START: return "ncclGroupStart";
-	case FR_NCCL_GROUP_END: return "ncclGroupEnd";
-	case FR_NCCL_COMM_INIT_RANK: return "ncclCommInitRank";
-	case FR_NCCL_COMM_INIT_RANK_CONFIG: return "ncclCommInitRankConfig";
-	case FR_NCCL_COMM_INIT_ALL: return "ncclCommInitAll";
-	case FR_NCCL_COMM_SPLIT: return "ncclCommSplit";
-	case FR_NCCL_COMM_DESTROY: return "ncclCommDestroy";
-	}
-	return "ncclUnknown";
+	const char *name = fr_func_name(FR_PROBE_NCCL, func);
+	return name ? name : "ncclUnknown";
 }
 
 int64_t nccl_member_ready_ns(const struct nccl_result *r, const struct nccl_member *m)
@@ -56,26 +43,13 @@ void model_nccl_ignore_step_markers(void *state)
 	((struct model_nccl *)state)->ignore_markers = 1;
 }
 
-static int grow(void **p, size_t *cap, size_t n, size_t elem)
-{
-	if (n < *cap)
-		return 0;
-	size_t want = *cap ? *cap * 2 : 256;
-	void *q = realloc(*p, want * elem);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = want;
-	return 0;
-}
-
 static int nccl_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *rec)
 {
 	struct model_nccl *m = state;
 	struct fr_rec_hdr h;
 	memcpy(&h, rec, sizeof(h));
 	if (h.type == FR_EV_NCCL) {
-		if (grow((void **)&m->raw, &m->cap_raw, m->n_raw, sizeof(*m->raw)))
+		if (grow_array((void **)&m->raw, &m->cap_raw, m->n_raw + 1, sizeof(*m->raw), 256))
 			return -1;
 		struct nccl_raw *r = &m->raw[m->n_raw++];
 		memcpy(&r->ev, rec, sizeof(r->ev)); /* size checked by the decoder */
@@ -84,7 +58,8 @@ static int nccl_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *
 	} else if (h.type == FR_EV_STEP) {
 		struct fr_ev_step ev;
 		memcpy(&ev, rec, sizeof(ev));
-		if (grow((void **)&m->marks, &m->cap_marks, m->n_marks, sizeof(*m->marks)))
+		if (grow_array((void **)&m->marks, &m->cap_marks, m->n_marks + 1, sizeof(*m->marks),
+			       256))
 			return -1;
 		m->marks[m->n_marks++] = (struct step_raw){ file_index, ev.c.pid, ev.c.ts_ns };
 		m->result.step_events++;
@@ -143,10 +118,13 @@ const struct nccl_result *model_nccl_result(const void *state)
 	return &((const struct model_nccl *)state)->result;
 }
 
+static const uint16_t nccl_align_types[] = { FR_EV_NCCL, 0 };
+
 const struct model_ops model_nccl_ops = {
 	.name = "nccl",
 	.create = nccl_create,
 	.feed = nccl_feed,
 	.finish = nccl_finish,
 	.destroy = nccl_destroy,
+	.align_types = nccl_align_types,
 };

@@ -3,6 +3,7 @@
 #include "model_cpu.h"
 #include "model_cuda.h"
 #include "model_mem.h"
+#include "model_nccl.h"
 #include "model_rdma.h"
 #include "model_stragglers.h"
 #include "model_syscalls.h"
@@ -15,6 +16,7 @@ const struct model_ops *const analyzer_models[] = {
 	&model_mem_ops,
 	&model_cuda_ops,
 	&model_rdma_ops,
+	&model_nccl_ops,
 	&model_stragglers_ops,
 	NULL,
 };

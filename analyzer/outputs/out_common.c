@@ -2,6 +2,7 @@
  * analyses: models own those. */
 #include "out_common.h"
 #include "align.h"
+#include "model_rdma.h"
 #include "trace_set.h"
 
 #include <inttypes.h>
@@ -34,27 +35,6 @@ uint16_t out_rec_type(const struct fr_rec_hdr *rec)
 	return type;
 }
 
-const char *out_nccl_func_name(uint32_t func)
-{
-	static const char *const names[] = {
-		NULL, "ncclAllReduce", "ncclReduceScatter", "ncclAllGather", "ncclBroadcast",
-		"ncclReduce", "ncclSend", "ncclRecv", "ncclGroupStart", "ncclGroupEnd",
-		"ncclCommInitRank", "ncclCommInitRankConfig", "ncclCommInitAll",
-		"ncclCommSplit", "ncclCommDestroy",
-	};
-	return func < sizeof(names) / sizeof(names[0]) ? names[func] : NULL;
-}
-
-const char *out_rdma_func_name(uint32_t func)
-{
-	static const char *const names[] = {
-		NULL, "ibv_open_device", "ibv_create_qp", "ibv_modify_qp", "ibv_destroy_qp",
-		"ibv_reg_mr", "ibv_dereg_mr", "ibv_create_cq", "ibv_reg_dmabuf_mr",
-		"ibv_create_qp_ex",
-	};
-	return func < sizeof(names) / sizeof(names[0]) ? names[func] : NULL;
-}
-
 const char *out_copy_kind_name(uint32_t kind)
 {
 	static const char *const names[] = { "H2H", "H2D", "D2H", "D2D", "default" };
@@ -63,20 +43,9 @@ const char *out_copy_kind_name(uint32_t kind)
 
 const char *out_wc_status_name(uint32_t status)
 {
-	static const char *const names[] = {
-		"SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR", "LOC_PROT_ERR",
-		"WR_FLUSH_ERR", "MW_BIND_ERR", "BAD_RESP_ERR", "LOC_ACCESS_ERR",
-		"REM_INV_REQ_ERR", "REM_ACCESS_ERR", "REM_OP_ERR", "RETRY_EXC_ERR",
-		"RNR_RETRY_EXC_ERR", "LOC_RDD_VIOL_ERR", "REM_INV_RD_REQ_ERR", "REM_ABORT_ERR",
-		"INV_EECN_ERR", "INV_EEC_STATE_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR",
-		"GENERAL_ERR",
-	};
-	return status < sizeof(names) / sizeof(names[0]) ? names[status] : NULL;
-}
-
-int out_nccl_is_collective(uint32_t func)
-{
-	return func >= FR_NCCL_ALL_REDUCE && func <= FR_NCCL_RECV;
+	/* the RDMA model's names without their IBV_WC_ prefix */
+	const char *name = rdma_wc_status_name(status);
+	return name ? name + strlen("IBV_WC_") : NULL;
 }
 
 /* One UTF-8 code point, or -1 for an invalid sequence (one byte used). */

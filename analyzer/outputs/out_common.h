@@ -20,11 +20,10 @@ struct trace_file;
 
 /* Common clock: aligned_ns = event ts (CLOCK_MONOTONIC of its node) +
  * out_clock_offset_ns(ts, file) = trace_set_time_offset_ns (align.h): UTC
- * nanoseconds since the epoch on the reference node's realtime clock.  The
- * value grows more exact as the pass reads CLOCK records and once
- * model_nccl's finish has refined it across nodes, so streaming writers take
- * it before the pass and correct to the final value after it (out_sqlite_align.c
- * rewrites its times; out_timeline.c is given the offsets of a first pass). */
+ * nanoseconds since the epoch on the reference node's realtime clock.  Final
+ * from the first event a model or output sees: the decoder reads every
+ * CLOCK record in its metadata pass and runs its align stage before the
+ * events pass (align.h), so streaming writers never correct a time. */
 int64_t out_clock_offset_ns(struct trace_set *ts, size_t file_index);
 
 /* The launcher rank of a process (RANK from FR_REC_PROC_ENV): 1 and *rank
@@ -35,12 +34,8 @@ int out_process_rank(const struct trace_file *f, uint32_t pid, int64_t *rank);
 uint16_t out_rec_type(const struct fr_rec_hdr *rec);
 
 /* Names; NULL when the code is unknown. */
-const char *out_nccl_func_name(uint32_t func);
-const char *out_rdma_func_name(uint32_t func);
 const char *out_copy_kind_name(uint32_t kind);
 const char *out_wc_status_name(uint32_t status);
-
-int out_nccl_is_collective(uint32_t func);
 
 /* JSON string literal: quotes included; everything outside printable ASCII
  * and every one of < > & ' escaped as \uXXXX, so the text can sit inside an

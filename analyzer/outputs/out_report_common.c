@@ -3,8 +3,8 @@
  * graph.  Kept here so that two sections naming the same process or stack
  * cannot word it differently.  Not a section itself. */
 #include "out_report_sections.h"
-#include "model_mem.h"
 #include "out_common.h"
+#include "out_mem_stacks.h"
 #include "trace_set.h"
 
 #include <inttypes.h>

@@ -7,6 +7,7 @@
 #include "model_nccl.h"
 #include "model_stragglers.h"
 #include "out_common.h"
+#include "out_stragglers_json.h"
 #include "trace_set.h"
 
 #include <errno.h>
@@ -20,15 +21,6 @@ static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 	return x < y ? -1 : x > y;
-}
-
-/* A number or null (negative: unknown). */
-static void num_or_null(FILE *f, double v, const char *fmt)
-{
-	if (v < 0)
-		fputs("null", f);
-	else
-		fprintf(f, fmt, v);
 }
 
 /* One heatmap: rows = ranks, columns = groups of `width` steps; the cell
@@ -82,7 +74,7 @@ int report_section_stragglers(FILE *f, struct trace_set *ts, const void *model)
 		nc->n_ranks, trace_set_count(ts), r->complete_collectives);
 	out_json_str(f, from);
 	fprintf(f, ",\"period\":%u,\"median_step_ms\":", nc->period);
-	num_or_null(f, r->median_step_ms, "%.3f");
+	strag_json_num(f, r->median_step_ms, "%.3f");
 	fputs(",\"ranks\":[", f);
 	size_t n_rows = r->n_rows < STRAG_MAX_RANKS ? r->n_rows : STRAG_MAX_RANKS;
 	size_t n_steps = 0;
@@ -99,13 +91,13 @@ int report_section_stragglers(FILE *f, struct trace_set *ts, const void *model)
 		fputs(",\"host\":", f);
 		out_json_str(f, rk->host ? rk->host : "");
 		fprintf(f, ",\"pid\":%u,\"steps\":%zu,\"mean_step_ms\":", rk->pid, row->steps);
-		num_or_null(f, row->mean_step_ms, "%.3f");
+		strag_json_num(f, row->mean_step_ms, "%.3f");
 		fputs(",\"mean_wait_ms\":", f);
-		num_or_null(f, row->steps ? row->mean_wait_ms : -1, "%.3f");
+		strag_json_num(f, row->steps ? row->mean_wait_ms : -1, "%.3f");
 		fputs(",\"median_compute_ms\":", f);
-		num_or_null(f, row->median_compute_ms, "%.3f");
+		strag_json_num(f, row->median_compute_ms, "%.3f");
 		fputs(",\"score\":", f);
-		num_or_null(f, row->score, "%.4f");
+		strag_json_num(f, row->score, "%.4f");
 		fprintf(f, ",\"flagged\":%s,\"latest\":%" PRIu64 ",\"median_lateness_ms\":%.3f}",
 			row->score >= 0 && row->score < STRAGGLER_SCORE_FLAG ? "true" : "false", row->latest,
 			row->median_lateness_ms);
@@ -127,22 +119,9 @@ int report_section_stragglers(FILE *f, struct trace_set *ts, const void *model)
 			",\"evidence\":", v->since_step, v->confidence, v->cost_ms_per_step, v->latest,
 			v->collectives, v->median_lateness_ms, v->threshold_ms);
 		out_json_str(f, v->evidence);
-		fputs(",\"frames\":[", f);
-		for (size_t i = 0; i < v->n_frames; i++) {
-			fputs(i ? ",{\"name\":" : "{\"name\":", f);
-			out_json_str(f, v->frames[i].name ? v->frames[i].name : "?");
-			fprintf(f, ",\"share\":%.4f,\"others_share\":%.4f}", v->frames[i].share,
-				v->frames[i].others_share);
-		}
-		fputs("],\"syscalls\":[", f);
-		for (size_t i = 0; i < v->n_syscalls; i++) {
-			fputs(i ? ",{\"name\":" : "{\"name\":", f);
-			out_json_str(f, v->syscalls[i].name ? v->syscalls[i].name : "?");
-			fprintf(f, ",\"calls\":%" PRIu64 ",\"ms_per_step\":%.3f,\"others_ms_per_step\":%.3f}",
-				v->syscalls[i].calls, v->syscalls[i].ms_per_step,
-				v->syscalls[i].others_ms_per_step);
-		}
-		fputs("]}", f);
+		fputc(',', f);
+		strag_json_causes(f, v);
+		fputc('}', f);
 	} else {
 		char text[400];
 		snprintf(text, sizeof(text), "No straggler: %s", r->why_none[0] ? r->why_none : "none found");

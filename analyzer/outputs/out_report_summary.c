@@ -6,11 +6,12 @@
 #include "out_report_sections.h"
 #include "cli.h"
 #include "out_common.h"
+#include "out_file_json.h"
 #include "out_report_data.h"
 #include "trace_set.h"
 
 #include <inttypes.h>
-#include <string.h>
+#include <stdlib.h>
 
 void report_section_summary(FILE *f, struct trace_set *ts)
 {
@@ -19,9 +20,9 @@ void report_section_summary(FILE *f, struct trace_set *ts)
 	for (size_t i = 0; i < trace_set_count(ts); i++) {
 		const struct trace_file *tf = trace_set_file(ts, i);
 		const struct fr_end *end = tf->reader ? frec_end(tf->reader) : NULL;
+		/* to END, else the last event (info's duration also counts a later
+		 * stats record) */
 		uint64_t last = end ? end->end_mono_ns : tf->last_event_ns;
-		char trouble[512];
-		trace_file_trouble(tf, trouble, sizeof(trouble));
 		fprintf(f, "%s{\"path\":", i ? "," : "");
 		out_json_str(f, tf->path);
 		fputs(",\"host\":", f);
@@ -33,42 +34,19 @@ void report_section_summary(FILE *f, struct trace_set *ts)
 			cli_iso_time(tf->hdr.start_real_ns, b, sizeof(b)), tf->hdr.start_real_ns,
 			last > tf->hdr.start_mono_ns ? last - tf->hdr.start_mono_ns : 0, tf->events,
 			trace_file_complete(tf) ? "true" : "false");
-		out_json_str(f, trouble[0] ? trouble : "intact");
-		/* drops: END's counters, else the last STATS record */
-		fputs(",\"drops\":[", f);
-		uint32_t n = 0;
-		const struct fr_probe_stats *ps = end ? frec_end_probes(tf->reader, &n) : NULL;
-		int first = 1;
-		for (uint32_t k = 0; ps && k < n; k++) {
-			char name[17];
-			memcpy(name, ps[k].name, 16);
-			name[16] = '\0';
-			fprintf(f, "%s{\"probe\":", first ? "" : ",");
-			out_json_str(f, name);
-			fprintf(f, ",\"events\":%" PRIu64 ",\"drops\":%" PRIu64 "}", ps[k].events, ps[k].drops);
-			first = 0;
-		}
-		for (uint32_t k = 0; !ps && tf->has_stats && k < tf->n_stats_probes; k++) {
-			fprintf(f, "%s{\"probe\":", first ? "" : ",");
-			out_json_str(f, tf->stats_probes[k].name);
-			fprintf(f, ",\"events\":%" PRIu64 ",\"drops\":%" PRIu64 "}",
-				tf->stats_probes[k].events, tf->stats_probes[k].drops);
-			first = 0;
-		}
-		fputs("],\"losses\":", f);
+		out_file_status_json(f, tf);
+		/* drops: END's counters, else the last STATS record (as info) */
+		struct out_file_probes pr;
+		out_file_probes_get(tf, &pr);
+		fputs(",\"drops\":", f);
+		out_file_probes_json(f, &pr, "probe");
+		free(pr.probes);
+		fputs(",\"losses\":", f);
 		out_json_losses(f, tf);
-		fputs(",\"damage\":[", f);
+		fputs(",\"damage\":", f);
+		out_file_damage_json(f, tf, 100);
 		size_t nd = tf->reader ? frec_damage_count(tf->reader) : 0;
-		for (size_t k = 0; k < nd && k < 100; k++) {
-			const struct frec_damage *d = frec_damage_at(tf->reader, k);
-			char what[161];
-			snprintf(what, sizeof(what), "%.160s", d->what);
-			fprintf(f, "%s{\"offset\":%" PRIu64 ",\"length\":%" PRIu64 ",\"what\":", k ? "," : "",
-				d->offset, d->length);
-			out_json_str(f, what);
-			fputs("}", f);
-		}
-		fprintf(f, "],\"damaged_regions\":%zu,\"malformed_records\":%" PRIu64 "}", nd, tf->n_problems);
+		fprintf(f, ",\"damaged_regions\":%zu,\"malformed_records\":%" PRIu64 "}", nd, tf->n_problems);
 	}
 	fputs("],\"processes\":[", f);
 	int first = 1;

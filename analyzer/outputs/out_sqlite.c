@@ -159,12 +159,10 @@ uint64_t out_sqlite_rows(const struct out_sqlite *o)
 	return o->rows;
 }
 
-/* The final clock first, then the metadata tables, then the indexes (made
- * after the load: faster than maintaining them row by row) and ANALYZE. */
+/* The metadata tables, then the indexes (made after the load: faster than
+ * maintaining them row by row) and ANALYZE. */
 int out_sqlite_finish(struct out_sqlite *o, struct trace_set *ts, struct frec_error *err)
 {
-	if (out_sqlite_align(o, ts, err))
-		return -1;
 	int rc = sq_write_metadata(o, ts, err);
 	if (!rc)
 		rc = commit(o);

@@ -130,10 +130,4 @@ struct out_sqlite_mem_stack {
 };
 int out_sqlite_put_mem_stack(struct out_sqlite *o, const struct out_sqlite_mem_stack *m);
 
-/* After trace_set_run, before the put_* calls: moves every streamed time
- * to its file's final offset (out_clock_offset_ns once the models, model_nccl's
- * cross-node alignment included, have finished).  out_sqlite_finish calls
- * it when the caller did not. */
-int out_sqlite_align(struct out_sqlite *o, struct trace_set *ts, struct frec_error *err);
-
 #endif

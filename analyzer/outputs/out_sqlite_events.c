@@ -1,9 +1,9 @@
 /* The SQLite output's streaming sink: registered with the trace set like a
  * model, it turns each decoded event into one row of its table
  * (cpu_samples, syscalls, process_events, cuda_calls, nccl_calls,
- * step_marks, rdma_ctrl_calls, rdma_posts, rdma_completions) at the file's
- * clock offset of the moment (out_sqlite_align moves them to the final
- * one), and counts events per thread for the threads table.
+ * step_marks, rdma_ctrl_calls, rdma_posts, rdma_completions) on the
+ * common clock (final before the first event: align.h), and counts events
+ * per thread for the threads table.
  *
  * Not for allocations and memory_inuse (out_sqlite_mem.c: the GPU memory
  * model's ledger, not the raw CUDA events), nor for anything that needs
@@ -256,8 +256,6 @@ int out_sqlite_attach(struct out_sqlite *o, struct trace_set *ts, struct frec_er
 		frec_error_set(err, "sqlite", -1, ENOMEM, "out of memory");
 		return -1;
 	}
-	for (size_t i = 0; i < o->n_offsets; i++)
-		o->offsets[i] = out_clock_offset_ns(ts, i);
 	s->o = o;
 	return 0;
 }

@@ -2,8 +2,7 @@
  * else: out_sqlite.c (open, batches, finish, close), out_sqlite_schema.c
  * (the SQL text), out_sqlite_events.c (the streaming sink),
  * out_sqlite_mem.c (the memory ledger's rows), out_sqlite_models.c (the
- * out_sqlite_put_* hooks), out_sqlite_align.c (the final clock),
- * out_sqlite_meta.c and out_sqlite_stacks.c (the tables written at
+ * out_sqlite_put_* hooks), out_sqlite_meta.c and out_sqlite_stacks.c (the tables written at
  * finish).  Everything else goes through out_sqlite.h.
  *
  * Values are always bound as parameters, never pasted into SQL. */
@@ -11,6 +10,7 @@
 #define FLIGHTREC_OUT_SQLITE_IMPL_H
 
 #include "out_sqlite.h"
+#include "out_common.h"
 #include "hmap.h"
 
 #include <sqlite3.h>
@@ -29,12 +29,13 @@ struct out_sqlite {
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
 	struct trace_set *ts;
-	int64_t *offsets;        /* per file: out_clock_offset_ns */
+	int64_t *offsets;        /* per file: out_clock_offset_ns, final (filled at
+				    the first row: after the decoder's align stage) */
 	size_t n_offsets;
+	int offsets_ready;
 	uint64_t rows, in_batch;
 	int in_txn;
 	int failed;
-	int aligned;             /* streamed times moved to the final offsets */
 	char what[200];          /* the first SQLite error */
 	struct hmap threads;     /* (file << 32 | pid, tid) -> events */
 };
@@ -104,10 +105,17 @@ static inline void bstack(sqlite3_stmt *st, int col, uint32_t stack_id)
 		bnull(st, col);
 }
 
-/* The offset streamed times of a file carry until out_sqlite_align (0 for
- * a file the sink was not attached for). */
-static inline int64_t file_offset(const struct out_sqlite *o, uint32_t file_index)
+/* The common-clock offset of a file's times (0 for a file the sink was not
+ * attached for).  Rows are written only once the decoder has made the
+ * offsets final (align.h), so they are final from the first row: no time
+ * is rewritten afterwards. */
+static inline int64_t file_offset(struct out_sqlite *o, uint32_t file_index)
 {
+	if (!o->offsets_ready) {
+		for (size_t i = 0; i < o->n_offsets; i++)
+			o->offsets[i] = out_clock_offset_ns(o->ts, i);
+		o->offsets_ready = 1;
+	}
 	return file_index < o->n_offsets ? o->offsets[file_index] : 0;
 }
 

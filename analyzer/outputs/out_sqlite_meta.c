@@ -5,9 +5,10 @@
  * (out_sqlite_stacks.c).
  *
  * Not for events (out_sqlite_events.c) nor model results
- * (out_sqlite_models.c); times here take the final clock offsets, so
- * out_sqlite_finish calls out_sqlite_align first. */
+ * (out_sqlite_models.c); times here take the final clock offsets like
+ * every row. */
 #include "out_sqlite_impl.h"
+#include "fr_family.h"
 #include "cuda_funcs.h"
 #include "model_mem.h"
 #include "out_common.h"
@@ -40,37 +41,47 @@ static int write_enum(struct out_sqlite *o, const char *table_sql, const char *(
 	return rc;
 }
 
-static int write_enums(struct out_sqlite *o)
+/* A function table of a probe family (enum_cuda_funcs, enum_nccl_funcs,
+ * enum_rdma_funcs), from its descriptor, with the table's third column. */
+static const char *cuda_mem_op(enum fr_func_class c)
 {
-	if (write_enum(o, "INSERT INTO enum_syscalls VALUES(?,?)", syscall_name, 0, 1024, 0) ||
-	    write_enum(o, "INSERT INTO enum_copy_kinds VALUES(?,?)", out_copy_kind_name, 0, UINT32_MAX, 1) ||
-	    write_enum(o, "INSERT INTO enum_rdma_funcs VALUES(?,?)", out_rdma_func_name, 1, UINT32_MAX, 1) ||
-	    write_enum(o, "INSERT INTO enum_wc_status VALUES(?,?)", out_wc_status_name, 0, UINT32_MAX, 1))
-		return -1;
-	/* the tables with a third column */
-	sqlite3_stmt *st = sq_prep(o, "INSERT INTO enum_cuda_funcs VALUES(?,?,?)");
-	int rc = st ? 0 : -1;
-	for (uint32_t f = 0; st && !rc && f < CUDA_FUNC_LIMIT; f++) {
-		if (!cuda_func_name((uint16_t)f))
-			continue;
-		enum mem_class mc = mem_func_class((uint16_t)f);
-		int alloc = mc == MEM_DEV_ALLOC || mc == MEM_PHYS_CREATE || mc == MEM_HOST_ALLOC;
-		bi(st, 1, f);
-		bt(st, 2, cuda_func_name((uint16_t)f));
-		bt(st, 3, mc == MEM_NONE ? NULL : alloc ? "alloc" : "free");
-		rc = sq_put(o, st);
+	switch (c) {
+	case FR_FN_ALLOC: case FR_FN_PHYS_ALLOC: case FR_FN_HOST_ALLOC:
+		return "alloc";
+	case FR_FN_FREE: case FR_FN_PHYS_FREE: case FR_FN_HOST_FREE:
+		return "free";
+	default:
+		return NULL;
 	}
-	sqlite3_finalize(st);
-	if (rc || !(st = sq_prep(o, "INSERT INTO enum_nccl_funcs VALUES(?,?,?)")))
-		return -1;
-	for (uint32_t f = 1; !rc && out_nccl_func_name(f); f++) {
-		bi(st, 1, f);
-		bt(st, 2, out_nccl_func_name(f));
-		bi(st, 3, out_nccl_is_collective(f));
+}
+
+static int write_funcs(struct out_sqlite *o, const char *sql, const struct fr_family *fam)
+{
+	sqlite3_stmt *st = sq_prep(o, sql);
+	int rc = st ? 0 : -1;
+	for (size_t i = 0; st && !rc && i < fam->n_funcs; i++) {
+		const struct fr_family_func *fn = &fam->funcs[i];
+		bi(st, 1, fn->id);
+		bt(st, 2, fn->name);
+		if (fam->id == FR_PROBE_CUDA)
+			bt(st, 3, cuda_mem_op(fn->cls));
+		else if (fam->id == FR_PROBE_NCCL)
+			bi(st, 3, fn->cls == FR_FN_COLLECTIVE || fn->cls == FR_FN_P2P);
 		rc = sq_put(o, st);
 	}
 	sqlite3_finalize(st);
 	return rc;
+}
+
+static int write_enums(struct out_sqlite *o)
+{
+	if (write_enum(o, "INSERT INTO enum_syscalls VALUES(?,?)", syscall_name, 0, 1024, 0) ||
+	    write_enum(o, "INSERT INTO enum_copy_kinds VALUES(?,?)", out_copy_kind_name, 0, UINT32_MAX, 1) ||
+	    write_enum(o, "INSERT INTO enum_wc_status VALUES(?,?)", out_wc_status_name, 0, UINT32_MAX, 1))
+		return -1;
+	return write_funcs(o, "INSERT INTO enum_cuda_funcs VALUES(?,?,?)", &fr_family_cuda) ||
+	       write_funcs(o, "INSERT INTO enum_nccl_funcs VALUES(?,?,?)", &fr_family_nccl) ||
+	       write_funcs(o, "INSERT INTO enum_rdma_funcs VALUES(?,?)", &fr_family_rdma) ? -1 : 0;
 }
 
 /* hosts and files */
@@ -95,7 +106,7 @@ static int write_files(struct out_sqlite *o, struct trace_set *ts, int64_t *host
 		bt(hq, 1, host);
 		host_ids[i] = sqlite3_step(hq) == SQLITE_ROW ? sqlite3_column_int64(hq, 0) : 0;
 		sqlite3_reset(hq);
-		int64_t off = o->offsets[i];
+		int64_t off = file_offset(o, (uint32_t)i);
 		const struct fr_end *end = f->reader ? frec_end(f->reader) : NULL;
 		uint64_t last = end ? end->end_mono_ns : f->last_event_ns;
 		char trouble[512];
@@ -143,7 +154,7 @@ static int write_processes(struct out_sqlite *o, struct trace_set *ts, const int
 				bi(ps, 5, rank);
 			bt(ps, 6, p->comm);
 			bt(ps, 7, p->cmdline);
-			bi(ps, 8, p->start_time_ns ? (int64_t)p->start_time_ns + o->offsets[i] : 0);
+			bi(ps, 8, p->start_time_ns ? (int64_t)p->start_time_ns + file_offset(o, (uint32_t)i) : 0);
 			bi(ps, 9, p->threads);
 			rc = sq_put(o, ps);
 		}

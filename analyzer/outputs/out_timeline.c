@@ -3,6 +3,7 @@
  * command lines, in the metadata events, always through out_json_str.
  * Not for analyses. */
 #include "out_timeline.h"
+#include "fr_family.h"
 #include "cuda_funcs.h"
 #include "model_mem.h"
 #include "hmap.h"
@@ -34,6 +35,7 @@ struct out_timeline {
 	int64_t origin_ns;
 	int64_t *offsets;
 	size_t n_files;
+	int clock_set;             /* origin and offsets taken (set_clock) */
 	int first;                 /* no event written yet (comma handling) */
 	uint64_t next_async_id;
 	struct hmap thread_idx;    /* (file << 32 | pid, tid) -> index + 1 */
@@ -71,8 +73,36 @@ static void sep(struct out_timeline *t)
 	t->first = 0;
 }
 
+/* The files' offsets and the origin, at the first event: the decoder has
+ * made the offsets final by then (align.h), and the origin is the earliest
+ * event of all files, from the EVENTS chunk headers of its metadata pass
+ * (the earliest recording start when no file has events). */
+static void set_clock(struct out_timeline *t)
+{
+	t->clock_set = 1;
+	t->origin_ns = INT64_MAX;
+	for (size_t i = 0; i < t->n_files; i++) {
+		const struct trace_file *f = trace_set_file(t->ts, i);
+		t->offsets[i] = out_clock_offset_ns(t->ts, i);
+		if (!f->first_chunk_event_ns)
+			continue;
+		int64_t first = (int64_t)(f->first_chunk_event_ns + (uint64_t)t->offsets[i]);
+		if (first < t->origin_ns)
+			t->origin_ns = first;
+	}
+	if (t->origin_ns != INT64_MAX)
+		return;
+	for (size_t i = 0; i < t->n_files; i++) {
+		int64_t start = (int64_t)trace_set_file(t->ts, i)->hdr.start_real_ns;
+		if (start < t->origin_ns)
+			t->origin_ns = start;
+	}
+}
+
 static int64_t rel(struct out_timeline *t, uint32_t fi, uint64_t ts_ns)
 {
+	if (!t->clock_set)
+		set_clock(t);
 	int64_t off = fi < t->n_files ? t->offsets[fi] : 0;
 	/* wrapping, then clamped: times in a hostile file may be anything, and
 	 * callers add durations (capped at INT64_MAX / 2) and subtract these */
@@ -297,7 +327,7 @@ static int sink_feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
 	case FR_EV_NCCL: {
 		struct fr_ev_nccl ev;
 		memcpy(&ev, rec, sizeof(ev));
-		const char *name = out_nccl_func_name(ev.func);
+		const char *name = fr_func_name(FR_PROBE_NCCL, ev.func);
 		char unknown[32];
 		if (!name) {
 			snprintf(unknown, sizeof(unknown), "nccl_func_%u", ev.func);
@@ -385,15 +415,14 @@ static const struct model_ops timeline_sink_ops = {
 	.destroy = sink_destroy,
 };
 
-int out_timeline_begin(struct trace_set *ts, FILE *out, int64_t origin_ns,
-		       struct out_timeline **tp, struct frec_error *err)
+int out_timeline_begin(struct trace_set *ts, FILE *out, struct out_timeline **tp,
+		       struct frec_error *err)
 {
 	struct out_timeline *t = calloc(1, sizeof(*t));
 	if (!t)
 		goto oom;
 	t->out = out;
 	t->ts = ts;
-	t->origin_ns = origin_ns;
 	t->first = 1;
 	t->n_files = trace_set_count(ts);
 	hmap_init(&t->thread_idx);
@@ -403,16 +432,15 @@ int out_timeline_begin(struct trace_set *ts, FILE *out, int64_t origin_ns,
 	hmap_init(&t->step_tid);
 	t->offsets = calloc(t->n_files ? t->n_files : 1, sizeof(*t->offsets));
 	struct timeline_sink_state *s = trace_set_add_model(ts, &timeline_sink_ops, NULL);
-	/* memory counters come from the one allocation ledger */
-	void *mem = s ? trace_set_add_model(ts, &model_mem_ops, NULL) : NULL;
-	if (!t->offsets || !s || !mem) {
+	/* memory counters come from the one allocation ledger; the nccl model
+	 * aligns the files' clocks (the decoder's align stage runs it) */
+	void *mem = s ? trace_set_use_model(ts, "mem", NULL) : NULL;
+	if (!t->offsets || !s || !mem || !trace_set_use_model(ts, "nccl", NULL)) {
 		out_timeline_free(t);
 		goto oom;
 	}
 	s->t = t;
 	model_mem_on_change(mem, timeline_mem_change, t);
-	for (size_t i = 0; i < t->n_files; i++)
-		t->offsets[i] = out_clock_offset_ns(ts, i);
 	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"flightrec-analyze timeline\","
 	      "\"time\":\"microseconds from the earliest event, all files on one clock\","
 	      "\"cpu_samples\":\"omitted (see flame / report)\","
@@ -535,24 +563,4 @@ void out_timeline_free(struct out_timeline *t)
 	free(t);
 }
 
-int out_timeline_set_offsets(struct out_timeline *t, const int64_t *offsets, size_t n)
-{
-	if (n != t->n_files)
-		return -1;
-	memcpy(t->offsets, offsets, n * sizeof(*offsets));
-	return 0;
-}
 
-int64_t out_timeline_first_event_ns(struct trace_set *ts)
-{
-	int64_t first = INT64_MAX;
-	for (size_t i = 0; i < trace_set_count(ts); i++) {
-		const struct trace_file *f = trace_set_file(ts, i);
-		if (!f->events || !f->first_event_ns)
-			continue;
-		int64_t t = (int64_t)(f->first_event_ns + (uint64_t)out_clock_offset_ns(ts, i));
-		if (t < first)
-			first = t;
-	}
-	return first;
-}

@@ -13,10 +13,10 @@
  * slices on a "steps" track of their process.  CPU samples are omitted (the
  * flame graph and the report show them).  ts/dur are microseconds from the
  * origin (the earliest event of all files on the common clock,
- * out_clock_offset_ns).  The writer streams, so the offsets must be final
- * before the pass: cmd_timeline.c takes them from its first pass (with
- * model_nccl, which aligns the nodes on collective exits) and hands them
- * over with out_timeline_set_offsets.
+ * out_clock_offset_ns).  The writer streams in the one pass over the
+ * files: the offsets are final from the first event (the decoder's align
+ * stage, with model_nccl, which aligns the nodes on collective exits), and
+ * the origin comes from the EVENTS chunk headers its metadata pass read.
  *
  * Not for: analyses (models), or the command line (cmd_timeline.c). */
 #ifndef FLIGHTREC_OUT_TIMELINE_H
@@ -39,16 +39,12 @@ struct out_timeline_stats {
 	uint64_t steps;
 };
 
-/* Registers the streaming writer with ts (before trace_set_run) and writes
- * the document's head to out.  origin_ns: common-clock time of ts 0. */
-int out_timeline_begin(struct trace_set *ts, FILE *out, int64_t origin_ns,
-		       struct out_timeline **t, struct frec_error *err);
-
-/* Replaces the per-file clock offsets the writer took at begin (what
- * out_clock_offset_ns said before the pass) with final ones, e.g. those of
- * an earlier pass over the same files; call before trace_set_run.  n must
- * be the number of files; 0 or -1. */
-int out_timeline_set_offsets(struct out_timeline *t, const int64_t *offsets, size_t n);
+/* Registers the streaming writer with ts (before trace_set_run; it asks
+ * for the nccl model, which aligns the files' clocks, and the mem model,
+ * whose ledger gives the memory counters) and writes the document's head
+ * to out. */
+int out_timeline_begin(struct trace_set *ts, FILE *out, struct out_timeline **t,
+		       struct frec_error *err);
 
 /* After trace_set_run: the last steps, the process and thread names, the
  * document's tail.  Returns 0 or -1 (err filled: write failed). */
@@ -56,9 +52,5 @@ int out_timeline_end(struct out_timeline *t, struct trace_set *ts, struct frec_e
 
 const struct out_timeline_stats *out_timeline_stats(const struct out_timeline *t);
 void out_timeline_free(struct out_timeline *t);
-
-/* The earliest event of all files on the common clock (after a pass of
- * trace_set_run); INT64_MAX when there is none. */
-int64_t out_timeline_first_event_ns(struct trace_set *ts);
 
 #endif

@@ -9,6 +9,7 @@
  * record as it reads it.  Images are checked (unwind_image.c) before they
  * are kept; stack lengths are checked by the caller. */
 #include "unwind_private.h"
+#include "grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -147,21 +148,6 @@ static int same_content(const struct uw_store *s, const struct uw_raw *r, uint32
 	       s->stack && (!stack_len || !memcmp(s->stack + r->stack_at, stack, stack_len));
 }
 
-static int grow(void **buf, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t cap2 = *cap ? *cap : 16;
-	while (cap2 < need)
-		cap2 *= 2;
-	void *grown = realloc(*buf, cap2 * elem);
-	if (!grown)
-		return -1;
-	*buf = grown;
-	*cap = cap2;
-	return 0;
-}
-
 int64_t uw_store_add_stack(struct uw_store *s, uint32_t pid, uint32_t tid, uint16_t flags,
 			   uint16_t py_version, uint64_t seq, const uint64_t regs[UW_NREGS],
 			   const uint8_t *py, uint16_t n_py, const uint8_t *stack,
@@ -180,9 +166,9 @@ int64_t uw_store_add_stack(struct uw_store *s, uint32_t pid, uint32_t tid, uint1
 		if (k > 64)
 			break; /* hostile: stop probing, store a copy */
 	}
-	if (grow((void **)&s->raws, &s->cap_raws, s->n_raws + 1, sizeof(*s->raws)) ||
-	    grow((void **)&s->py, &s->cap_py, s->n_py + n_py + 1, sizeof(*s->py)) ||
-	    grow((void **)&s->stack, &s->cap_stack, s->n_stack + stack_len + 1, 1))
+	if (grow_array((void **)&s->raws, &s->cap_raws, s->n_raws + 1, sizeof(*s->raws), 16) ||
+	    grow_array((void **)&s->py, &s->cap_py, s->n_py + n_py + 1, sizeof(*s->py), 16) ||
+	    grow_array((void **)&s->stack, &s->cap_stack, s->n_stack + stack_len + 1, 1, 16))
 		return -1;
 	struct uw_raw *r = &s->raws[s->n_raws];
 	memset(r, 0, sizeof(*r));

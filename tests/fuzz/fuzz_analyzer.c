@@ -67,7 +67,7 @@ static void pipeline(const char *path)
 	}
 	struct model_opts opts = { 0 };
 	for (size_t i = 0; analyzer_models[i]; i++)
-		if (!trace_set_add_model(ts, analyzer_models[i], &opts))
+		if (!trace_set_use_model(ts, analyzer_models[i]->name, &opts))
 			goto out;
 	if (trace_set_run(ts, &err))
 		goto out;

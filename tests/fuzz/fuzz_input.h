@@ -6,6 +6,7 @@
 #define FLIGHTREC_FUZZ_INPUT_H
 
 #include "frec_reader.h"
+#include "fr_family.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,6 +3,7 @@
  * one with a damaged payload, so the fuzzer starts from every reader path.
  * Usage: make_seeds DIR.  The outputs are committed in corpus/reader/. */
 #include "frec_writer.h"
+#include "fr_family.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@ static int write_seed(const char *path, int codec, int clean)
 {
 	struct frec_writer_opts o;
 	frec_writer_opts_default(&o);
+	o.schema = fr_schema_table(&o.n_schema);
 	o.codec = codec;
 	o.chunk_bytes = 4096;
 	const char *argv[] = { "torchrun", "--nproc", "2", "train.py" };

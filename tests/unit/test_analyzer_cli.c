@@ -184,7 +184,7 @@ int main(void)
 	/* check */
 	/* the synthetic trace's 441 records plus one schema record per type */
 	size_t n_schema;
-	frec_schema_table(&n_schema);
+	fr_schema_table(&n_schema);
 	r = run(cmd_check, (char *[]){ "check", path, NULL });
 	CHECK_EQ_U64(r.rc, 0);
 	snprintf(want, sizeof(want), ": intact: 5 chunks, %zu records, ", 441 + n_schema);

@@ -27,6 +27,7 @@ static int rdma_open(struct synth *s, const char *path, const char *host)
 		.start_mono_ns = 1000000000ull, .start_real_ns = 1714564800123000000ull,
 	};
 	struct frec_writer_opts opts = { .codec = FR_CODEC_ZSTD, .level = 1 };
+	opts.schema = fr_schema_table(&opts.n_schema);
 	struct frec_error err;
 	memset(s, 0, sizeof(*s));
 	s->ts_ns = 1000000000ull;

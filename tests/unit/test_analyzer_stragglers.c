@@ -106,6 +106,7 @@ static int write_job(const struct job *j, char paths[][512])
 		struct frec_file_info info = { .host = host, .argv = argv, .argc = 4,
 					       .start_mono_ns = node[n].mono_origin, .start_real_ns = real0 };
 		struct frec_writer_opts opts = { .codec = FR_CODEC_ZSTD, .level = 1 };
+		opts.schema = fr_schema_table(&opts.n_schema);
 		struct frec_error err;
 		struct synth *s = &node[n].s;
 		memset(s, 0, sizeof(*s));
@@ -225,7 +226,7 @@ static int analyze(const struct job *j, int ignore_markers, struct run *out)
 	struct frec_error err;
 	if (trace_set_open(p, (size_t)j->nodes, &out->ts, &err))
 		return -1;
-	void *m = trace_set_add_model(out->ts, &model_stragglers_ops, NULL);
+	void *m = trace_set_use_model(out->ts, "stragglers", NULL);
 	if (!m)
 		return -1;
 	if (ignore_markers)

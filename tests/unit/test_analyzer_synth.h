@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "frec_writer.h"
+#include "fr_family.h"
 
 struct synth {
 	struct frec_writer *w;
@@ -45,6 +46,7 @@ static inline int synth_open(struct synth *s, const char *path)
 		.start_mono_ns = 1000000000ull, .start_real_ns = 1714564800123000000ull,
 	};
 	struct frec_writer_opts opts = { .codec = FR_CODEC_ZSTD, .level = 1 };
+	opts.schema = fr_schema_table(&opts.n_schema);
 	struct frec_error err;
 	memset(s, 0, sizeof(*s));
 	s->ts_ns = 1000000000ull;

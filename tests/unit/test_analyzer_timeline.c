@@ -291,6 +291,7 @@ static int write_node(const char *path, int node, int64_t skew_ns)
 				       .start_mono_ns = origin,
 				       .start_real_ns = (uint64_t)((int64_t)EPOCH_NS + skew_ns) };
 	struct frec_writer_opts opts = { .codec = FR_CODEC_ZSTD, .level = 1 };
+	opts.schema = fr_schema_table(&opts.n_schema);
 	struct frec_error err;
 	struct synth s;
 	memset(&s, 0, sizeof(s));

@@ -54,7 +54,7 @@ static void check_stream(const char *path, int codec, uint32_t n, int clean)
 			CHECK_EQ_U64(c.hdr.seq, 0);
 			saw_schema = 1;
 			size_t nt;
-			const struct frec_schema_entry *t = frec_schema_table(&nt);
+			const struct frec_schema_entry *t = fr_schema_table(&nt);
 			while (frec_chunk_next_record(r, &c, &cur, &rec) == 1) {
 				struct fr_rec_schema s;
 				CHECK(rec->type == FR_REC_SCHEMA && rec->size >= sizeof(s));
@@ -164,6 +164,7 @@ static void test_mixed_builders(void)
 	const char *path = tu_path("mixed.frec");
 	struct frec_writer_opts o;
 	frec_writer_opts_default(&o);
+	o.schema = fr_schema_table(&o.n_schema);
 	o.chunk_bytes = 4096; /* the minimum */
 	struct frec_file_info info = { .host = NULL, .start_mono_ns = 123,
 				       .start_real_ns = 456 };

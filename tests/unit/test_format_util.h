@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "frec_reader.h"
+#include "fr_family.h"
 #include "frec_writer.h"
 
 #define UNKNOWN_REC_TYPE 0x7777
@@ -161,6 +162,7 @@ static inline int tu_write_trace(const char *path, int codec, uint32_t n,
 {
 	struct frec_writer_opts o;
 	frec_writer_opts_default(&o);
+	o.schema = fr_schema_table(&o.n_schema);
 	o.codec = codec;
 	o.chunk_bytes = chunk_bytes;
 	struct frec_writer *w;

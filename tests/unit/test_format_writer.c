@@ -37,6 +37,7 @@ static void test_overflow_held(void)
 	const char *path = tu_path("overflow.frec");
 	struct frec_writer_opts o;
 	frec_writer_opts_default(&o);
+	o.schema = fr_schema_table(&o.n_schema);
 	o.codec = FR_CODEC_ZLIB;
 	o.chunk_bytes = CHUNK;
 	o.max_queue_bytes = 3 * CHUNK + 100;
@@ -148,6 +149,7 @@ static void test_errors(void)
 
 	/* a zero-filled opts means codec none with default sizes */
 	struct frec_writer_opts zero = { 0 };
+	zero.schema = fr_schema_table(&zero.n_schema);
 	CHECK(frec_writer_open(tu_path("zero.frec"), NULL, &zero, &w, &err) == 0);
 	struct frec_builder *b = frec_builder_new(w, FR_CHUNK_META);
 	uint32_t next = 0;

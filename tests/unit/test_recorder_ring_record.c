@@ -9,6 +9,7 @@
 #include "test_format_util.h"
 
 #include "frec_reader.h"
+#include "fr_family.h"
 #include "frec_writer.h"
 #include "ring_record.h"
 
@@ -153,6 +154,7 @@ int main(void)
 	struct frec_writer *w;
 	struct frec_error err;
 	frec_writer_opts_default(&o);
+	o.schema = fr_schema_table(&o.n_schema);
 	CHECK(frec_writer_open(path, NULL, &o, &w, &err) == 0);
 
 	static struct ring_sink sink; /* zeroed: its counters start at 0 */
@@ -202,6 +204,27 @@ int main(void)
 	CHECK(ring_sink_record(&sink, ring_buf, n - 8) == NULL); /* fp stack cut short */
 	n = dwarf_record(FR_EV_CUDA, cuda, 77, B, 9000, 0xb3, 2048);
 	CHECK(ring_sink_record(&sink, ring_buf, n) != NULL);
+
+	/* sizes and families come from the descriptors; types no family
+	 * writes are counted as the process tracker's damage, and so is a stack
+	 * sent with an event that has no field to name it */
+	for (uint16_t t = 0; t < 0x200; t++) {
+		const struct fr_family_record *rec = fr_family_record(t);
+		CHECK_EQ_U64(ring_fixed_size(t), rec ? rec->size : 0);
+		CHECK_EQ_U64(ring_probe_of(t), rec ? fr_family_of_record(t)->id : FR_PROBE_PROC);
+	}
+	struct fr_ev_proc fork_ev = { .c = { .h = { .size = sizeof(fork_ev), .type = FR_EV_PROC_FORK },
+					     .ts_ns = 9500, .pid = 77, .tid = 77 } };
+	CHECK(ring_sink_record(&sink, &fork_ev, sizeof(fork_ev)) != NULL);
+	fork_ev.c.h.type = 0x55;
+	CHECK(ring_sink_record(&sink, &fork_ev, sizeof(fork_ev)) == NULL);
+	fork_ev.c.h.type = 0x1234;
+	CHECK(ring_sink_record(&sink, &fork_ev, sizeof(fork_ev)) == NULL);
+	n = dwarf_record(FR_EV_RDMA_POST, sizeof(struct fr_ev_rdma_post), 77, A, 9600, 0xd1, 64);
+	CHECK(ring_sink_record(&sink, ring_buf, n) == NULL);
+	CHECK_EQ_U64(atomic_load(&sink.events[FR_PROBE_PROC]), 1);
+	CHECK_EQ_U64(atomic_load(&sink.lost[FR_PROBE_PROC][FR_DROP_MALFORMED].count), 2);
+	CHECK_EQ_U64(atomic_load(&sink.lost[FR_PROBE_RDMA][FR_DROP_MALFORMED].count), 1);
 
 	CHECK_EQ_U64(atomic_load(&sink.events[FR_PROBE_CUDA]), 5);
 	CHECK_EQ_U64(atomic_load(&sink.events[FR_PROBE_CPU]), 2);
