@@ -1,6 +1,6 @@
 /* `flightrec-analyze report`: one self-contained HTML file from one or many
- * trace files.  Parses options, registers the models and the report's own
- * collector, runs the pass, hands the results to out_report_write.  Not the
+ * trace files.  Parses options, asks for the models, runs the pass, hands
+ * the results to out_report_write.  Not the
  * page (out_report.c, web/report.js). */
 #include "cli.h"
 #include "commands.h"
@@ -96,13 +96,14 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 		free(files);
 		return CLI_FAIL;
 	}
-	struct report_collect *collect = report_collect_attach(ts, &err);
-	void *syscalls = collect ? trace_set_use_model(ts, "syscalls", NULL) : NULL;
+	struct model_opts cpu_opts = { .per_process = REPORT_MAX_PROC_TREES };
+	void *cpu = trace_set_use_model(ts, "cpu", &cpu_opts);
+	void *syscalls = cpu ? trace_set_use_model(ts, "syscalls", NULL) : NULL;
 	void *mem = syscalls ? trace_set_use_model(ts, "mem", NULL) : NULL;
 	void *cuda = mem ? trace_set_use_model(ts, "cuda", NULL) : NULL;
 	void *strag = cuda ? trace_set_use_model(ts, "stragglers", NULL) : NULL;
 	void *rdma = strag ? trace_set_use_model(ts, "rdma", NULL) : NULL;
-	const struct report_data *data = NULL;
+	struct report_data data;
 	if (!rdma) {
 		frec_error_set(&err, "report", -1, ENOMEM, "out of memory");
 		cli_print_error(errout, &err);
@@ -113,7 +114,7 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 	struct trace_set *snap_ts = NULL;
 	const void *snaps[REPORT_SNAPSHOTS];
 	size_t n_snaps = 0;
-	if (trace_set_run(ts, &err) || !(data = report_collect_result(collect, ts, &err)) ||
+	if (trace_set_run(ts, &err) ||
 	    mem_snapshots(files, n_files, mem, &snap_ts, snaps, &n_snaps, &err)) {
 		cli_print_error(errout, &err);
 		free(files);
@@ -122,10 +123,11 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 	}
 	free(files);
 	cli_warn_troubled(ts, errout);
+	report_data_build(&data, ts, cpu, cuda, mem);
 	struct cli_dest dst;
 	rc = cli_dest_open(&dst, fo.output, out, errout);
 	if (rc == CLI_OK) {
-		struct out_report_input in = { .ts = ts, .data = data, .syscalls = syscalls, .mem = mem,
+		struct out_report_input in = { .ts = ts, .data = &data, .syscalls = syscalls, .mem = mem,
 					       .mem_snapshots = snaps, .n_mem_snapshots = n_snaps,
 					       .cuda = cuda, .stragglers = strag, .rdma = rdma };
 		if (out_report_write(dst.f, &in, &err)) {

@@ -5,7 +5,9 @@
  * (trace_set_use_model); a model names the models it reads (`needs`), which
  * are registered before it, so they are fed the same events and finished
  * first, and handed to it (`bind`) before the pass.  Not for output
- * formats: writers read a model's result. */
+ * formats: writers read a model's result, or subscribe to a model's stream
+ * (model_events.h: every event once; model_mem_on_change: the ledger's
+ * changes); no output registers itself with the decoder. */
 #ifndef FLIGHTREC_MODEL_H
 #define FLIGHTREC_MODEL_H
 
@@ -20,6 +22,8 @@ struct trace_set;
 struct model_opts {
 	int filter_pid;     /* nonzero: only events of pid */
 	uint32_t pid;
+	unsigned per_process; /* cpu: also one tree for each of this many
+				 busiest processes (0: none) */
 };
 
 struct model_ops {

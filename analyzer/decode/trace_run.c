@@ -78,6 +78,7 @@ static int decode_record(struct trace_set *ts, uint32_t file_index, const struct
 		struct fr_ev_common c;
 		memcpy(&c, p, sizeof(c));
 		f->events++;
+		f->events_by_type[h.type]++;
 		if (c.ts_ns) {
 			if (!f->first_event_ns || c.ts_ns < f->first_event_ns)
 				f->first_event_ns = c.ts_ns;

@@ -228,6 +228,14 @@ void *trace_set_use_model(struct trace_set *ts, const char *name,
 	return state;
 }
 
+uint64_t trace_set_events_of(struct trace_set *ts, uint16_t type)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; type < 0x100 && i < ts->n_files; i++)
+		n += ts->files[i].events_by_type[type];
+	return n;
+}
+
 size_t trace_set_count(const struct trace_set *ts)
 {
 	return ts->n_files;

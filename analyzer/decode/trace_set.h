@@ -179,6 +179,7 @@ struct trace_file {
 	uint64_t records;
 	uint64_t *records_by_type;    /* 65536 counters */
 	uint64_t events;              /* kernel events fed to models */
+	uint64_t events_by_type[0x100]; /* the same, per type */
 	uint64_t first_event_ns;      /* CLOCK_MONOTONIC; 0 when no events */
 	uint64_t first_chunk_event_ns; /* the earliest first_ts_ns of its EVENTS
 					  chunk headers (known after pass 1: the
@@ -272,6 +273,8 @@ void *trace_set_use_model(struct trace_set *ts, const char *name,
 int trace_set_run(struct trace_set *ts, struct frec_error *err);
 
 size_t trace_set_count(const struct trace_set *ts);
+/* Kernel events of one type fed to the models, over every file. */
+uint64_t trace_set_events_of(struct trace_set *ts, uint16_t type);
 struct trace_file *trace_set_file(struct trace_set *ts, size_t i);
 
 /* Lookups within one file; NULL when absent.  trace_file_stack takes a

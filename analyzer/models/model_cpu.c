@@ -85,14 +85,70 @@ static size_t stack_frames(struct model_cpu *m, struct symbolizer *sym,
 	return n;
 }
 
+static int by_samples_desc(const void *a, const void *b)
+{
+	const struct cpu_proc_tree *x = a, *y = b;
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	if (x->file_index != y->file_index)
+		return x->file_index < y->file_index ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* The busiest processes (opts.per_process of them), each with an empty
+ * tree, and their positions by (file << 32 | pid) in *pos. */
+static int choose_procs(struct model_cpu *m, struct hmap *pos)
+{
+	struct model_cpu_result *r = &m->result;
+	struct hmap per_proc;
+	hmap_init(&per_proc);
+	for (size_t i = 0; i < m->counts.cap; i++) {
+		const struct hmap_slot *s = &m->counts.slots[i];
+		if (!s->used)
+			continue;
+		uint64_t *n = hmap_slot(&per_proc, s->key_a, 0, NULL);
+		if (!n) {
+			hmap_free(&per_proc);
+			return -1;
+		}
+		*n += s->value;
+	}
+	struct cpu_proc_tree *all = calloc(per_proc.count ? per_proc.count : 1, sizeof(*all));
+	size_t n_all = 0;
+	for (size_t i = 0; all && i < per_proc.cap; i++) {
+		const struct hmap_slot *s = &per_proc.slots[i];
+		if (s->used)
+			all[n_all++] = (struct cpu_proc_tree){ (uint32_t)(s->key_a >> 32),
+							       (uint32_t)s->key_a, s->value, NULL };
+	}
+	hmap_free(&per_proc);
+	if (!all)
+		return -1;
+	qsort(all, n_all, sizeof(*all), by_samples_desc);
+	r->n_procs = n_all < m->opts.per_process ? n_all : m->opts.per_process;
+	r->procs_left_out = n_all - r->n_procs;
+	r->procs = all;
+	for (size_t i = 0; i < r->n_procs; i++)
+		if (hmap_put(pos, (uint64_t)all[i].file_index << 32 | all[i].pid, 0, i) ||
+		    !(all[i].tree = flame_tree_new()))
+			return -1;
+	return 0;
+}
+
 static int cpu_finish(void *state, struct trace_set *ts, struct frec_error *err)
 {
 	struct model_cpu *m = state;
+	struct hmap pos;
+	hmap_init(&pos);
+	if (!m->counts.count && m->opts.per_process)
+		return 0; /* nothing sampled: the report says so, no tree */
 	struct symbolizer *sym = trace_set_symbolizer(ts, err);
-	if (!sym)
+	if (!sym) {
+		hmap_free(&pos);
 		return -1;
+	}
 	m->result.tree = flame_tree_new();
-	if (!m->result.tree)
+	if (!m->result.tree || (m->opts.per_process && choose_procs(m, &pos)))
 		goto oom;
 	const char **frames = NULL;
 	size_t cap = 0;
@@ -107,14 +163,19 @@ static int cpu_finish(void *state, struct trace_set *ts, struct frec_error *err)
 		m->result.distinct_stacks++;
 		size_t n = stack_frames(m, sym, f, file_index, (uint32_t)s->key_b, s->value,
 					&frames, &cap);
-		if (n == SIZE_MAX || flame_tree_add(m->result.tree, frames, n, s->value)) {
+		uint64_t at;
+		if (n == SIZE_MAX || flame_tree_add(m->result.tree, frames, n, s->value) ||
+		    (hmap_get(&pos, s->key_a, 0, &at) &&
+		     flame_tree_add(m->result.procs[at].tree, frames, n, s->value))) {
 			free(frames);
 			goto oom;
 		}
 	}
 	free(frames);
+	hmap_free(&pos);
 	return 0;
 oom:
+	hmap_free(&pos);
 	frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "out of memory building the CPU profile");
 	return -1;
 }
@@ -126,6 +187,9 @@ static void cpu_destroy(void *state)
 		return;
 	hmap_free(&m->counts);
 	flame_tree_free(m->result.tree);
+	for (size_t i = 0; i < m->result.n_procs; i++)
+		flame_tree_free(m->result.procs[i].tree);
+	free(m->result.procs);
 	free(m);
 }
 

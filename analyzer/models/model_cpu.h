@@ -1,4 +1,5 @@
-/* The CPU profile model: on-CPU samples per stack, as a flame tree. */
+/* The CPU profile model: on-CPU samples per stack, as a flame tree, and
+ * with model_opts.per_process one tree for each of the busiest processes. */
 #ifndef FLIGHTREC_MODEL_CPU_H
 #define FLIGHTREC_MODEL_CPU_H
 
@@ -8,8 +9,17 @@
 
 extern const struct model_ops model_cpu_ops;
 
+struct cpu_proc_tree {
+	uint32_t file_index, pid;
+	uint64_t samples;
+	struct flame_tree *tree;        /* owned by the model */
+};
+
 struct model_cpu_result {
 	struct flame_tree *tree;        /* owned by the model; NULL before finish */
+	struct cpu_proc_tree *procs;    /* per_process busiest, most samples first */
+	size_t n_procs;
+	size_t procs_left_out;          /* processes with samples beyond per_process */
 	uint64_t samples;               /* CPU samples in the trace(s) */
 	uint64_t samples_kept;          /* after the pid filter: the tree's total */
 	uint64_t samples_no_stack;      /* kept samples without frames ("[no stack]") */

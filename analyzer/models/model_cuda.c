@@ -39,6 +39,7 @@
  * returned: the copy bought no overlap (what non_blocking=False does).
  * Counted with the copy's stack and the synchronize's duration. */
 #include "model_cuda.h"
+#include "fr_family.h"
 #include "hmap.h"
 #include "lat_hist.h"
 
@@ -335,8 +336,7 @@ static struct tstate *thread_get(struct model_cuda *m, uint32_t file, uint32_t t
 
 static int is_copy(uint16_t f)
 {
-	return f == FR_CUDA_MEMCPY || f == FR_CUDA_MEMCPY_ASYNC || f == FR_CU_MEMCPY ||
-	       f == FR_CU_MEMCPY_ASYNC;
+	return fr_func_class_of(FR_PROBE_CUDA, f) == FR_FN_COPY;
 }
 
 static int is_async_copy(uint16_t f)
@@ -471,6 +471,13 @@ static int cuda_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *
 	if (m->opts.filter_pid && ev.c.pid != m->opts.pid)
 		return 0;
 	m->result.events++;
+	if (is_copy(ev.func)) {
+		struct cuda_kind_count *k = &m->result.kinds[ev.kind < CUDA_KINDS - 1 ? ev.kind
+										  : CUDA_KINDS - 1];
+		k->calls++;
+		k->bytes += ev.bytes;
+		k->total_ns += ev.duration_ns;
+	}
 	uint64_t start = ev.c.ts_ns, dur = ev.duration_ns;
 	uint64_t end = start + dur < start ? UINT64_MAX : start + dur;
 	if (track_ranges(m, file_index, &ev))

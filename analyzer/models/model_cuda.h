@@ -54,6 +54,14 @@ struct cuda_copy_row {
 	uint64_t inferred;    /* direction inferred from the pointers (cudaMemcpyDefault) */
 };
 
+/* Copy calls by the cudaMemcpyKind the caller passed (enum
+ * fr_cuda_copy_kind; index 5: a value out of range), every call counted
+ * as made: failed ones and nested ones too. */
+struct cuda_kind_count {
+	uint64_t calls, bytes, total_ns;
+};
+#define CUDA_KINDS 6
+
 struct cuda_sync_stack {
 	uint32_t file, pid, stack_id; /* the copy's stack */
 	uint64_t count, sync_ns, bytes;
@@ -66,6 +74,7 @@ struct cuda_result {
 	struct cuda_copy_row *copies; /* non-empty rows, by bytes descending */
 	size_t n_copies;
 	uint64_t nested_copies;      /* copies inside another copy call (counted once) */
+	struct cuda_kind_count kinds[CUDA_KINDS];
 	uint64_t async_then_sync, async_then_sync_ns;
 	struct cuda_sync_stack *sync_stacks; /* by count, descending */
 	size_t n_sync_stacks;

@@ -21,7 +21,7 @@ extern const struct model_ops model_mem_ops;
 /* Memory spaces a series counts. */
 enum mem_space { MEM_SPACE_DEVICE = 0, MEM_SPACE_PINNED_HOST = 1 };
 
-/* Per-file extras the command sets after trace_set_add_model, before the
+/* Per-file extras the command sets after asking for the model, before the
  * run: the instant for --at SECONDS (seconds from the file's start_mono_ns). */
 struct trace_set;
 int model_mem_set_at(void *state, struct trace_set *ts, uint64_t at_ns_from_start);

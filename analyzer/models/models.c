@@ -2,6 +2,7 @@
 #include "model.h"
 #include "model_cpu.h"
 #include "model_cuda.h"
+#include "model_events.h"
 #include "model_mem.h"
 #include "model_nccl.h"
 #include "model_rdma.h"
@@ -18,6 +19,7 @@ const struct model_ops *const analyzer_models[] = {
 	&model_rdma_ops,
 	&model_nccl_ops,
 	&model_stragglers_ops,
+	&model_events_ops,
 	NULL,
 };
 

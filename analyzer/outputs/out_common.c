@@ -28,13 +28,6 @@ int out_process_rank(const struct trace_file *f, uint32_t pid, int64_t *rank)
 	return 1;
 }
 
-uint16_t out_rec_type(const struct fr_rec_hdr *rec)
-{
-	uint16_t type;
-	memcpy(&type, (const uint8_t *)rec + offsetof(struct fr_rec_hdr, type), sizeof(type));
-	return type;
-}
-
 const char *out_copy_kind_name(uint32_t kind)
 {
 	static const char *const names[] = { "H2H", "H2D", "D2H", "D2D", "default" };

@@ -30,9 +30,6 @@ int64_t out_clock_offset_ns(struct trace_set *ts, size_t file_index);
  * when known, 0 when not.  The one place the writers ask. */
 int out_process_rank(const struct trace_file *f, uint32_t pid, int64_t *rank);
 
-/* The record type of rec (its header may be unaligned). */
-uint16_t out_rec_type(const struct fr_rec_hdr *rec);
-
 /* Names; NULL when the code is unknown. */
 const char *out_copy_kind_name(uint32_t kind);
 const char *out_wc_status_name(uint32_t status);

@@ -27,7 +27,7 @@ struct out_report_input {
 	struct trace_set *ts;             /* after trace_set_run */
 	const struct report_data *data;   /* out_report_data.c: cpu, cuda table, counts */
 	const void *syscalls;             /* model_syscalls state, NULL when not run */
-	/* model states (what trace_set_add_model returned); NULL: not run, and
+	/* model states (what trace_set_use_model returned); NULL: not run, and
 	 * the section says what the trace holds instead */
 	const void *mem;          /* model_mem: peak, in use over time, alloc graph,
 				     leaks, failed allocations */

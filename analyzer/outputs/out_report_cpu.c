@@ -26,7 +26,7 @@ int report_section_cpu(FILE *f, struct trace_set *ts, const struct report_data *
 				   2 * REPORT_FLAME_MAX_NODES);
 	fputs("}", f);
 	for (size_t i = 0; !rc && i < d->n_procs; i++) {
-		const struct report_proc_tree *p = &d->procs[i];
+		const struct cpu_proc_tree *p = &d->procs[i];
 		const struct trace_file *tf = trace_set_file(ts, p->file_index);
 		char label[256], title[300];
 		report_process_label(label, sizeof(label), tf, p->pid);

@@ -10,14 +10,13 @@
 
 #include <inttypes.h>
 
-/* Copies per cudaMemcpyKind, from the report's own event table
- * (report_data): the model does not keep the kind the caller passed. */
+/* Copies per cudaMemcpyKind the caller passed (model_cuda's kinds). */
 static void cuda_kinds(FILE *f, const struct report_data *d)
 {
 	fputs("\"kinds\":[", f);
 	int first = 1;
-	for (unsigned k = 0; d && k < 6; k++) {
-		const struct report_copy_kind *ck = &d->copies[k];
+	for (unsigned k = 0; d && d->copies && k < CUDA_KINDS; k++) {
+		const struct cuda_kind_count *ck = &d->copies[k];
 		if (!ck->calls)
 			continue;
 		fprintf(f, "%s{\"kind\":\"%s\",\"calls\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"total_ns\":%" PRIu64 "}",

@@ -1,5 +1,5 @@
-/* The SQLite output's streaming sink: registered with the trace set like a
- * model, it turns each decoded event into one row of its table
+/* The SQLite output's event tables: a subscriber of the event stream model
+ * (model_events.h), it turns each event into one row of its table
  * (cpu_samples, syscalls, process_events, cuda_calls, nccl_calls,
  * step_marks, rdma_ctrl_calls, rdma_posts, rdma_completions) on the
  * common clock (final before the first event: align.h), and counts events
@@ -9,7 +9,7 @@
  * model's ledger, not the raw CUDA events), nor for anything that needs
  * more than one event (models). */
 #include "out_sqlite_impl.h"
-#include "model.h"
+#include "model_events.h"
 #include "out_common.h"
 #include "trace_set.h"
 
@@ -18,26 +18,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The sink: the decoder feeds it like a model. */
-struct sqlite_sink {
-	struct out_sqlite *o;
-};
-
-static void bcommon(sqlite3_stmt *st, uint32_t file_index, const struct fr_ev_common *c,
-		    int64_t offset)
+static void bcommon(sqlite3_stmt *st, const struct ev_item *e)
 {
-	bi(st, 1, file_index);
-	bi(st, 2, c->pid);
-	bi(st, 3, c->tid);
-	bi(st, 4, (int64_t)c->ts_ns + offset);
+	bi(st, 1, e->file);
+	bi(st, 2, e->pid);
+	bi(st, 3, e->tid);
+	bi(st, 4, e->start_ns);
 }
 
-static int feed_cuda(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr *rec)
+static int feed_cuda(struct out_sqlite *o, const struct ev_item *e)
 {
 	struct fr_ev_cuda ev;
-	memcpy(&ev, rec, sizeof(ev));
+	memcpy(&ev, e->rec, sizeof(ev));
 	sqlite3_stmt *st = o->st[ST_CUDA];
-	bcommon(st, fi, &ev.c, file_offset(o, fi));
+	bcommon(st, e);
 	bu(st, 5, ev.duration_ns);
 	bi(st, 6, ev.func);
 	bi(st, 7, ev.result);
@@ -52,12 +46,12 @@ static int feed_cuda(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr 
 	return sq_put(o, st); /* allocations and memory_inuse: out_sqlite_mem_change */
 }
 
-static int feed_nccl(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr *rec)
+static int feed_nccl(struct out_sqlite *o, const struct ev_item *e)
 {
 	struct fr_ev_nccl ev;
-	memcpy(&ev, rec, sizeof(ev));
+	memcpy(&ev, e->rec, sizeof(ev));
 	sqlite3_stmt *st = o->st[ST_NCCL];
-	bcommon(st, fi, &ev.c, file_offset(o, fi));
+	bcommon(st, e);
 	bu(st, 5, ev.duration_ns);
 	bi(st, 6, ev.func);
 	bi(st, 7, ev.result);
@@ -77,12 +71,12 @@ static int feed_nccl(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr 
 	return sq_put(o, st);
 }
 
-static int feed_rdma_ctrl(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr *rec)
+static int feed_rdma_ctrl(struct out_sqlite *o, const struct ev_item *e)
 {
 	struct fr_ev_rdma_ctrl ev;
-	memcpy(&ev, rec, sizeof(ev));
+	memcpy(&ev, e->rec, sizeof(ev));
 	sqlite3_stmt *st = o->st[ST_RDMA_CTRL];
-	bcommon(st, fi, &ev.c, file_offset(o, fi));
+	bcommon(st, e);
 	bu(st, 5, ev.duration_ns);
 	bi(st, 6, ev.func);
 	bi(st, 7, ev.result);
@@ -108,12 +102,12 @@ static int feed_rdma_ctrl(struct out_sqlite *o, uint32_t fi, const struct fr_rec
 	return sq_put(o, st);
 }
 
-static int feed_rdma_post(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr *rec)
+static int feed_rdma_post(struct out_sqlite *o, const struct ev_item *e)
 {
 	struct fr_ev_rdma_post ev;
-	memcpy(&ev, rec, sizeof(ev));
+	memcpy(&ev, e->rec, sizeof(ev));
 	sqlite3_stmt *st = o->st[ST_RDMA_POST];
-	bcommon(st, fi, &ev.c, file_offset(o, fi));
+	bcommon(st, e);
 	bi(st, 5, ev.qp_num);
 	bu(st, 6, ev.wr_id);
 	bi(st, 7, ev.opcode);
@@ -128,12 +122,12 @@ static int feed_rdma_post(struct out_sqlite *o, uint32_t fi, const struct fr_rec
 	return sq_put(o, st);
 }
 
-static int feed_rdma_cqe(struct out_sqlite *o, uint32_t fi, const struct fr_rec_hdr *rec)
+static int feed_rdma_cqe(struct out_sqlite *o, const struct ev_item *e)
 {
 	struct fr_ev_rdma_cqe ev;
-	memcpy(&ev, rec, sizeof(ev));
+	memcpy(&ev, e->rec, sizeof(ev));
 	sqlite3_stmt *st = o->st[ST_RDMA_CQE];
-	bcommon(st, fi, &ev.c, file_offset(o, fi));
+	bcommon(st, e);
 	bi(st, 5, ev.qp_num);
 	bu(st, 6, ev.wr_id);
 	bi(st, 7, ev.status);
@@ -145,34 +139,31 @@ static int feed_rdma_cqe(struct out_sqlite *o, uint32_t fi, const struct fr_rec_
 	return sq_put(o, st);
 }
 
-static int sink_feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
+static int on_event(void *ctx, const struct ev_item *e)
 {
-	struct out_sqlite *o = ((struct sqlite_sink *)state)->o;
-	if (!o || o->failed)
+	struct out_sqlite *o = ctx;
+	if (o->failed)
 		return -1;
-	uint16_t type = out_rec_type(rec);
-	struct fr_ev_common c;
-	memcpy(&c, rec, sizeof(c));
-	uint64_t *n = hmap_slot(&o->threads, (uint64_t)fi << 32 | c.pid, c.tid, NULL);
+	uint16_t type = e->type;
+	uint64_t *n = hmap_slot(&o->threads, (uint64_t)e->file << 32 | e->pid, e->tid, NULL);
 	if (!n)
 		return -1;
 	++*n;
-	int64_t off = file_offset(o, fi);
 	switch (type) {
 	case FR_EV_CPU_SAMPLE: {
 		struct fr_ev_cpu_sample ev;
-		memcpy(&ev, rec, sizeof(ev));
+		memcpy(&ev, e->rec, sizeof(ev));
 		sqlite3_stmt *st = o->st[ST_CPU];
-		bcommon(st, fi, &ev.c, off);
+		bcommon(st, e);
 		bi(st, 5, ev.cpu);
 		bstack(st, 6, ev.stack_id);
 		return sq_put(o, st);
 	}
 	case FR_EV_SYSCALL: {
 		struct fr_ev_syscall ev;
-		memcpy(&ev, rec, sizeof(ev));
+		memcpy(&ev, e->rec, sizeof(ev));
 		sqlite3_stmt *st = o->st[ST_SYSCALL];
-		bcommon(st, fi, &ev.c, off);
+		bcommon(st, e);
 		bu(st, 5, ev.duration_ns);
 		bi(st, 6, ev.nr);
 		bi(st, 7, ev.ret);
@@ -187,12 +178,12 @@ static int sink_feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
 	case FR_EV_PROC_EXEC:
 	case FR_EV_PROC_EXIT: {
 		struct fr_ev_proc ev;
-		memcpy(&ev, rec, sizeof(ev));
+		memcpy(&ev, e->rec, sizeof(ev));
 		char comm[17];
 		memcpy(comm, ev.comm, 16);
 		comm[16] = '\0';
 		sqlite3_stmt *st = o->st[ST_PROC_EVENT];
-		bcommon(st, fi, &ev.c, off);
+		bcommon(st, e);
 		bt(st, 5, type == FR_EV_PROC_FORK ? "fork" : type == FR_EV_PROC_EXEC ? "exec" : "exit");
 		bi(st, 6, ev.ppid);
 		if (type == FR_EV_PROC_EXIT)
@@ -203,59 +194,36 @@ static int sink_feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
 		return sq_put(o, st);
 	}
 	case FR_EV_CUDA:
-		return feed_cuda(o, fi, rec);
+		return feed_cuda(o, e);
 	case FR_EV_NCCL:
-		return feed_nccl(o, fi, rec);
+		return feed_nccl(o, e);
 	case FR_EV_STEP: {
 		struct fr_ev_step ev;
-		memcpy(&ev, rec, sizeof(ev));
+		memcpy(&ev, e->rec, sizeof(ev));
 		sqlite3_stmt *st = o->st[ST_STEP_MARK];
-		bcommon(st, fi, &ev.c, off);
+		bcommon(st, e);
 		bstack(st, 5, ev.stack_id);
 		return sq_put(o, st);
 	}
 	case FR_EV_RDMA_CTRL:
-		return feed_rdma_ctrl(o, fi, rec);
+		return feed_rdma_ctrl(o, e);
 	case FR_EV_RDMA_POST:
-		return feed_rdma_post(o, fi, rec);
+		return feed_rdma_post(o, e);
 	case FR_EV_RDMA_CQE:
-		return feed_rdma_cqe(o, fi, rec);
+		return feed_rdma_cqe(o, e);
 	}
 	return 0;
 }
-
-static void *sink_create(const struct model_opts *opts)
-{
-	(void)opts;
-	return calloc(1, sizeof(struct sqlite_sink));
-}
-
-static int sink_finish(void *state, struct trace_set *ts, struct frec_error *err)
-{
-	(void)state;
-	(void)ts;
-	(void)err;
-	return 0;
-}
-
-static const struct model_ops sqlite_sink_ops = {
-	.name = "sqlite-sink",
-	.create = sink_create,
-	.feed = sink_feed,
-	.finish = sink_finish,
-	.destroy = free,
-};
 
 int out_sqlite_attach(struct out_sqlite *o, struct trace_set *ts, struct frec_error *err)
 {
 	o->ts = ts;
 	o->n_offsets = trace_set_count(ts);
 	o->offsets = calloc(o->n_offsets ? o->n_offsets : 1, sizeof(*o->offsets));
-	struct sqlite_sink *s = trace_set_add_model(ts, &sqlite_sink_ops, NULL);
-	if (!o->offsets || !s) {
+	void *events = trace_set_use_model(ts, "events", NULL);
+	if (!o->offsets || !events || model_events_subscribe(events, ts, on_event, o)) {
 		frec_error_set(err, "sqlite", -1, ENOMEM, "out of memory");
 		return -1;
 	}
-	s->o = o;
 	return 0;
 }

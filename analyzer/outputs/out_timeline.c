@@ -3,11 +3,10 @@
  * command lines, in the metadata events, always through out_json_str.
  * Not for analyses. */
 #include "out_timeline.h"
-#include "fr_family.h"
 #include "cuda_funcs.h"
 #include "model_mem.h"
 #include "hmap.h"
-#include "model.h"
+#include "model_events.h"
 #include "out_common.h"
 #include "syscall_names.h"
 #include "trace_set.h"
@@ -46,10 +45,6 @@ struct out_timeline {
 	struct hmap step_no;       /* (file, pid) -> steps seen */
 	struct hmap step_tid;      /* (file, pid) -> tid of the last step mark */
 	struct out_timeline_stats stats;
-};
-
-struct timeline_sink {
-	struct out_timeline *t;
 };
 
 static uint64_t jpid(uint32_t fi, uint32_t pid)
@@ -293,17 +288,13 @@ static int feed_step(struct out_timeline *t, uint32_t fi, uint32_t pid, uint32_t
 	return 0;
 }
 
-struct timeline_sink_state {
-	struct out_timeline *t;
-};
-
-static int sink_feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
+/* One event of the event stream model (model_events.h). */
+static int on_event(void *ctx, const struct ev_item *e)
 {
-	struct timeline_sink_state *ss = state;
-	struct out_timeline *t = ss->t;
-	if (!t)
-		return -1;
-	uint16_t type = out_rec_type(rec);
+	struct out_timeline *t = ctx;
+	uint32_t fi = e->file;
+	const struct fr_rec_hdr *rec = e->rec;
+	uint16_t type = e->type;
 	char args[192];
 	switch (type) {
 	case FR_EV_SYSCALL: {
@@ -327,7 +318,7 @@ static int sink_feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
 	case FR_EV_NCCL: {
 		struct fr_ev_nccl ev;
 		memcpy(&ev, rec, sizeof(ev));
-		const char *name = fr_func_name(FR_PROBE_NCCL, ev.func);
+		const char *name = e->func_name;
 		char unknown[32];
 		if (!name) {
 			snprintf(unknown, sizeof(unknown), "nccl_func_%u", ev.func);
@@ -385,36 +376,6 @@ static int sink_feed(void *state, uint32_t fi, const struct fr_rec_hdr *rec)
 	return 0; /* cpu samples, process events: not on the timeline */
 }
 
-static void *sink_create(const struct model_opts *opts)
-{
-	(void)opts;
-	return calloc(1, sizeof(struct timeline_sink_state));
-}
-
-static int sink_finish(void *state, struct trace_set *ts, struct frec_error *err)
-{
-	(void)state;
-	(void)ts;
-	(void)err;
-	return 0;
-}
-
-static void sink_destroy(void *state)
-{
-	struct timeline_sink_state *s = state;
-	if (!s)
-		return;
-	free(s);
-}
-
-static const struct model_ops timeline_sink_ops = {
-	.name = "timeline-sink",
-	.create = sink_create,
-	.feed = sink_feed,
-	.finish = sink_finish,
-	.destroy = sink_destroy,
-};
-
 int out_timeline_begin(struct trace_set *ts, FILE *out, struct out_timeline **tp,
 		       struct frec_error *err)
 {
@@ -431,15 +392,16 @@ int out_timeline_begin(struct trace_set *ts, FILE *out, struct out_timeline **tp
 	hmap_init(&t->step_no);
 	hmap_init(&t->step_tid);
 	t->offsets = calloc(t->n_files ? t->n_files : 1, sizeof(*t->offsets));
-	struct timeline_sink_state *s = trace_set_add_model(ts, &timeline_sink_ops, NULL);
-	/* memory counters come from the one allocation ledger; the nccl model
-	 * aligns the files' clocks (the decoder's align stage runs it) */
-	void *mem = s ? trace_set_use_model(ts, "mem", NULL) : NULL;
-	if (!t->offsets || !s || !mem || !trace_set_use_model(ts, "nccl", NULL)) {
+	/* events from the event stream; memory counters from the one
+	 * allocation ledger; the nccl model aligns the files' clocks (the
+	 * decoder's align stage runs it) */
+	void *events = trace_set_use_model(ts, "events", NULL);
+	void *mem = trace_set_use_model(ts, "mem", NULL);
+	if (!t->offsets || !events || !mem || !trace_set_use_model(ts, "nccl", NULL) ||
+	    model_events_subscribe(events, ts, on_event, t)) {
 		out_timeline_free(t);
 		goto oom;
 	}
-	s->t = t;
 	model_mem_on_change(mem, timeline_mem_change, t);
 	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"flightrec-analyze timeline\","
 	      "\"time\":\"microseconds from the earliest event, all files on one clock\","

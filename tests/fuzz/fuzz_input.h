@@ -6,7 +6,6 @@
 #define FLIGHTREC_FUZZ_INPUT_H
 
 #include "frec_reader.h"
-#include "fr_family.h"
 
 #include <stddef.h>
 #include <stdint.h>
