@@ -139,23 +139,33 @@ void wr_fail_io(struct frec_writer *w, const char *what, int code)
 
 /* Room the file keeps past its end for the END chunk, so a recording that
  * fills the disk can still be sealed: blocks allocated but not part of the
- * file (FALLOC_FL_KEEP_SIZE), moved forward after every chunk.  A chunk
- * write that fails has used them; cutting it away frees them again.  Best
- * effort: filesystems without fallocate get none. */
+ * file (FALLOC_FL_KEEP_SIZE).  Every chunk's own room and the END's past it
+ * are allocated before the chunk is written, so no chunk (nor a metadata
+ * chunk tried after writing stopped) ever takes the END's room: when they
+ * cannot be, the chunk is not written.  Filesystems without fallocate get
+ * no reserve; there a failed write is cut away, which frees its room. */
 #define END_RESERVE (64u << 10)
 
-static void keep_end_room(struct frec_writer *w)
+/* 1: room for len bytes at the end of the file and the END past them;
+ * 0: none (errno: ENOSPC, EDQUOT ...); -1: the filesystem cannot reserve. */
+static int room_for(struct frec_writer *w, size_t len)
 {
-	(void)fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->file_off, END_RESERVE);
+	if (w->no_fallocate)
+		return -1;
+	if (fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->file_off,
+		      (off_t)(len + END_RESERVE)) == 0)
+		return 1;
+	if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL) {
+		w->no_fallocate = 1;
+		return -1;
+	}
+	return 0;
 }
 
-/* A chunk that could not be written whole: cut its bytes away so the file
- * stays a valid prefix, and stop writing events (disk full, quota, I/O
- * error); the first failure is the one reported. */
-static void stop_writing(struct frec_writer *w, int code)
+/* Writing stops (disk full, quota, I/O error); the first failure is the one
+ * reported. */
+static void note_stop(struct frec_writer *w, int code)
 {
-	int cut = ftruncate(w->fd, (off_t)w->file_off) == 0 &&
-		  lseek(w->fd, (off_t)w->file_off, SEEK_SET) == (off_t)w->file_off;
 	pthread_mutex_lock(&w->mu);
 	if (!w->stop_error && !w->io_failed) {
 		w->stop_error = code ? code : EIO;
@@ -164,6 +174,15 @@ static void stop_writing(struct frec_writer *w, int code)
 		w->st.stop_mono_ns = w->stop_mono_ns;
 	}
 	pthread_mutex_unlock(&w->mu);
+}
+
+/* A chunk that could not be written whole: cut its bytes away so the file
+ * stays a valid prefix, and stop writing events. */
+static void stop_writing(struct frec_writer *w, int code)
+{
+	int cut = ftruncate(w->fd, (off_t)w->file_off) == 0 &&
+		  lseek(w->fd, (off_t)w->file_off, SEEK_SET) == (off_t)w->file_off;
+	note_stop(w, code);
 	if (!cut)
 		wr_fail_io(w, "cannot cut a partly written chunk away", errno);
 }
@@ -199,8 +218,13 @@ int wr_write_chunk(struct frec_writer *w, uint16_t type, int codec,
 		{ (void *)stored, stored_len },
 		{ (void *)zeros, pad },
 	};
+	int data = type != FR_CHUNK_INDEX && type != FR_CHUNK_END;
+	if (data && room_for(w, sizeof(h) + stored_len + pad) == 0) {
+		note_stop(w, errno); /* nothing written: the END's room stays */
+		return -1;
+	}
 	if (write_iov(w->fd, iov, 3) < 0) {
-		if (type == FR_CHUNK_INDEX || type == FR_CHUNK_END)
+		if (!data)
 			wr_fail_io(w, "cannot write chunk", errno);
 		else
 			stop_writing(w, errno);
@@ -233,8 +257,6 @@ int wr_write_chunk(struct frec_writer *w, uint16_t type, int codec,
 	w->next_seq++;
 	w->file_off += sizeof(h) + stored_len + pad;
 
-	if (type != FR_CHUNK_INDEX && type != FR_CHUNK_END)
-		keep_end_room(w);
 	pthread_mutex_lock(&w->mu);
 	w->st.chunks_written++;
 	if (type != FR_CHUNK_INDEX && type != FR_CHUNK_END) /* not records */
@@ -545,7 +567,6 @@ int frec_writer_open(const char *path, const struct frec_file_info *info,
 		wr_free_writer(w);
 		return -1;
 	}
-	keep_end_room(w);
 
 	/* The recorder's signal handling belongs to its main thread. */
 	sigset_t all, old;

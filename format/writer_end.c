@@ -162,6 +162,9 @@ int frec_writer_close(struct frec_writer *w, const struct fr_end *end,
 		}
 		if (rc == 0)
 			rc = write_end(w, end, index_offset, probes, n_probes);
+		/* the END's room is no longer needed: give its blocks back */
+		if (rc == 0)
+			(void)ftruncate(w->fd, (off_t)w->file_off);
 		if (rc == 0 && fsync(w->fd) < 0) {
 			wr_fail_io(w, "fsync failed", errno);
 			rc = -1;

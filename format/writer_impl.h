@@ -36,6 +36,7 @@ struct frec_writer {
 	int codec, level;
 	size_t chunk_bytes, max_queue_bytes;
 	const struct frec_schema_entry *schema; /* the caller's, for the SCHEMA chunk */
+	int no_fallocate;          /* the filesystem cannot reserve room (writer.c) */
 	size_t n_schema;
 
 	pthread_t thread;

@@ -206,20 +206,6 @@ const char *cli_duration(uint64_t ns, char *buf, size_t len)
 	return buf;
 }
 
-const char *cli_iso_time(uint64_t realtime_ns, char *buf, size_t len)
-{
-	time_t secs = (time_t)(realtime_ns / 1000000000ull);
-	struct tm tm;
-	if (!gmtime_r(&secs, &tm)) {
-		snprintf(buf, len, "(invalid time %" PRIu64 " ns)", realtime_ns);
-		return buf;
-	}
-	char date[32];
-	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%03uZ", date, (unsigned)(realtime_ns / 1000000ull % 1000));
-	return buf;
-}
-
 void cli_print_error(FILE *errout, const struct frec_error *err)
 {
 	char buf[600];

@@ -55,8 +55,6 @@ int cli_parse_file_output(int argc, char **argv, const char *cmd, const char *he
 const char *cli_bytes(uint64_t bytes, char *buf, size_t len);
 /* "12.345 s", "1.2 ms", "350 us", "12 ns" */
 const char *cli_duration(uint64_t ns, char *buf, size_t len);
-/* ISO 8601 UTC with milliseconds: "2024-05-01T12:00:00.123Z" */
-const char *cli_iso_time(uint64_t realtime_ns, char *buf, size_t len);
 
 /* Prints "flightrec-analyze: FILE: offset N: WHAT" for err. */
 void cli_print_error(FILE *errout, const struct frec_error *err);

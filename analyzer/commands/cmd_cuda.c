@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "model_cuda.h"
 #include "model_mem.h"
+#include "out_mem_stacks.h"
 #include "trace_set.h"
 
 #include <inttypes.h>

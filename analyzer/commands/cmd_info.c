@@ -99,7 +99,7 @@ static void info_text(struct trace_file *f, uint32_t file_index, const void *sys
 	fprintf(out, "  command:       %s\n", f->cmdline[0] ? f->cmdline : "(none recorded)");
 	fprintf(out, "  recorder pid:  %u\n", f->hdr.recorder_pid);
 	fprintf(out, "  format:        v%u.%u\n", f->hdr.version_major, f->hdr.version_minor);
-	fprintf(out, "  start:         %s\n", cli_iso_time(f->hdr.start_real_ns, b1, sizeof(b1)));
+	fprintf(out, "  start:         %s\n", out_iso_time(f->hdr.start_real_ns, b1, sizeof(b1)));
 	int exact;
 	uint64_t duration_ns = info_duration_ns(f, &exact);
 	fprintf(out, "  duration:      %s%s\n", cli_duration(duration_ns, b1, sizeof(b1)),
@@ -246,7 +246,7 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 	fprintf(out, ",\"format_version\":\"%u.%u\",\"start\":\"%s\",\"start_real_ns\":%" PRIu64
 		",\"duration_ns\":%" PRIu64 ",\"complete\":%s,\"status\":",
 		f->hdr.version_major, f->hdr.version_minor,
-		cli_iso_time(f->hdr.start_real_ns, b1, sizeof(b1)), f->hdr.start_real_ns,
+		out_iso_time(f->hdr.start_real_ns, b1, sizeof(b1)), f->hdr.start_real_ns,
 		duration_ns, trace_file_complete(f) ? "true" : "false");
 	out_file_status_json(out, f);
 

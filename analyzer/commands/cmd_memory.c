@@ -189,7 +189,7 @@ static void memory_text(struct trace_set *ts, const struct mem_result *r, unsign
 			fputc('\n', out);
 		fprintf(out, "GPU memory: %s%s%s\n", f->path, f->cmdline[0] ? ": " : "", f->cmdline);
 		fprintf(out, "times are seconds from the start of the recording (%s)\n",
-			cli_iso_time(f->hdr.start_real_ns, when, sizeof(when)));
+			out_iso_time(f->hdr.start_real_ns, when, sizeof(when)));
 		if (fi < r->n_files && r->files[fi].peak_bytes)
 			fprintf(out, "device memory peak, all processes: %s at %.6f s\n",
 				cli_bytes(r->files[fi].peak_bytes, b1, sizeof(b1)),

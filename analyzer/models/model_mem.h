@@ -165,8 +165,5 @@ void model_mem_on_change(void *state, mem_change_fn fn, void *ctx);
  * undefined id "[missing stack]".  Printed by out_mem_stacks.h. */
 const char **mem_stack_frames(struct trace_set *ts, uint32_t file, uint32_t stack_id,
 			      size_t *n);
-/* mem_stack_line and mem_stack_json moved to the outputs; included here for
- * the callers that still reach them through this header (cmd_cuda.c). */
-#include "out_mem_stacks.h"
 
 #endif

@@ -6,6 +6,8 @@
 #include "trace_set.h"
 
 #include <inttypes.h>
+#include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,4 +148,18 @@ void out_json_losses(FILE *f, const struct trace_file *tf)
 		fputc('}', f);
 	}
 	fputc(']', f);
+}
+
+const char *out_iso_time(uint64_t realtime_ns, char *buf, size_t len)
+{
+	time_t secs = (time_t)(realtime_ns / 1000000000ull);
+	struct tm tm;
+	if (!gmtime_r(&secs, &tm)) {
+		snprintf(buf, len, "(invalid time %" PRIu64 " ns)", realtime_ns);
+		return buf;
+	}
+	char date[32];
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03uZ", date, (unsigned)(realtime_ns / 1000000ull % 1000));
+	return buf;
 }

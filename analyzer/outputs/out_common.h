@@ -34,6 +34,9 @@ int out_process_rank(const struct trace_file *f, uint32_t pid, int64_t *rank);
 const char *out_copy_kind_name(uint32_t kind);
 const char *out_wc_status_name(uint32_t status);
 
+/* ISO 8601 UTC with milliseconds: "2024-05-01T12:00:00.123Z" */
+const char *out_iso_time(uint64_t realtime_ns, char *buf, size_t len);
+
 /* JSON string literal: quotes included; everything outside printable ASCII
  * and every one of < > & ' escaped as \uXXXX, so the text can sit inside an
  * HTML <script> element; invalid UTF-8 becomes U+FFFD. */

@@ -4,7 +4,6 @@
  * family the traces hold, so the page can say why a section is empty.
  * Not for anything a model computes (the other out_report_*.c). */
 #include "out_report_sections.h"
-#include "cli.h"
 #include "out_common.h"
 #include "out_file_json.h"
 #include "out_report_data.h"
@@ -31,7 +30,7 @@ void report_section_summary(FILE *f, struct trace_set *ts)
 		out_json_str(f, tf->cmdline);
 		fprintf(f, ",\"start\":\"%s\",\"start_ns\":%" PRIu64 ",\"duration_ns\":%" PRIu64
 			",\"events\":%" PRIu64 ",\"complete\":%s,\"status\":",
-			cli_iso_time(tf->hdr.start_real_ns, b, sizeof(b)), tf->hdr.start_real_ns,
+			out_iso_time(tf->hdr.start_real_ns, b, sizeof(b)), tf->hdr.start_real_ns,
 			last > tf->hdr.start_mono_ns ? last - tf->hdr.start_mono_ns : 0, tf->events,
 			trace_file_complete(tf) ? "true" : "false");
 		out_file_status_json(f, tf);

@@ -147,6 +147,7 @@ void out_sqlite_close(struct out_sqlite *o)
 		return;
 	for (int i = 0; i < ST_COUNT; i++)
 		sqlite3_finalize(o->st[i]);
+	sq_generic_free(o);
 	if (o->db)
 		sqlite3_close(o->db);
 	hmap_free(&o->threads);

@@ -130,4 +130,11 @@ struct out_sqlite_mem_stack {
 };
 int out_sqlite_put_mem_stack(struct out_sqlite *o, const struct out_sqlite_mem_stack *m);
 
+/* The generic table events_<record name> for an event type (columns from
+ * its family's descriptor: out_sqlite_generic.c), filled from then on.
+ * out_sqlite_attach makes one for every type no hand-written table covers;
+ * calling it for a covered type fills both (tests compare them).  Before
+ * trace_set_run; 0, or -1 for a type no family has or a failure. */
+int out_sqlite_event_table(struct out_sqlite *o, uint16_t type);
+
 #endif

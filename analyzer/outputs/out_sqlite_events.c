@@ -5,6 +5,9 @@
  * common clock (final before the first event: align.h), and counts events
  * per thread for the threads table.
  *
+ * Event types none of these tables covers get a table of their own from
+ * their family's descriptor (out_sqlite_generic.c).
+ *
  * Not for allocations and memory_inuse (out_sqlite_mem.c: the GPU memory
  * model's ledger, not the raw CUDA events), nor for anything that needs
  * more than one event (models). */
@@ -139,6 +142,18 @@ static int feed_rdma_cqe(struct out_sqlite *o, const struct ev_item *e)
 	return sq_put(o, st);
 }
 
+/* The event types the tables above are written for. */
+static int covered(uint16_t type)
+{
+	switch (type) {
+	case FR_EV_CPU_SAMPLE: case FR_EV_SYSCALL: case FR_EV_PROC_FORK: case FR_EV_PROC_EXEC:
+	case FR_EV_PROC_EXIT: case FR_EV_CUDA: case FR_EV_NCCL: case FR_EV_STEP:
+	case FR_EV_RDMA_CTRL: case FR_EV_RDMA_POST: case FR_EV_RDMA_CQE:
+		return 1;
+	}
+	return 0;
+}
+
 static int on_event(void *ctx, const struct ev_item *e)
 {
 	struct out_sqlite *o = ctx;
@@ -149,6 +164,8 @@ static int on_event(void *ctx, const struct ev_item *e)
 	if (!n)
 		return -1;
 	++*n;
+	if (o->generic[type & 0xff] && sq_generic_put(o, e))
+		return -1;
 	switch (type) {
 	case FR_EV_CPU_SAMPLE: {
 		struct fr_ev_cpu_sample ev;
@@ -225,5 +242,16 @@ int out_sqlite_attach(struct out_sqlite *o, struct trace_set *ts, struct frec_er
 		frec_error_set(err, "sqlite", -1, ENOMEM, "out of memory");
 		return -1;
 	}
+	/* the event types of a family no table above is written for */
+	size_t n_fam;
+	const struct fr_family *const *fams = fr_families(&n_fam);
+	for (size_t i = 0; i < n_fam; i++)
+		for (size_t r = 0; r < fams[i]->n_records; r++)
+			if (!covered(fams[i]->records[r].type) &&
+			    out_sqlite_event_table(o, fams[i]->records[r].type)) {
+				frec_error_set(err, "sqlite", -1, EIO, "%s", o->what[0] ? o->what :
+					       "cannot make an event table");
+				return -1;
+			}
 	return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "out_sqlite.h"
 #include "out_common.h"
+#include "fr_family.h"
 #include "hmap.h"
 
 #include <sqlite3.h>
@@ -38,6 +39,8 @@ struct out_sqlite {
 	int failed;
 	char what[200];          /* the first SQLite error */
 	struct hmap threads;     /* (file << 32 | pid, tid) -> events */
+	struct sq_generic *generic[0x100]; /* per event type: its events_<name>
+					      table (out_sqlite_generic.c) */
 };
 
 /* ---- the SQL text (out_sqlite_schema.c) ---------------------------------- */
@@ -60,6 +63,13 @@ int sq_put(struct out_sqlite *o, sqlite3_stmt *st);
 
 /* A statement prepared for one table at finish; NULL (o failed) on error. */
 sqlite3_stmt *sq_prep(struct out_sqlite *o, const char *sql);
+
+/* ---- the generic event tables (out_sqlite_generic.c) ---------------------- */
+
+struct ev_item;
+/* One row of e's events_<name> table, when its type has one. */
+int sq_generic_put(struct out_sqlite *o, const struct ev_item *e);
+void sq_generic_free(struct out_sqlite *o);
 
 /* ---- the tables written at finish ---------------------------------------- */
 

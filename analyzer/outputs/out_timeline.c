@@ -372,8 +372,21 @@ static int on_event(void *ctx, const struct ev_item *e)
 		memcpy(&ev, rec, sizeof(ev));
 		return feed_step(t, fi, ev.c.pid, ev.c.tid, ev.c.ts_ns);
 	}
+	case FR_EV_CPU_SAMPLE: case FR_EV_PROC_FORK: case FR_EV_PROC_EXEC: case FR_EV_PROC_EXIT:
+		return 0; /* not on the timeline: the flame graph and the report show them */
 	}
-	return 0; /* cpu samples, process events: not on the timeline */
+	/* Any other call with a duration or a function (a family without a
+	 * case above): a slice named by its descriptor. */
+	if (!e->family || (!e->duration_ns && !e->func_name))
+		return 0;
+	char unknown[48];
+	const char *name = e->func_name;
+	if (!name) {
+		const struct fr_family_record *r = fr_family_record(type);
+		snprintf(unknown, sizeof(unknown), "%s", r ? r->name : "event");
+		name = unknown;
+	}
+	return slice(t, fi, e->pid, e->tid, name, e->family->name, e->ts_ns, e->duration_ns, "");
 }
 
 int out_timeline_begin(struct trace_set *ts, FILE *out, struct out_timeline **tp,

@@ -4,7 +4,8 @@
  *
  * Layout: one process track per traced process (per file: the same pid on
  * two nodes is two tracks), named "comm (pid P) host H rank R"; CUDA calls,
- * system calls and NCCL calls are complete ("X") slices on their thread; a
+ * system calls, NCCL calls and the calls of every other family (named by
+ * its descriptor: model_events.h) are complete ("X") slices on their thread; a
  * slice that would overlap an earlier slice of its thread without nesting
  * (or that cannot be checked against the thread's recent slices) is written
  * as an async slice ("b"/"e") instead, so the X slices of every thread nest

@@ -264,6 +264,11 @@ static int write_trace(const char *path)
 	struct fr_ev_rdma_cqe c = { .c = { .ts_ns = t + 9000, .pid = 100, .tid = 100 }, .wr_id = 9,
 				    .qp_num = 3 };
 	synth_raw(s.ev, &c, sizeof(c), FR_EV_RDMA_CQE, c.c.ts_ns);
+	/* a call of a family without a case of its own: a slice from its
+	 * descriptor (name, family, duration) */
+	struct fr_ev_rdma_ctrl q = { .c = { .ts_ns = t + 400000, .pid = 100, .tid = 101 },
+				     .func = FR_RDMA_CREATE_QP, .duration_ns = 7000 };
+	synth_raw(s.ev, &q, sizeof(q), FR_EV_RDMA_CTRL, q.c.ts_ns);
 	return synth_close(&s, 0, 0);
 }
 
@@ -456,6 +461,8 @@ int main(void)
 	CHECK(strstr(text, "\"cat\":\"syscall.overlap\",\"name\":\"mmap\"") != NULL ||
 	      strstr(text, "\"cat\":\"syscall.overlap\",\"name\":\"ioctl\"") != NULL);
 	CHECK(strstr(text, "\"ph\":\"X\",\"cat\":\"cuda\",\"name\":\"cudaMalloc\"") != NULL);
+	CHECK(strstr(text, "\"ph\":\"X\",\"cat\":\"rdma\",\"name\":\"ibv_create_qp\"") != NULL &&
+	      strstr(text, "\"dur\":7.000") != NULL);
 	CHECK(strstr(text, "\"name\":\"process_name\"") != NULL);
 	/* tid 101's name from its THREAD record; 102 has none: its tid */
 	CHECK(strstr(text, "\"args\":{\"name\":\"\\u003cb\\u003eloader\"}") != NULL);

@@ -5,6 +5,8 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -238,11 +240,103 @@ static void test_stop_when_the_file_cannot_grow(void)
 	frec_close(r);
 }
 
+/* A full disk (a small tmpfs, in a mount namespace of its own: needs root,
+ * as CI runs) with metadata still tried after writing stopped: no chunk may
+ * take the room the END needs, whatever its size.  Every step is checked in
+ * the child, since the tmpfs goes with its namespace; the exit code says
+ * which failed. */
+static int full_disk_child(void)
+{
+	char dir[] = "/tmp/frec-full-XXXXXX";
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    !mkdtemp(dir) || mount("tmpfs", dir, "tmpfs", 0, "size=320k"))
+		return 20;
+	char path[64];
+	snprintf(path, sizeof(path), "%s/full.frec", dir);
+	struct frec_writer_opts o;
+	struct frec_writer *w;
+	struct frec_error err;
+	frec_writer_opts_default(&o);
+	o.codec = FR_CODEC_NONE;
+	o.chunk_bytes = 64u << 10;
+	if (frec_writer_open(path, NULL, &o, &w, &err))
+		return 21;
+	/* 8 events chunks of 64 KiB: the disk fills at the 4th; then, queued
+	 * behind them, metadata of every size up to the END's room */
+	struct frec_builder *b = frec_builder_new(w, FR_CHUNK_EVENTS);
+	uint8_t rec[REC] = { 0 };
+	struct fr_rec_hdr h = { .size = REC, .type = FR_EV_STEP };
+	memcpy(rec, &h, sizeof(h));
+	for (uint32_t i = 0; i < 8 * (o.chunk_bytes / REC); i++)
+		if (frec_builder_append(b, rec, REC, 1000 + (uint64_t)i))
+			return 22;
+	frec_builder_flush(b);
+	frec_builder_free(b);
+	struct frec_builder *m = frec_builder_new(w, FR_CHUNK_META);
+	struct fr_rec_clock c = { .h = { .size = sizeof(c), .type = FR_REC_CLOCK } };
+	static const uint32_t sizes[] = { 60u << 10, 40u << 10, 20u << 10, 8u << 10, 2u << 10, 256 };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		for (uint32_t at = 0; at + sizeof(c) <= sizes[k]; at += sizeof(c))
+			if (frec_builder_append(m, &c, sizeof(c), 1))
+				return 22;
+		frec_builder_flush(m);
+	}
+	for (int k = 0; k < 400; k++) { /* tiny ones, down to the last bytes free */
+		if (frec_builder_append(m, &c, sizeof(c), 1))
+			return 22;
+		frec_builder_flush(m);
+	}
+	frec_builder_free(m);
+	frec_writer_drain(w);
+	struct frec_writer_stats ws;
+	frec_writer_stats(w, &ws);
+	if (ws.stop_error != ENOSPC || ws.chunks_written < 3) {
+		fprintf(stderr, "stop_error %d, %llu chunks written, %llu dropped\n", ws.stop_error,
+			(unsigned long long)ws.chunks_written, (unsigned long long)ws.chunks_dropped);
+		return 23;
+	}
+	struct fr_probe_stats ps = { .name = "step", .events = 4096 };
+	if (frec_writer_close(w, NULL, &ps, 1, &err))
+		return 27;
+	const struct tu_summary *sum = tu_scan(path);
+	if (sum->open_rc || sum->damage || !sum->has_end)
+		return 24;
+	struct frec_reader *r;
+	struct frec_chunk ch;
+	int e = 0;
+	uint64_t at = 0;
+	if (frec_open(path, &r, &err))
+		return 25;
+	while (frec_next_chunk(r, &ch, &err) == 1)
+		;
+	int stopped = frec_end_stopped(r, &e, &at);
+	frec_close(r);
+	return stopped == 1 && e == ENOSPC ? 0 : 26;
+}
+
+static void test_full_disk_keeps_the_end_room(void)
+{
+	if (geteuid() != 0) {
+		printf("full disk: not root, no tmpfs to fill (CI runs this as root)\n");
+		return;
+	}
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(full_disk_child());
+	int status = -1;
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fprintf(stderr, "full-disk child: status %d (exit %d)\n", status,
+			WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void)
 {
 	test_overflow_held();
 	test_overflow_racing();
 	test_stop_when_the_file_cannot_grow();
+	test_full_disk_keeps_the_end_room();
 	test_errors();
 	return check_finish();
 }
