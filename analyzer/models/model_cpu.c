@@ -53,35 +53,19 @@ static int cpu_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 	return 0;
 }
 
-/* Names of one stack, root first, into *frames (grown as needed). */
+/* Names of one stack, root first, into *frames, the samples without frames
+ * counted. */
 static size_t stack_frames(struct model_cpu *m, struct symbolizer *sym,
 			   const struct trace_file *f, uint32_t file_index,
 			   uint32_t stack_id, uint64_t samples, const char ***frames,
 			   size_t *cap)
 {
-	const struct ts_stack *st = stack_id ? trace_file_stack(f, stack_id) : NULL;
-	size_t n = st ? (size_t)st->n_kernel + st->n_user : 0;
-	if (n + 1 > *cap) {
-		const char **grown = realloc(*frames, (n + 1) * sizeof(*grown));
-		if (!grown)
-			return SIZE_MAX;
-		*frames = grown;
-		*cap = n + 1;
-	}
-	if (stack_id && !st) {
+	enum stack_found how;
+	size_t n = symbolize_frames(sym, f, file_index, stack_id, frames, cap, &how);
+	if (how == STACK_MISSING)
 		m->result.samples_missing_stack += samples;
-		(*frames)[0] = symbolizer_intern(sym, "[missing stack]");
-		return (*frames)[0] ? 1 : SIZE_MAX;
-	}
-	if (!n) {
+	else if (how == STACK_NONE)
 		m->result.samples_no_stack += samples;
-		(*frames)[0] = symbolizer_intern(sym, "[no stack]");
-		return (*frames)[0] ? 1 : SIZE_MAX;
-	}
-	symbolize_stack(sym, f, file_index, st, *frames);
-	for (size_t i = 0; i < n; i++)
-		if (!(*frames)[i])
-			return SIZE_MAX;
 	return n;
 }
 

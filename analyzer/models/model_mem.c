@@ -568,27 +568,13 @@ const char **mem_stack_frames(struct trace_set *ts, uint32_t file, uint32_t stac
 	struct frec_error err = { .offset = -1 };
 	struct symbolizer *sym = trace_set_symbolizer(ts, &err);
 	const struct trace_file *f = trace_set_file(ts, file);
-	*n = 0;
-	if (!sym || !f)
+	const char **frames = NULL;
+	size_t cap = 0;
+	*n = sym && f ? symbolize_frames(sym, f, file, stack_id, &frames, &cap, NULL) : SIZE_MAX;
+	if (*n == SIZE_MAX) {
+		free(frames);
+		*n = 0;
 		return NULL;
-	const struct ts_stack *st = stack_id ? trace_file_stack(f, stack_id) : NULL;
-	size_t len = st ? (size_t)st->n_kernel + st->n_user : 0;
-	const char **frames = calloc(len + 1, sizeof(*frames));
-	if (!frames)
-		return NULL;
-	if (!len) {
-		frames[0] = symbolizer_intern(sym, stack_id && !st ? "[missing stack]" : "[no stack]");
-		*n = 1;
-	} else {
-		symbolize_stack(sym, f, file, st, frames);
-		*n = len;
-	}
-	for (size_t i = 0; i < *n; i++) {
-		if (!frames[i]) {
-			free(frames);
-			*n = 0;
-			return NULL;
-		}
 	}
 	return frames;
 }

@@ -363,3 +363,31 @@ void symbolize_stack(struct symbolizer *s, const struct trace_file *f,
 	for (size_t i = st->n_kernel; i-- > 0;)
 		frames[at++] = symbolize_ip(s, file_index, st->pid, kernel[i] - (i != 0));
 }
+
+size_t symbolize_frames(struct symbolizer *s, const struct trace_file *f, uint32_t file_index,
+			uint32_t stack_id, const char ***frames, size_t *cap,
+			enum stack_found *found)
+{
+	const struct ts_stack *st = stack_id ? trace_file_stack(f, stack_id) : NULL;
+	size_t n = st ? (size_t)st->n_kernel + st->n_user : 0;
+	if (n + 1 > *cap) {
+		const char **grown = realloc(*frames, (n + 1) * sizeof(*grown));
+		if (!grown)
+			return SIZE_MAX;
+		*frames = grown;
+		*cap = n + 1;
+	}
+	enum stack_found how = n ? STACK_FRAMES : stack_id && !st ? STACK_MISSING : STACK_NONE;
+	if (found)
+		*found = how;
+	if (how != STACK_FRAMES) {
+		(*frames)[0] = symbolizer_intern(s, how == STACK_MISSING ? "[missing stack]"
+									  : "[no stack]");
+		return (*frames)[0] ? 1 : SIZE_MAX;
+	}
+	symbolize_stack(s, f, file_index, st, *frames);
+	for (size_t i = 0; i < n; i++)
+		if (!(*frames)[i])
+			return SIZE_MAX;
+	return n;
+}
