@@ -75,6 +75,21 @@ def attached_flightrec_programs():
     return [x.get("name", "") for x in progs if x.get("name", "").startswith("fr_")]
 
 
+def bpf_objects():
+    """(flightrec's loaded programs, flightrec's links) as bpftool lists
+    them: {id: name} of programs named fr_*, {link id: (type, program
+    name)} of links whose program is one of them."""
+    def show(what):
+        p = subprocess.run(["bpftool", "-j", what, "show"], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise AssertionError(f"bpftool {what} show failed: " + p.stderr)
+        return json.loads(p.stdout or "[]")
+    progs = {x["id"]: x.get("name", "") for x in show("prog")}
+    ours = {i: n for i, n in progs.items() if n.startswith("fr_")}
+    links = {x["id"]: (x.get("type", "?"), progs.get(x.get("prog_id"), "?")) for x in show("link")}
+    return ours, {i: v for i, v in links.items() if v[1].startswith("fr_")}
+
+
 class Case(unittest.TestCase):
     pass
 

@@ -23,12 +23,14 @@ AT_PEAK = {"init_weights": 805_306_368, "alloc_io_buffers": 67_108_864,
 
 
 def no_programs_left(bound_s=120.0):
-    """The kernel frees a dead process's programs after an RCU grace period:
-    wait for that.  The bound is not a measurement: it is far past any grace
-    period, and only turns a leaked program into a failure with a message
-    instead of a ctest timeout."""
+    """No flightrec program and no link to one, as `bpftool prog show` and
+    `bpftool link show` list them (uprobe_multi and perf-event uprobes are
+    links).  The kernel frees a dead process's programs after an RCU grace
+    period: wait for that.  The bound is not a measurement: it is far past
+    any grace period, and only turns a leaked program into a failure with a
+    message instead of a ctest timeout."""
     end = time.monotonic() + bound_s
-    while frtest.attached_flightrec_programs():
+    while any(frtest.bpf_objects()):
         if time.monotonic() > end:
             return False
         time.sleep(0.1)
@@ -51,7 +53,8 @@ class KillAnywhere(frtest.Case):
             rec.send_signal(signal.SIGKILL)
             # the job writes to the recorder's stdout: EOF when it is gone too
             out, _ = rec.communicate(timeout=60)
-            self.assertTrue(no_programs_left(), f"{what}: probes left attached")
+            self.assertTrue(no_programs_left(), f"{what}: left behind (programs, links): "
+                            f"{frtest.bpf_objects()}")
             if not os.path.exists(trace):
                 continue  # killed before the file was created
             chk = frtest.analyze("check", trace, check=False)
