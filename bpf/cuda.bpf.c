@@ -106,8 +106,19 @@ static __always_inline void fill_args(struct fr_ev_cuda *e, const struct call_st
 		break;
 	case FR_CUDA_FREE: case FR_CUDA_FREE_HOST: case FR_CUDA_HOST_UNREGISTER:
 	case FR_CU_MEM_FREE: case FR_CU_MEM_RELEASE:
-	case FR_CUDA_STREAM_SYNC: case FR_CUDA_EVENT_SYNC:
+	case FR_CUDA_STREAM_SYNC: case FR_CUDA_EVENT_SYNC: case FR_CU_EVENT_SYNC:
+	case FR_CUDA_EVENT_QUERY: case FR_CU_EVENT_QUERY:
 		e->ptr = a[0];
+		break;
+	case FR_CUDA_EVENT_RECORD: case FR_CU_EVENT_RECORD:   /* (event, stream) */
+	case FR_CUDA_GRAPH_LAUNCH: case FR_CU_GRAPH_LAUNCH:   /* (graphExec, stream) */
+		e->ptr = a[0];
+		e->stream = a[1];
+		break;
+	case FR_CUDA_STREAM_WAIT_EVENT: case FR_CU_STREAM_WAIT_EVENT: /* (stream, event, flags) */
+		e->stream = a[0];
+		e->ptr = a[1];
+		e->kind = (__u32)a[2];
 		break;
 	case FR_CUDA_FREE_ASYNC: case FR_CU_MEM_FREE_ASYNC:
 		e->ptr = a[0];

@@ -139,8 +139,9 @@ FR_STATIC_ASSERT(sizeof(struct fr_ev_proc) == 48, "fr_ev_proc");
 
 /* ---- CUDA (probe family cuda) ------------------------------------------- */
 
-/* Which function a cuda event is.  Runtime (libcudart) first, then driver
- * (libcuda).  Append-only. */
+/* Which function a cuda event is.  Runtime (libcudart) 1..31, then driver
+ * (libcuda) 32..63: every id stays below 64 (the analyzer's per-function
+ * tables, CUDA_FUNC_LIMIT).  Append-only. */
 enum fr_cuda_func {
 	FR_CUDA_MALLOC = 1,          /* cudaMalloc(ptr*, bytes) */
 	FR_CUDA_FREE = 2,            /* cudaFree(ptr) */
@@ -159,6 +160,12 @@ enum fr_cuda_func {
 	FR_CUDA_DEVICE_SYNC = 15,    /* cudaDeviceSynchronize() */
 	FR_CUDA_EVENT_SYNC = 16,     /* cudaEventSynchronize(event): event in ptr */
 	FR_CUDA_SET_DEVICE = 17,     /* cudaSetDevice(device): device in `device` */
+	FR_CUDA_EVENT_RECORD = 18,   /* cudaEventRecord(event, stream): event in ptr, stream */
+	FR_CUDA_EVENT_QUERY = 19,    /* cudaEventQuery(event): event in ptr; result 0 done,
+					600 cudaErrorNotReady (never blocks) */
+	FR_CUDA_STREAM_WAIT_EVENT = 20, /* cudaStreamWaitEvent(stream, event, flags): event in
+					   ptr, stream, flags in kind */
+	FR_CUDA_GRAPH_LAUNCH = 21,   /* cudaGraphLaunch(graphExec, stream): graph exec in ptr, stream */
 	FR_CU_MEM_ALLOC = 32,        /* cuMemAlloc_v2(ptr*, bytes) */
 	FR_CU_MEM_FREE = 33,         /* cuMemFree_v2(ptr) */
 	FR_CU_MEM_ALLOC_ASYNC = 34,  /* cuMemAllocAsync(ptr*, bytes, stream) */
@@ -172,6 +179,12 @@ enum fr_cuda_func {
 	FR_CU_LAUNCH_KERNEL_EX = 42, /* cuLaunchKernelEx(config*, f, ...) */
 	FR_CU_MEMCPY = 43,           /* cuMemcpy family; direction in kind */
 	FR_CU_MEMCPY_ASYNC = 44,     /* cuMemcpy*Async family; direction in kind */
+	FR_CU_EVENT_RECORD = 45,     /* cuEventRecord(event, stream): event in ptr, stream */
+	FR_CU_EVENT_QUERY = 46,      /* cuEventQuery(event): event in ptr; result 0 or 600 */
+	FR_CU_EVENT_SYNC = 47,       /* cuEventSynchronize(event): event in ptr */
+	FR_CU_STREAM_WAIT_EVENT = 48,/* cuStreamWaitEvent(stream, event, flags): event in ptr,
+					stream, flags in kind */
+	FR_CU_GRAPH_LAUNCH = 49,     /* cuGraphLaunch(graphExec, stream): graph exec in ptr, stream */
 };
 
 /* fr_ev_cuda.flags */
@@ -192,7 +205,14 @@ enum fr_cuda_copy_kind {
  *   copies:      ptr = dst, src, bytes, kind (enum fr_cuda_copy_kind), stream
  *   launches:    ptr = kernel function address, stream
  *   syncs:       ptr = stream or event
- *   cudaHostAlloc/cudaMallocManaged/cuMemHostAlloc: kind = flags */
+ *   event records and queries: ptr = event; records also stream
+ *   stream waits on an event: ptr = event, stream = the waiting stream,
+ *                kind = flags
+ *   graph launches: ptr = graph exec (cudaGraphExec_t / CUgraphExec), stream
+ *   cudaHostAlloc/cudaMallocManaged/cuMemHostAlloc: kind = flags
+ * result is every call's return code: for event queries 0 means the work
+ * before the event is done, 600 (cudaErrorNotReady / CUDA_ERROR_NOT_READY)
+ * that it is not. */
 struct fr_ev_cuda {
 	struct fr_ev_common c;
 	fr_u16 func;        /* enum fr_cuda_func */

@@ -34,9 +34,13 @@
  * copies, only the enqueue rate for async ones.
  *
  * "Async then sync": a successful cudaMemcpyAsync/cuMemcpyAsync whose
- * thread's next call is cudaStreamSynchronize, cudaDeviceSynchronize or
- * cudaEventSynchronize starting less than CUDA_SYNC_GAP_NS after the copy
+ * thread's next call is a synchronize (cudaStreamSynchronize,
+ * cudaDeviceSynchronize, cudaEventSynchronize, cuEventSynchronize: class
+ * FR_FN_SYNC; not cudaEventQuery nor cudaStreamWaitEvent, which never
+ * block the host) starting less than CUDA_SYNC_GAP_NS after the copy
  * returned: the copy bought no overlap (what non_blocking=False does).
+ * Event records, stream waits on events and event queries in between are
+ * looked past (is_transparent).
  * Counted with the copy's stack and the synchronize's duration. */
 #include "model_cuda.h"
 #include "fr_family.h"
@@ -60,7 +64,9 @@ static const char *variant_suffix(uint16_t func)
 	case FR_CUDA_MALLOC_ASYNC: case FR_CUDA_FREE_ASYNC: case FR_CUDA_MEMCPY_ASYNC:
 	case FR_CUDA_LAUNCH_KERNEL: case FR_CUDA_STREAM_SYNC: case FR_CU_MEM_ALLOC_ASYNC:
 	case FR_CU_MEM_FREE_ASYNC: case FR_CU_LAUNCH_KERNEL: case FR_CU_LAUNCH_KERNEL_EX:
-	case FR_CU_MEMCPY_ASYNC:
+	case FR_CU_MEMCPY_ASYNC: case FR_CUDA_EVENT_RECORD: case FR_CUDA_STREAM_WAIT_EVENT:
+	case FR_CUDA_GRAPH_LAUNCH: case FR_CU_EVENT_RECORD: case FR_CU_STREAM_WAIT_EVENT:
+	case FR_CU_GRAPH_LAUNCH:
 		return "_ptsz";
 	}
 	return "_ptds";
@@ -344,9 +350,21 @@ static int is_async_copy(uint16_t f)
 	return f == FR_CUDA_MEMCPY_ASYNC || f == FR_CU_MEMCPY_ASYNC;
 }
 
+/* The host waits for the device (not an event query, not a stream waiting
+ * for an event: neither blocks the host). */
 static int is_sync(uint16_t f)
 {
-	return f == FR_CUDA_STREAM_SYNC || f == FR_CUDA_DEVICE_SYNC || f == FR_CUDA_EVENT_SYNC;
+	return fr_func_class_of(FR_PROBE_CUDA, f) == FR_FN_SYNC;
+}
+
+/* Calls an async copy's "next call" looks past: they neither block the
+ * host nor queue device work of their own (event records, stream waits on
+ * an event, event queries), so a copy, an event recorded after it and a
+ * synchronize at once still bought no overlap. */
+static int is_transparent(uint16_t f)
+{
+	enum fr_func_class c = fr_func_class_of(FR_PROBE_CUDA, f);
+	return c == FR_FN_EVENT || c == FR_FN_QUERY;
 }
 
 /* Keeps the address ranges that copies are classified against. */
@@ -537,7 +555,7 @@ static int cuda_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *
 		t->p_bytes = ev.bytes;
 		t->p_pid = ev.c.pid;
 		t->p_stack = ev.stack_id;
-	} else if (t->pending) {
+	} else if (t->pending && !is_transparent(ev.func)) {
 		if (start >= t->p_end && is_sync(ev.func) && start - t->p_end < CUDA_SYNC_GAP_NS &&
 		    add_sync_finding(m, file_index, t, dur))
 			return -1;

@@ -27,6 +27,10 @@ static const struct fr_family_func funcs[] = {
 	{ FR_CUDA_DEVICE_SYNC, "cudaDeviceSynchronize", FR_FN_SYNC },
 	{ FR_CUDA_EVENT_SYNC, "cudaEventSynchronize", FR_FN_SYNC },
 	{ FR_CUDA_SET_DEVICE, "cudaSetDevice", FR_FN_DEVICE },
+	{ FR_CUDA_EVENT_RECORD, "cudaEventRecord", FR_FN_EVENT },
+	{ FR_CUDA_EVENT_QUERY, "cudaEventQuery", FR_FN_QUERY },
+	{ FR_CUDA_STREAM_WAIT_EVENT, "cudaStreamWaitEvent", FR_FN_EVENT },
+	{ FR_CUDA_GRAPH_LAUNCH, "cudaGraphLaunch", FR_FN_GRAPH_LAUNCH },
 	{ FR_CU_MEM_ALLOC, "cuMemAlloc_v2", FR_FN_ALLOC },
 	{ FR_CU_MEM_FREE, "cuMemFree_v2", FR_FN_FREE },
 	{ FR_CU_MEM_ALLOC_ASYNC, "cuMemAllocAsync", FR_FN_ALLOC },
@@ -40,6 +44,11 @@ static const struct fr_family_func funcs[] = {
 	{ FR_CU_LAUNCH_KERNEL_EX, "cuLaunchKernelEx", FR_FN_LAUNCH },
 	{ FR_CU_MEMCPY, "cuMemcpy*", FR_FN_COPY },
 	{ FR_CU_MEMCPY_ASYNC, "cuMemcpy*Async", FR_FN_COPY },
+	{ FR_CU_EVENT_RECORD, "cuEventRecord", FR_FN_EVENT },
+	{ FR_CU_EVENT_QUERY, "cuEventQuery", FR_FN_QUERY },
+	{ FR_CU_EVENT_SYNC, "cuEventSynchronize", FR_FN_SYNC },
+	{ FR_CU_STREAM_WAIT_EVENT, "cuStreamWaitEvent", FR_FN_EVENT },
+	{ FR_CU_GRAPH_LAUNCH, "cuGraphLaunch", FR_FN_GRAPH_LAUNCH },
 };
 
 /* entry programs: 0 fr_cuda_enter, 1 fr_cuda_enter_launch (launches take
@@ -73,6 +82,13 @@ static const struct fr_family_symbol symbols[] = {
 	RT("cudaDeviceSynchronize", FR_CUDA_DEVICE_SYNC),
 	RT("cudaEventSynchronize", FR_CUDA_EVENT_SYNC),
 	RT("cudaSetDevice", FR_CUDA_SET_DEVICE),
+	RT("cudaEventRecord", FR_CUDA_EVENT_RECORD),
+	PTSZ("cudaEventRecord_ptsz", FR_CUDA_EVENT_RECORD),
+	RT("cudaEventQuery", FR_CUDA_EVENT_QUERY),
+	RT("cudaStreamWaitEvent", FR_CUDA_STREAM_WAIT_EVENT),
+	PTSZ("cudaStreamWaitEvent_ptsz", FR_CUDA_STREAM_WAIT_EVENT),
+	RT("cudaGraphLaunch", FR_CUDA_GRAPH_LAUNCH),
+	PTSZ("cudaGraphLaunch_ptsz", FR_CUDA_GRAPH_LAUNCH),
 	/* driver API */
 	RT("cuMemAlloc_v2", FR_CU_MEM_ALLOC),
 	RT("cuMemFree_v2", FR_CU_MEM_FREE),
@@ -105,6 +121,14 @@ static const struct fr_family_symbol symbols[] = {
 	COPY("cuMemcpyDtoHAsync_v2_ptsz", FR_CU_MEMCPY_ASYNC, FR_COPY_D2H, FR_CUDAF_PTSZ),
 	COPY("cuMemcpyDtoDAsync_v2", FR_CU_MEMCPY_ASYNC, FR_COPY_D2D, 0),
 	COPY("cuMemcpyDtoDAsync_v2_ptsz", FR_CU_MEMCPY_ASYNC, FR_COPY_D2D, FR_CUDAF_PTSZ),
+	RT("cuEventRecord", FR_CU_EVENT_RECORD),
+	PTSZ("cuEventRecord_ptsz", FR_CU_EVENT_RECORD),
+	RT("cuEventQuery", FR_CU_EVENT_QUERY),
+	RT("cuEventSynchronize", FR_CU_EVENT_SYNC),
+	RT("cuStreamWaitEvent", FR_CU_STREAM_WAIT_EVENT),
+	PTSZ("cuStreamWaitEvent_ptsz", FR_CU_STREAM_WAIT_EVENT),
+	RT("cuGraphLaunch", FR_CU_GRAPH_LAUNCH),
+	PTSZ("cuGraphLaunch_ptsz", FR_CU_GRAPH_LAUNCH),
 };
 
 static const char *const knobs[] = {
@@ -117,8 +141,9 @@ const struct fr_family fr_family_cuda = {
 	.name = "cuda",
 	.selectable = true,
 	.help = "CUDA runtime and driver calls (allocations,\n"
-		"frees, copies, launches, synchronizes) with\n"
-		"their stacks, in every libcudart/libcuda\n"
+		"frees, copies, launches, synchronizes, event\n"
+		"records/queries/stream waits, graph launches)\n"
+		"with their stacks, in every libcudart/libcuda\n"
 		"the traced processes map, including ones\n"
 		"loaded later with dlopen (attached within\n"
 		"10-20 ms of the mapping here; calls made before\n"

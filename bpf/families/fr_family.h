@@ -63,6 +63,13 @@ enum fr_func_class {
 	FR_FN_REGISTER,      /* registers memory with the NIC */
 	FR_FN_DEREGISTER,
 	FR_FN_OPS,           /* pseudo-call: a context's provider functions */
+	/* appended for CUDA events and graphs (values above never change) */
+	FR_FN_EVENT,         /* orders device work by an event, the host never waits:
+				records one on a stream, or makes a stream wait
+				for one (cudaEventRecord, cudaStreamWaitEvent) */
+	FR_FN_QUERY,         /* asks whether device work is done, never blocks
+				(cudaEventQuery: 0 done, 600 not ready) */
+	FR_FN_GRAPH_LAUNCH,  /* launches a captured graph (many kernels) on a stream */
 };
 
 /* One API function of a family (the `func` field of its events). */

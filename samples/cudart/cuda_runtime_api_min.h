@@ -41,6 +41,14 @@ enum cudaMemcpyKind {
 
 typedef struct CUstream_st *cudaStream_t;
 typedef struct CUevent_st *cudaEvent_t;
+typedef struct CUgraph_st *cudaGraph_t;
+typedef struct CUgraphExec_st *cudaGraphExec_t;
+
+enum cudaStreamCaptureMode {
+	cudaStreamCaptureModeGlobal = 0,
+	cudaStreamCaptureModeThreadLocal = 1,
+	cudaStreamCaptureModeRelaxed = 2,
+};
 
 struct dim3 {
 	unsigned int x, y, z;
@@ -75,6 +83,9 @@ typedef struct dim3 dim3;
 #define cudaEventBlockingSync 0x01
 #define cudaEventDisableTiming 0x02
 
+#define cudaEventWaitDefault 0x00
+#define cudaEventWaitExternal 0x01
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -97,6 +108,7 @@ extern cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int
 extern cudaError_t cudaStreamDestroy(cudaStream_t stream);
 extern cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 extern cudaError_t cudaStreamQuery(cudaStream_t stream);
+extern cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
 extern cudaError_t cudaEventCreate(cudaEvent_t *event);
 extern cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags);
 extern cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
@@ -126,6 +138,15 @@ extern cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaSt
 /* execution */
 extern cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
 				    size_t sharedMem, cudaStream_t stream);
+
+/* stream capture and graphs */
+extern cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+extern cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph);
+extern cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+					unsigned long long flags);
+extern cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream);
+extern cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec);
+extern cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 
 #ifdef __cplusplus
 }

@@ -29,12 +29,20 @@
 	X(cudaErrorNoDevice, 100, "no CUDA-capable device is detected")          \
 	X(cudaErrorInvalidDevice, 101, "invalid device ordinal")                 \
 	X(cudaErrorInvalidResourceHandle, 400, "invalid resource handle")        \
+	X(cudaErrorIllegalState, 401,                                            \
+	  "the operation cannot be performed in the present state")              \
 	X(cudaErrorNotReady, 600, "device not ready")                            \
 	X(cudaErrorHostMemoryAlreadyRegistered, 712,                             \
 	  "part or all of the requested memory range is already mapped")         \
 	X(cudaErrorHostMemoryNotRegistered, 713,                                 \
 	  "pointer does not correspond to a registered memory region")           \
 	X(cudaErrorNotSupported, 801, "operation not supported")                 \
+	X(cudaErrorStreamCaptureUnsupported, 900,                                \
+	  "operation not permitted when stream is capturing")                    \
+	X(cudaErrorStreamCaptureInvalidated, 901,                                \
+	  "operation failed due to a previous error during capture")             \
+	X(cudaErrorStreamCaptureWrongThread, 908,                                \
+	  "attempt to terminate a thread-local capture sequence from another thread") \
 	X(cudaErrorUnknown, 999, "unknown error")
 
 #endif

@@ -39,6 +39,25 @@
  *     cudaMemcpyAsync returns at once.
  *   - kernels: cudaLaunchKernel queues FLIGHTREC_FAKE_KERNEL_US (default 50)
  *     microseconds on the stream.
+ *   - events: cudaEventRecord marks when the work queued so far on its
+ *     stream ends; cudaEventQuery answers cudaErrorNotReady (600) before
+ *     then, cudaEventSynchronize sleeps until then; cudaStreamWaitEvent
+ *     makes later work on the waiting stream start no earlier than that
+ *     (a never-recorded event is already complete, as NVIDIA's is).
+ *   - graphs: cudaStreamBeginCapture on a created or per-thread stream
+ *     (not the legacy one) captures the kernels launched on it instead of
+ *     queueing them; cudaStreamEndCapture returns them as a graph,
+ *     cudaGraphInstantiate makes an executable graph of it, and each
+ *     cudaGraphLaunch queues its kernels back to back on the stream (their
+ *     total time, once).  Only kernels are captured: any other stream
+ *     operation on a capturing stream (copy, memset, event record or wait,
+ *     synchronize, query, graph launch, async allocation) fails with
+ *     cudaErrorStreamCaptureUnsupported and invalidates the capture, which
+ *     cudaStreamEndCapture then reports (cudaErrorStreamCaptureInvalidated,
+ *     no graph).  NVIDIA's captures those too; the stand-in does not.
+ *     Capture modes: ending a Global or ThreadLocal capture from another
+ *     thread fails (cudaErrorStreamCaptureWrongThread); the modes' other
+ *     rules (what other threads may call meanwhile) are not modelled.
  */
 /* CMake defines CUDART_STANDIN_REAL_HEADER when NVIDIA's header is usable. */
 #ifdef CUDART_STANDIN_REAL_HEADER
@@ -75,6 +94,10 @@ cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
 cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph);
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
 cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
 cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
 
@@ -100,6 +123,23 @@ struct CUstream_st {
 	int device;
 	unsigned int flags;         /* cudaStreamNonBlocking */
 	uint64_t busy_until_ns;     /* CLOCK_MONOTONIC: queued work ends */
+	struct CUgraph_st *capture; /* the graph being captured, or NULL */
+	int capture_invalid;        /* an unsupported operation hit the capture */
+	enum cudaStreamCaptureMode capture_mode;
+	pthread_t capture_thread;   /* who began the capture */
+};
+
+/* A captured graph and an executable one: kernels back to back. */
+struct CUgraph_st {
+	struct CUgraph_st *next;    /* all graphs returned by cudaStreamEndCapture */
+	unsigned int n_kernels;
+	uint64_t duration_ns;       /* the kernels' total time */
+};
+
+struct CUgraphExec_st {
+	struct CUgraphExec_st *next;
+	unsigned int n_kernels;
+	uint64_t duration_ns;
 };
 
 struct CUevent_st {
@@ -158,6 +198,8 @@ static struct table g_allocs = { NULL, 0, 0, sizeof(struct allocation) };
 static struct table g_pinned = { NULL, 0, 0, sizeof(struct pinned) };
 static struct CUstream_st *g_streams;
 static struct CUevent_st *g_events;
+static struct CUgraph_st *g_graphs;
+static struct CUgraphExec_st *g_graph_execs;
 static pthread_key_t g_thread_key;
 
 /* Per-thread state: current device, last error, per-thread default
@@ -278,6 +320,7 @@ static void thread_state_free(void *p)
 		if (mine) {
 			struct CUstream_st *dead = *link;
 			*link = dead->next;
+			free(dead->capture);
 			free(dead);
 		} else {
 			link = &(*link)->next;
@@ -412,6 +455,19 @@ static cudaError_t resolve_stream(cudaStream_t handle, enum default_stream dflt,
 static int is_legacy(const struct CUstream_st *s)
 {
 	return s == &g_devices[s->device].legacy;
+}
+
+/* resolve_stream for an operation the stand-in cannot capture: on a
+ * capturing stream it fails and invalidates the capture. */
+static cudaError_t resolve_stream_op(cudaStream_t handle, enum default_stream dflt,
+				     struct CUstream_st **out)
+{
+	cudaError_t err = resolve_stream(handle, dflt, out);
+	if (!err && (*out)->capture) {
+		(*out)->capture_invalid = 1;
+		err = cudaErrorStreamCaptureUnsupported;
+	}
+	return err;
 }
 
 /* When work queued now on s can start, by NVIDIA's default-stream rules:
@@ -791,7 +847,7 @@ static cudaError_t memcpy_common(void *dst, const void *src, size_t count,
 
 	pthread_mutex_lock(&g_lock);
 	struct CUstream_st *s;
-	err = resolve_stream(handle, dflt, &s);
+	err = resolve_stream_op(handle, dflt, &s);
 	if (err) {
 		pthread_mutex_unlock(&g_lock);
 		return err;
@@ -852,7 +908,7 @@ static cudaError_t memset_common(void *dev_ptr, int value, size_t count, cudaStr
 		return cudaSuccess;
 	pthread_mutex_lock(&g_lock);
 	struct CUstream_st *s;
-	err = resolve_stream(handle, dflt, &s);
+	err = resolve_stream_op(handle, dflt, &s);
 	const struct allocation *a =
 		err ? NULL : find_allocation((uint64_t)(uintptr_t)dev_ptr, count, NULL);
 	if (!err && !a)
@@ -880,8 +936,12 @@ static cudaError_t launch_common(const void *func, dim3 grid, dim3 block, cudaSt
 	pthread_mutex_lock(&g_lock);
 	struct CUstream_st *s;
 	err = resolve_stream(handle, dflt, &s);
-	if (!err)
+	if (!err && s->capture) {
+		s->capture->n_kernels++; /* captured, not run */
+		s->capture->duration_ns += g_kernel_ns;
+	} else if (!err) {
 		stream_enqueue(s, g_kernel_ns);
+	}
 	pthread_mutex_unlock(&g_lock);
 	return err;
 }
@@ -893,7 +953,7 @@ static cudaError_t stream_sync_common(cudaStream_t handle, enum default_stream d
 		return err;
 	pthread_mutex_lock(&g_lock);
 	struct CUstream_st *s;
-	err = resolve_stream(handle, dflt, &s);
+	err = resolve_stream_op(handle, dflt, &s);
 	uint64_t until = err ? 0 : s->busy_until_ns;
 	pthread_mutex_unlock(&g_lock);
 	if (!err)
@@ -908,7 +968,7 @@ static cudaError_t stream_query_common(cudaStream_t handle, enum default_stream 
 		return err;
 	pthread_mutex_lock(&g_lock);
 	struct CUstream_st *s;
-	err = resolve_stream(handle, dflt, &s);
+	err = resolve_stream_op(handle, dflt, &s);
 	if (!err && s->busy_until_ns > now_ns())
 		err = cudaErrorNotReady;
 	pthread_mutex_unlock(&g_lock);
@@ -952,6 +1012,7 @@ static cudaError_t stream_destroy(cudaStream_t handle)
 		if (per_thread)
 			break;
 		*link = handle->next;
+		free(handle->capture); /* a capture never ended: its graph is gone */
 		free(handle);
 		err = cudaSuccess;
 		break;
@@ -995,7 +1056,7 @@ static cudaError_t event_record(cudaEvent_t handle, cudaStream_t stream, enum de
 	pthread_mutex_lock(&g_lock);
 	struct CUevent_st *e = find_event(handle);
 	struct CUstream_st *s = NULL;
-	err = e ? resolve_stream(stream, dflt, &s) : cudaErrorInvalidResourceHandle;
+	err = e ? resolve_stream_op(stream, dflt, &s) : cudaErrorInvalidResourceHandle;
 	if (!err) {
 		e->recorded = 1;
 		e->ready_ns = stream_start_ns(s, now_ns());
@@ -1056,6 +1117,191 @@ static cudaError_t event_destroy(cudaEvent_t handle)
 		if (*link == handle) {
 			*link = handle->next;
 			free(handle);
+			err = cudaSuccess;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&g_lock);
+	return err;
+}
+
+/* cudaStreamWaitEvent: work queued on the stream from now on starts no
+ * earlier than the event's work ends. */
+static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t handle, unsigned int flags,
+				     enum default_stream dflt)
+{
+	cudaError_t err = ensure_init();
+	if (err)
+		return err;
+	if (flags & ~(unsigned)cudaEventWaitExternal)
+		return cudaErrorInvalidValue;
+	pthread_mutex_lock(&g_lock);
+	struct CUevent_st *e = find_event(handle);
+	struct CUstream_st *s = NULL;
+	err = e ? resolve_stream_op(stream, dflt, &s) : cudaErrorInvalidResourceHandle;
+	if (!err && e->recorded)
+		s->busy_until_ns = max_u64(s->busy_until_ns, e->ready_ns);
+	pthread_mutex_unlock(&g_lock);
+	return err;
+}
+
+static cudaError_t begin_capture(cudaStream_t handle, enum cudaStreamCaptureMode mode,
+				 enum default_stream dflt)
+{
+	cudaError_t err = ensure_init();
+	if (err)
+		return err;
+	if ((unsigned)mode > cudaStreamCaptureModeRelaxed)
+		return cudaErrorInvalidValue;
+	struct CUgraph_st *g = calloc(1, sizeof(*g));
+	if (!g)
+		return cudaErrorMemoryAllocation;
+	pthread_mutex_lock(&g_lock);
+	struct CUstream_st *s;
+	err = resolve_stream(handle, dflt, &s);
+	if (!err && is_legacy(s))
+		err = cudaErrorStreamCaptureUnsupported;
+	else if (!err && s->capture)
+		err = cudaErrorIllegalState;
+	if (!err) {
+		s->capture = g;
+		s->capture_invalid = 0;
+		s->capture_mode = mode;
+		s->capture_thread = pthread_self();
+		g = NULL;
+	}
+	pthread_mutex_unlock(&g_lock);
+	free(g);
+	return err;
+}
+
+static cudaError_t end_capture(cudaStream_t handle, cudaGraph_t *out, enum default_stream dflt)
+{
+	cudaError_t err = ensure_init();
+	if (err)
+		return err;
+	if (!out)
+		return cudaErrorInvalidValue;
+	pthread_mutex_lock(&g_lock);
+	struct CUstream_st *s;
+	err = resolve_stream(handle, dflt, &s);
+	if (!err && !s->capture)
+		err = cudaErrorIllegalState;
+	else if (!err && s->capture_mode != cudaStreamCaptureModeRelaxed &&
+		 !pthread_equal(s->capture_thread, pthread_self()))
+		err = cudaErrorStreamCaptureWrongThread;
+	if (!err) {
+		struct CUgraph_st *g = s->capture;
+		s->capture = NULL;
+		if (s->capture_invalid) {
+			free(g);
+			*out = NULL;
+			err = cudaErrorStreamCaptureInvalidated;
+		} else {
+			g->next = g_graphs;
+			g_graphs = g;
+			*out = g;
+		}
+	}
+	pthread_mutex_unlock(&g_lock);
+	return err;
+}
+
+static struct CUgraph_st *find_graph(cudaGraph_t g)
+{
+	for (struct CUgraph_st *it = g_graphs; it; it = it->next)
+		if (it == g)
+			return it;
+	return NULL;
+}
+
+static struct CUgraphExec_st *find_graph_exec(cudaGraphExec_t x)
+{
+	for (struct CUgraphExec_st *it = g_graph_execs; it; it = it->next)
+		if (it == x)
+			return it;
+	return NULL;
+}
+
+/* The flags NVIDIA defines: AutoFreeOnLaunch, Upload, DeviceLaunch,
+ * UseNodePriority (all without effect here). */
+#define GRAPH_INSTANTIATE_FLAGS 0xfull
+
+static cudaError_t graph_instantiate(cudaGraphExec_t *out, cudaGraph_t graph,
+				     unsigned long long flags)
+{
+	cudaError_t err = ensure_init();
+	if (err)
+		return err;
+	if (!out || (flags & ~GRAPH_INSTANTIATE_FLAGS))
+		return cudaErrorInvalidValue;
+	struct CUgraphExec_st *x = calloc(1, sizeof(*x));
+	if (!x)
+		return cudaErrorMemoryAllocation;
+	pthread_mutex_lock(&g_lock);
+	const struct CUgraph_st *g = find_graph(graph);
+	if (g) {
+		x->n_kernels = g->n_kernels;
+		x->duration_ns = g->duration_ns;
+		x->next = g_graph_execs;
+		g_graph_execs = x;
+		*out = x;
+		x = NULL;
+	} else {
+		err = cudaErrorInvalidValue;
+	}
+	pthread_mutex_unlock(&g_lock);
+	free(x);
+	return err;
+}
+
+/* Queues the graph's kernels on the stream, back to back. */
+static cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, enum default_stream dflt)
+{
+	cudaError_t err = ensure_init();
+	if (err)
+		return err;
+	pthread_mutex_lock(&g_lock);
+	const struct CUgraphExec_st *x = find_graph_exec(exec);
+	struct CUstream_st *s = NULL;
+	err = x ? resolve_stream_op(stream, dflt, &s) : cudaErrorInvalidResourceHandle;
+	if (!err)
+		stream_enqueue(s, x->duration_ns);
+	pthread_mutex_unlock(&g_lock);
+	return err;
+}
+
+static cudaError_t graph_destroy(cudaGraph_t graph)
+{
+	cudaError_t err = ensure_init();
+	if (err)
+		return err;
+	pthread_mutex_lock(&g_lock);
+	err = cudaErrorInvalidValue;
+	for (struct CUgraph_st **link = &g_graphs; *link; link = &(*link)->next) {
+		if (*link == graph) {
+			*link = graph->next;
+			free(graph);
+			err = cudaSuccess;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&g_lock);
+	return err;
+}
+
+/* Work already launched keeps its place on its stream. */
+static cudaError_t graph_exec_destroy(cudaGraphExec_t exec)
+{
+	cudaError_t err = ensure_init();
+	if (err)
+		return err;
+	pthread_mutex_lock(&g_lock);
+	err = cudaErrorInvalidValue;
+	for (struct CUgraphExec_st **link = &g_graph_execs; *link; link = &(*link)->next) {
+		if (*link == exec) {
+			*link = exec->next;
+			free(exec);
 			err = cudaSuccess;
 			break;
 		}
@@ -1194,6 +1440,14 @@ cudaError_t cudaStreamQuery_ptsz(cudaStream_t s)
 {
 	return finish(stream_query_common(s, USE_PER_THREAD));
 }
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags)
+{
+	return finish(stream_wait_event(s, e, flags, USE_LEGACY));
+}
+cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int flags)
+{
+	return finish(stream_wait_event(s, e, flags, USE_PER_THREAD));
+}
 
 cudaError_t cudaEventCreate(cudaEvent_t *e) { return finish(event_create(e, cudaEventDefault)); }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags)
@@ -1307,3 +1561,35 @@ cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
 	(void)sharedMem;
 	return finish(launch_common(func, gridDim, blockDim, stream, USE_PER_THREAD));
 }
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode)
+{
+	return finish(begin_capture(s, mode, USE_LEGACY));
+}
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, enum cudaStreamCaptureMode mode)
+{
+	return finish(begin_capture(s, mode, USE_PER_THREAD));
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *pGraph)
+{
+	return finish(end_capture(s, pGraph, USE_LEGACY));
+}
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t *pGraph)
+{
+	return finish(end_capture(s, pGraph, USE_PER_THREAD));
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+				 unsigned long long flags)
+{
+	return finish(graph_instantiate(pGraphExec, graph, flags));
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s)
+{
+	return finish(graph_launch(exec, s, USE_LEGACY));
+}
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t s)
+{
+	return finish(graph_launch(exec, s, USE_PER_THREAD));
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) { return finish(graph_exec_destroy(exec)); }
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) { return finish(graph_destroy(graph)); }

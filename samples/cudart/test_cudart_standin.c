@@ -3,8 +3,9 @@
  * What it is for: pinning the behaviour flightrec's tests rely on: error
  * numbers and out-of-memory past capacity, first-fit reuse of freed
  * addresses, pinned host memory that is real, copies and kernels that take
- * their simulated time (async ones on the stream, not in the call), the
- * _ptsz/_ptds variants, a machine without GPUs, thread safety.
+ * their simulated time (async ones on the stream, not in the call), streams
+ * waiting on events, stream capture and graph launches, the _ptsz/_ptds
+ * variants, a machine without GPUs, thread safety.
  * What it is NOT for: checking the recorder; timing bounds here are loose
  * lower bounds plus generous upper ones, never benchmarks.
  */
@@ -29,6 +30,9 @@ cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
 				  size_t sharedMem, cudaStream_t stream);
+cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
 
 #define MiB (1024ull * 1024ull)
 #define KERNEL_US 50000
@@ -304,6 +308,8 @@ static void test_copies_and_streams(void)
 		"cudaMemcpy_ptds", "cudaMemcpyAsync_ptsz", "cudaLaunchKernel_ptsz",
 		"cudaStreamSynchronize_ptsz", "cudaMallocAsync_ptsz", "cudaFreeAsync_ptsz",
 		"cudaEventRecord_ptsz", "cudaMemset_ptds", "cudaMemsetAsync_ptsz",
+		"cudaStreamWaitEvent_ptsz", "cudaStreamBeginCapture_ptsz", "cudaStreamEndCapture_ptsz",
+		"cudaGraphLaunch_ptsz",
 	};
 	for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++)
 		CHECK(dlsym(RTLD_DEFAULT, variants[i]) != NULL);
@@ -320,6 +326,125 @@ static void test_copies_and_streams(void)
 	CHECK_ERR(cudaFree(dev), cudaSuccess);
 	CHECK_ERR(cudaFreeHost(pinned), cudaSuccess);
 	free(pageable);
+}
+
+static void *end_capture_elsewhere(void *stream)
+{
+	cudaGraph_t g = NULL;
+	return (void *)(intptr_t)cudaStreamEndCapture((cudaStream_t)stream, &g);
+}
+
+/* A stream waiting on an event starts its later work when the event's
+ * work ends; a launched graph runs its captured kernels back to back on
+ * the stream (kernels take KERNEL_US here). */
+static void test_stream_waits_and_graphs(void)
+{
+	const double kernel_ms = KERNEL_US / 1000.0;
+	const void *k = (const void *)kernel_stub;
+	dim3 grid = { 1, 1, 1 }, block = { 128, 1, 1 };
+	cudaStream_t a = NULL, b = NULL;
+	cudaEvent_t e = NULL, never = NULL;
+	CHECK_ERR(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+	CHECK_ERR(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+	CHECK_ERR(cudaEventCreate(&e), cudaSuccess);
+	CHECK_ERR(cudaEventCreate(&never), cudaSuccess);
+
+	/* b waits for a's kernel, then runs its own: two kernel times. */
+	double t0 = now_ms();
+	CHECK_ERR(cudaLaunchKernel(k, grid, block, NULL, 0, a), cudaSuccess);
+	CHECK_ERR(cudaEventRecord(e, a), cudaSuccess);
+	CHECK_ERR(cudaStreamWaitEvent(b, e, cudaEventWaitDefault), cudaSuccess);
+	CHECK_ERR(cudaStreamQuery(b), cudaErrorNotReady);
+	CHECK_ERR(cudaLaunchKernel(k, grid, block, NULL, 0, b), cudaSuccess);
+	CHECK_ERR(cudaStreamSynchronize(b), cudaSuccess);
+	CHECK(now_ms() - t0 >= 2 * kernel_ms * 0.999);
+	CHECK_ERR(cudaStreamQuery(a), cudaSuccess);
+	/* A never-recorded event is complete: waiting for it waits for nothing. */
+	CHECK_ERR(cudaStreamWaitEvent(b, never, 0), cudaSuccess);
+	CHECK_ERR(cudaStreamQuery(b), cudaSuccess);
+	CHECK_ERR(cudaStreamWaitEvent(b, e, 0x4), cudaErrorInvalidValue);
+	CHECK_ERR(cudaStreamWaitEvent(b, (cudaEvent_t)(uintptr_t)0x1234, 0),
+		  cudaErrorInvalidResourceHandle);
+	/* The per-thread variant: NULL is this thread's stream. */
+	CHECK_ERR(cudaLaunchKernel(k, grid, block, NULL, 0, a), cudaSuccess);
+	CHECK_ERR(cudaEventRecord(e, a), cudaSuccess);
+	CHECK_ERR(cudaStreamWaitEvent_ptsz(NULL, e, cudaEventWaitExternal), cudaSuccess);
+	CHECK_ERR(cudaStreamQuery_ptsz(NULL), cudaErrorNotReady);
+	CHECK_ERR(cudaStreamSynchronize_ptsz(NULL), cudaSuccess);
+	CHECK_ERR(cudaEventQuery(e), cudaSuccess);
+
+	/* Capture: kernels are recorded, not run. */
+	cudaGraph_t g = NULL;
+	cudaGraphExec_t x = NULL;
+	CHECK_ERR(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal), cudaSuccess);
+	CHECK_ERR(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal), cudaErrorIllegalState);
+	for (int i = 0; i < 3; i++)
+		CHECK_ERR(cudaLaunchKernel(k, grid, block, NULL, 0, a), cudaSuccess);
+	CHECK_ERR(cudaStreamEndCapture(a, &g), cudaSuccess);
+	CHECK(g != NULL);
+	CHECK_ERR(cudaStreamQuery(a), cudaSuccess);
+	CHECK_ERR(cudaGraphInstantiate(&x, g, 0), cudaSuccess);
+	CHECK(x != NULL);
+
+	/* Each launch queues the three kernels at once and returns. */
+	t0 = now_ms();
+	CHECK_ERR(cudaGraphLaunch(x, a), cudaSuccess);
+	CHECK_ERR(cudaEventRecord(e, a), cudaSuccess);
+	CHECK(now_ms() - t0 < kernel_ms / 2);
+	CHECK_ERR(cudaEventQuery(e), cudaErrorNotReady);
+	CHECK_ERR(cudaEventSynchronize(e), cudaSuccess);
+	double ran_ms = now_ms() - t0;
+	CHECK(ran_ms >= 3 * kernel_ms * 0.999 && ran_ms < 3 * kernel_ms + 500);
+	CHECK_ERR(cudaEventQuery(e), cudaSuccess);
+	t0 = now_ms();
+	CHECK_ERR(cudaGraphLaunch(x, a), cudaSuccess);
+	CHECK_ERR(cudaGraphLaunch_ptsz(x, NULL), cudaSuccess);
+	CHECK_ERR(cudaStreamSynchronize(a), cudaSuccess);
+	CHECK(now_ms() - t0 >= 3 * kernel_ms * 0.999);
+	CHECK_ERR(cudaStreamSynchronize_ptsz(NULL), cudaSuccess);
+	CHECK_ERR(cudaGraphLaunch(x, (cudaStream_t)(uintptr_t)0x1234), cudaErrorInvalidResourceHandle);
+	CHECK_ERR(cudaGraphLaunch((cudaGraphExec_t)(uintptr_t)0x1234, a),
+		  cudaErrorInvalidResourceHandle);
+	CHECK_ERR(cudaGraphInstantiate(&x, (cudaGraph_t)(uintptr_t)0x1234, 0), cudaErrorInvalidValue);
+	CHECK_ERR(cudaGraphInstantiate(&x, g, 0x100), cudaErrorInvalidValue);
+
+	/* What cannot be captured: the legacy stream; anything but kernels on
+	 * a capturing stream fails and invalidates the capture. */
+	cudaGraph_t bad = (cudaGraph_t)(uintptr_t)1;
+	CHECK_ERR(cudaStreamBeginCapture(NULL, cudaStreamCaptureModeGlobal),
+		  cudaErrorStreamCaptureUnsupported);
+	CHECK_ERR(cudaStreamEndCapture(b, &bad), cudaErrorIllegalState);
+	CHECK_ERR(cudaStreamBeginCapture(b, cudaStreamCaptureModeRelaxed), cudaSuccess);
+	CHECK_ERR(cudaLaunchKernel(k, grid, block, NULL, 0, b), cudaSuccess);
+	CHECK_ERR(cudaEventRecord(e, b), cudaErrorStreamCaptureUnsupported);
+	CHECK_ERR(cudaStreamSynchronize(b), cudaErrorStreamCaptureUnsupported);
+	CHECK_ERR(cudaGraphLaunch(x, b), cudaErrorStreamCaptureUnsupported);
+	CHECK_ERR(cudaStreamEndCapture(b, &bad), cudaErrorStreamCaptureInvalidated);
+	CHECK(bad == NULL);
+	CHECK_ERR(cudaStreamQuery(b), cudaSuccess);
+	/* A Global capture ends on the thread that began it. */
+	CHECK_ERR(cudaStreamBeginCapture(b, cudaStreamCaptureModeGlobal), cudaSuccess);
+	pthread_t other;
+	void *other_err = NULL;
+	CHECK(pthread_create(&other, NULL, end_capture_elsewhere, b) == 0);
+	pthread_join(other, &other_err);
+	CHECK((intptr_t)other_err == cudaErrorStreamCaptureWrongThread);
+	cudaGraph_t empty = NULL;
+	CHECK_ERR(cudaStreamEndCapture(b, &empty), cudaSuccess);
+	CHECK(empty != NULL);
+	CHECK_ERR(cudaGraphDestroy(empty), cudaSuccess);
+	/* A capture left open dies with its stream. */
+	CHECK_ERR(cudaStreamBeginCapture(b, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+	CHECK_ERR(cudaStreamDestroy(b), cudaSuccess);
+
+	CHECK_ERR(cudaGraphExecDestroy(x), cudaSuccess);
+	CHECK_ERR(cudaGraphExecDestroy(x), cudaErrorInvalidValue);
+	CHECK_ERR(cudaGraphDestroy(g), cudaSuccess);
+	CHECK_ERR(cudaGraphDestroy(g), cudaErrorInvalidValue);
+	CHECK_ERR(cudaEventDestroy(e), cudaSuccess);
+	CHECK_ERR(cudaEventDestroy(never), cudaSuccess);
+	CHECK_ERR(cudaStreamDestroy(a), cudaSuccess);
+	(void)cudaGetLastError();
 }
 
 static void *alloc_free_loop(void *arg)
@@ -362,6 +487,7 @@ int main(void)
 	test_allocator();
 	test_pinned();
 	test_copies_and_streams();
+	test_stream_waits_and_graphs();
 	test_threads();
 	if (failures) {
 		fprintf(stderr, "test_cudart_standin: %d failure(s)\n", failures);

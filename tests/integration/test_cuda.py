@@ -1,9 +1,12 @@
 """The cuda probe family on real probes: samples/cuda_train on the stand-in
 libcudart (exact bytes in use per function at the peak, the peak itself,
 the leak, the failed allocation, the pinned/pageable split of copies),
-NVIDIA's real libcudart when installed (calls and error codes), attaching
-with --pid to a process that already holds memory (the before-recording
-bucket), and a library loaded with dlopen after the recording started."""
+samples/cuda_events (event records, queries and their answers, streams
+waiting on events, graph launches: counts, callers, handles), NVIDIA's real
+libcudart when installed (calls and error codes), attaching with --pid to a
+process that already holds memory (the before-recording bucket), and a
+library loaded with dlopen after the recording started."""
+import collections
 import json
 import os
 import re
@@ -103,6 +106,91 @@ class CudaTrain(frtest.Case):
         calls = {c["function"]: c for c in self.cuda["calls"] if not c["per_thread_stream"]}
         self.assertEqual(calls["cudaMalloc"]["calls"], 4 + 3 * STEPS + 1)
         self.assertEqual(calls["cudaLaunchKernel"]["calls"], 4 * STEPS)
+
+
+EV_STEPS = 4
+NOT_READY = 600  # cudaErrorNotReady
+PTSZ = 1         # fr_ev_cuda.flags: the per-thread-stream variant
+
+
+class EventsAndGraphs(frtest.Case):
+    def test_event_records_queries_waits_and_graph_launches(self):
+        n = EV_STEPS
+        d = frtest.workdir("cuda_events")
+        trace = os.path.join(d, "events.frec")
+        p = frtest.record(trace, ["--probes", "cuda"],
+                          ["--", frtest.sample("cuda_events"), "--steps", str(n)])
+        lines = p.stdout.splitlines()
+        h = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)",
+                                               next(x for x in lines if " handles " in x))}
+        printed = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", lines[-1])}
+        # (name, per-thread variant): calls, as samples/cuda_events.c documents them
+        want_calls = {("cudaGraphLaunch", False): n, ("cudaGraphLaunch", True): n,
+                      ("cudaEventRecord", False): n + 1, ("cudaEventRecord", True): n,
+                      ("cudaEventQuery", False): 2 * n,
+                      ("cudaStreamWaitEvent", False): n, ("cudaStreamWaitEvent", True): n}
+        for (name, ptsz), count in want_calls.items():  # the program agrees
+            self.assertEqual(printed[name + ("_ptsz" if ptsz else "")], count, name)
+        self.assertEqual(printed["not_ready"], n)
+
+        events = frtest.dump(trace, "--type", "cuda")
+        new = [e for e in events if e["name"] in {name for name, _ in want_calls}]
+        got_calls = collections.Counter((e["name"], bool(e["flags"] & PTSZ)) for e in new)
+        self.assertEqual(dict(got_calls), want_calls)
+        ids = {"cudaEventRecord": 18, "cudaEventQuery": 19, "cudaStreamWaitEvent": 20,
+               "cudaGraphLaunch": 21}
+        for e in new:  # every one with its caller's stack, up to main
+            self.assertEqual(e["func"], ids[e["name"]], e)
+            stack = e.get("stack") or []
+            self.assertGreaterEqual(len(stack), 3, e)
+            parent = "run" if stack[-1] == "upload_then_wait" else "train_step"
+            self.assertEqual(stack[-2], parent, e)
+            self.assertIn("main", stack, e)
+        # who called, with which handles, and what the queries answered
+        main, side, done, exec_ = h["main"], h["side"], h["step_done"], h["exec"]
+        got = collections.Counter(
+            (e["name"], bool(e["flags"] & PTSZ), e["stack"][-1], e["result"], e["ptr"], e["stream"],
+             e["kind"]) for e in new)
+        want = {("cudaGraphLaunch", False, "replay_step", 0, exec_, main, 0): n,
+                ("cudaGraphLaunch", True, "per_thread_replay", 0, exec_, 0, 0): n,
+                ("cudaEventRecord", False, "mark_step_done", 0, done, main, 0): n,
+                ("cudaEventRecord", False, "upload_then_wait", 0, h["copy_done"], main, 0): 1,
+                ("cudaEventRecord", True, "per_thread_replay", 0, done, 0, 0): n,
+                ("cudaEventQuery", False, "poll_step", NOT_READY, done, 0, 0): n,
+                ("cudaEventQuery", False, "wait_step", 0, done, 0, 0): n,
+                ("cudaStreamWaitEvent", False, "join_side_stream", 0, done, side, 0): n,
+                ("cudaStreamWaitEvent", True, "per_thread_replay", 0, done, 0, 0): n}
+        self.assertEqual(dict(got), want)
+        names = collections.Counter(e["name"] for e in events)
+        self.assertEqual(names["cudaLaunchKernel"], 3 + n)  # 3 captured, n on the side stream
+        self.assertEqual(names["cudaEventSynchronize"], n + 1)
+
+        # the API table: one row per function and variant, with those counts
+        cuda = json.loads(frtest.analyze("cuda", trace, "--json").stdout)
+        rows = {c["function"]: c for c in cuda["calls"]}
+        for (name, ptsz), count in want_calls.items():
+            row = rows[name + ("_ptsz" if ptsz else "")]
+            self.assertEqual((row["func"], row["per_thread_stream"], row["calls"]),
+                             (ids[name], ptsz, count), row)
+            if name != "cudaEventQuery":
+                self.assertEqual(row["errors"], 0, row)
+        query = rows["cudaEventQuery"]
+        self.assertEqual(query["errors"], n)
+        self.assertEqual(query["error_codes"],
+                         [{"code": NOT_READY, "name": "cudaErrorNotReady", "count": n}])
+        # An async copy, an event recorded, that event synchronized: the record is
+        # looked past, so the pair counts when the synchronize started within the gap.
+        copy = next(e for e in events if e["name"] == "cudaMemcpyAsync")
+        sync = next(e for e in events if e["name"] == "cudaEventSynchronize")
+        gap = sync["ts_ns"] - (copy["ts_ns"] + copy["duration_ns"])
+        ats = cuda["async_then_sync"]
+        self.assertEqual(ats["count"], 1 if gap < ats["gap_ns"] else 0, (gap, ats))
+        if ats["count"]:
+            self.assertEqual(ats["stacks"][0]["stack"][-1], "upload_then_wait")
+        # the memory model ignores them: one device and one pinned buffer
+        mem = json.loads(frtest.analyze("memory", trace, "--json").stdout)
+        self.assertEqual(sorted((s["space"], s["allocations"], s["frees"]) for s in mem["series"]),
+                         [("device", 1, 1), ("pinned_host", 1, 1)])
 
 
 class RealCudart(frtest.Case):
