@@ -41,6 +41,10 @@ struct frec_file_info {
 	int argc;
 	uint64_t start_mono_ns; /* 0: read now */
 	uint64_t start_real_ns;
+	/* A rewritten copy of a trace (a redacted archive member): the
+	 * recorder pid, CPU count, kernel release and flags of this header,
+	 * not this machine's.  NULL for a recording. */
+	const struct fr_file_hdr *like;
 };
 
 /* Fills every field with its default (zstd level 1, 4 MiB chunks, 256 MiB
@@ -117,6 +121,12 @@ int frec_writer_close(struct frec_writer *w, const struct fr_end *end,
  * are final (whether writing stopped early, say) before frec_writer_close;
  * every builder must be flushed and freed first. */
 void frec_writer_drain(struct frec_writer *w);
+
+/* A copy of a recording that stopped early (disk full ...): close writes
+ * its END as the recorder's writer left it — no INDEX, the stop trailer
+ * with error and the time — and later chunks are still written.  Call
+ * before frec_writer_close. */
+void frec_writer_set_stopped(struct frec_writer *w, int error, uint64_t at_mono_ns);
 
 /* Loss counters per (probe, reason) for the END chunk, copied; call before
  * frec_writer_close.  Returns 0, or -1 out of memory. */

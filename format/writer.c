@@ -297,7 +297,8 @@ static void *writer_main(void *arg)
 		 * cut away again if they do not fit): processes, mappings, symbols
 		 * and unwind data are what make the events already in the file
 		 * readable, and the room the failed chunk held is free again. */
-		int failed = w->io_failed || (w->stop_error && c->chunk_type != FR_CHUNK_META);
+		int failed = w->io_failed || (w->stop_error && !w->copy_stopped &&
+					      c->chunk_type != FR_CHUNK_META);
 		pthread_mutex_unlock(&w->mu);
 
 		if (!failed)
@@ -377,6 +378,12 @@ static int write_file_header(struct frec_writer *w,
 	h.recorder_pid = (uint32_t)getpid();
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	h.n_cpus = ncpu > 0 ? (uint32_t)ncpu : 0;
+	if (info && info->like) {
+		h.recorder_pid = info->like->recorder_pid;
+		h.n_cpus = info->like->n_cpus;
+		h.flags = info->like->flags;
+		memcpy(h.kernel_release, info->like->kernel_release, sizeof(h.kernel_release));
+	}
 	if (info && info->start_mono_ns) {
 		h.start_mono_ns = info->start_mono_ns;
 		h.start_real_ns = info->start_real_ns;

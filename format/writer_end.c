@@ -29,6 +29,15 @@ static void stop_thread(struct frec_writer *w)
 	w->thread_started = 0;
 }
 
+void frec_writer_set_stopped(struct frec_writer *w, int error, uint64_t at_mono_ns)
+{
+	pthread_mutex_lock(&w->mu);
+	w->copy_stopped = 1;
+	w->stop_error = w->st.stop_error = error ? error : EIO;
+	w->stop_mono_ns = w->st.stop_mono_ns = at_mono_ns;
+	pthread_mutex_unlock(&w->mu);
+}
+
 void frec_writer_drain(struct frec_writer *w)
 {
 	if (w)

@@ -37,6 +37,8 @@ struct frec_writer {
 	size_t chunk_bytes, max_queue_bytes;
 	const struct frec_schema_entry *schema; /* the caller's, for the SCHEMA chunk */
 	int no_fallocate;          /* the filesystem cannot reserve room (writer.c) */
+	int copy_stopped;          /* frec_writer_set_stopped: a copy's stop, not a
+				      failure here; chunks are still written */
 	size_t n_schema;
 
 	pthread_t thread;

@@ -223,6 +223,7 @@ struct trace_set *cli_open(const char *const *files, size_t n, FILE *errout)
 		cli_print_error(errout, &err);
 		return NULL;
 	}
+	cli_warn_skipped(ts, errout);
 	return ts;
 }
 
@@ -242,6 +243,12 @@ struct trace_set *cli_open_with_model(const char *cmd, const char *const *files,
 	return ts;
 }
 
+void cli_warn_skipped(const struct trace_set *ts, FILE *errout)
+{
+	for (size_t i = 0; i < trace_set_warning_count(ts); i++)
+		fprintf(errout, CLI_PROG ": warning: %s\n", trace_set_warning(ts, i));
+}
+
 void cli_warn_troubled(struct trace_set *ts, FILE *errout)
 {
 	for (size_t i = 0; i < trace_set_count(ts); i++) {
@@ -251,9 +258,11 @@ void cli_warn_troubled(struct trace_set *ts, FILE *errout)
 		    !trace_file_stopped(f, stop, sizeof(stop)))
 			continue;
 		char trouble[512];
+		/* an archive member: check takes the archive */
+		int check_len = f->member_at ? (int)(f->member_at - 1) : (int)strlen(f->path);
 		fprintf(errout, CLI_PROG ": warning: %s: %s; analyzing what it holds "
-			"(details: " CLI_PROG " check %s)\n", f->path,
-			trace_file_trouble(f, trouble, sizeof(trouble)), f->path);
+			"(details: " CLI_PROG " check %.*s)\n", f->path,
+			trace_file_trouble(f, trouble, sizeof(trouble)), check_len, f->path);
 	}
 }
 

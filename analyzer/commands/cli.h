@@ -87,10 +87,13 @@ struct cli_table_spec {
 int cli_parse_table_args(int argc, char **argv, const struct cli_table_spec *spec,
 			 struct cli_table_args *a, FILE *out, FILE *errout);
 
-/* Opens the trace files as one set; NULL after printing the error's one
- * line to errout. */
+/* Opens the trace files (and archives of them) as one set, with one
+ * warning line per archive member skipped; NULL after printing the
+ * error's one line to errout. */
 struct trace_set;
 struct trace_set *cli_open(const char *const *files, size_t n, FILE *errout);
+/* The warning lines of what opening the set skipped (archive members). */
+void cli_warn_skipped(const struct trace_set *ts, FILE *errout);
 
 /* The common start of a one-model command: open the files and ask for the
  * model named model (and so the models it needs; its state in *state).

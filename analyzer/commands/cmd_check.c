@@ -15,7 +15,8 @@ static const char check_help[] =
 	"Verify each trace: every chunk's CRCs, every record's framing and\n"
 	"lengths, the end record, and the index against the chunks found.\n"
 	"Prints one summary line per file, then indented details of what is\n"
-	"wrong and what could be recovered.\n"
+	"wrong and what could be recovered.  An archive (" CLI_PROG " archive)\n"
+	"is checked member by member, each line naming ARCHIVE:MEMBER.\n"
 	"\n"
 	"exit status:\n"
 	"  0  every file is intact\n"
@@ -27,40 +28,25 @@ static const char check_help[] =
 	"  " CLI_PROG " check run.frec\n"
 	"  " CLI_PROG " check node*.frec && echo all intact\n";
 
-static int check_one(const char *path, FILE *out)
+/* The verdict of one file of a set, named by f->path (ARCHIVE:MEMBER for
+ * an archive's member). */
+static int check_file(struct trace_file *f, FILE *out)
 {
-	struct frec_error err = { .offset = -1 };
-	struct trace_set *ts;
-	char buf[600], b1[64];
-	if (trace_set_open(&path, 1, &ts, &err)) {
-		/* frec_open names the file itself; do not repeat it. */
-		const char *msg = frec_error_str(&err, buf, sizeof(buf));
-		size_t plen = strlen(path);
-		if (strncmp(msg, path, plen) == 0 && msg[plen] == ':')
-			msg += plen + 2;
-		fprintf(out, "%s: unusable: %s\n", path, msg);
-		return 2;
-	}
-	if (trace_set_run(ts, &err)) {
-		fprintf(out, "%s: unusable: %s\n", path, frec_error_str(&err, buf, sizeof(buf)));
-		trace_set_free(ts);
-		return 2;
-	}
-	struct trace_file *f = trace_set_file(ts, 0);
+	char b1[64];
+	const char *path = f->path;
 	size_t n_damage = frec_damage_count(f->reader);
 	uint64_t missing = frec_chunks_missing(f->reader);
 	int complete = trace_file_complete(f);
 	char stop[160];
 	const char *stopped = trace_file_stopped(f, stop, sizeof(stop));
-	if (!trace_file_damaged(f) && complete && !stopped) {
+	const char *verdict = trace_file_verdict(f);
+	if (!strcmp(verdict, "intact")) {
 		fprintf(out, "%s: intact: %" PRIu64 " chunks, %" PRIu64 " records, %s\n", path,
 			f->chunks, f->records, cli_bytes(f->size_bytes, b1, sizeof(b1)));
-		trace_set_free(ts);
 		return 0;
 	}
 	int status = f->io_failed ? 2 : 1;
-	fprintf(out, "%s: %s: ", path, f->io_failed ? "unusable" :
-		stopped && !trace_file_damaged(f) ? "stopped early" : complete ? "damaged" : "incomplete");
+	fprintf(out, "%s: %s: ", path, verdict);
 	if (f->io_failed)
 		fprintf(out, "read error; ");
 	else if (!complete)
@@ -98,6 +84,37 @@ static int check_one(const char *path, FILE *out)
 	if (f->n_problems > TS_MAX_PROBLEMS_KEPT)
 		fprintf(out, "  ... and %" PRIu64 " more malformed records\n",
 			f->n_problems - TS_MAX_PROBLEMS_KEPT);
+	return status;
+}
+
+/* One argument: a trace file, or an archive whose every member is checked. */
+static int check_one(const char *path, FILE *out, FILE *errout)
+{
+	struct frec_error err = { .offset = -1 };
+	struct trace_set *ts;
+	char buf[600];
+	if (trace_set_open(&path, 1, &ts, &err)) {
+		/* frec_open names the file itself (a member as ARCHIVE:MEMBER, an
+		 * archive's own trouble as ARCHIVE); do not repeat it. */
+		const char *msg = frec_error_str(&err, buf, sizeof(buf));
+		size_t wlen = strlen(err.where);
+		const char *rest = wlen && !strncmp(msg, err.where, wlen) ? msg + wlen + 2 : msg;
+		fprintf(out, "%s: unusable: %s\n", wlen && strcmp(err.where, CLI_PROG) ? err.where : path,
+			rest);
+		return 2;
+	}
+	cli_warn_skipped(ts, errout);
+	if (trace_set_run(ts, &err)) {
+		fprintf(out, "%s: unusable: %s\n", path, frec_error_str(&err, buf, sizeof(buf)));
+		trace_set_free(ts);
+		return 2;
+	}
+	int status = 0;
+	for (size_t i = 0; i < trace_set_count(ts); i++) {
+		int s = check_file(trace_set_file(ts, i), out);
+		if (s > status)
+			status = s;
+	}
 	trace_set_free(ts);
 	return status;
 }
@@ -130,7 +147,7 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
 			only_files = 1;
 			continue;
 		}
-		int s = check_one(a, out);
+		int s = check_one(a, out, errout);
 		if (s > status)
 			status = s;
 	}

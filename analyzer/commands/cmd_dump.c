@@ -12,9 +12,11 @@
 #include "syscall_names.h"
 #include "trace_set.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char dump_help[] =
 	"usage: " CLI_PROG " dump FILE... [--type NAME[,NAME...]] [--pid PID] [--no-stacks]\n"
@@ -261,7 +263,16 @@ static int dump_file(FILE *out, FILE *errout, const struct dump_args *a,
 		fprintf(errout, CLI_PROG " dump: out of memory\n");
 		return CLI_FAIL;
 	}
-	if (frec_open(f->path, &r, &err)) {
+	/* the trace file again, or an archive member's anonymous copy */
+	int fd = trace_file_fd(f);
+	if (fd < 0) {
+		free(cache);
+		fprintf(errout, CLI_PROG ": %s: cannot open again: %s\n", f->path, strerror(errno));
+		return CLI_FAIL;
+	}
+	rc = frec_open_fd(fd, f->path, &r, &err);
+	close(fd);
+	if (rc) {
 		free(cache);
 		cli_print_error(errout, &err);
 		return CLI_FAIL;
@@ -327,10 +338,9 @@ int cmd_dump(int argc, char **argv, FILE *out, FILE *errout)
 		goto usage;
 	}
 
-	struct trace_set *ts;
 	struct frec_error err = {0};
-	if (trace_set_open(a.files, a.n_files, &ts, &err)) {
-		cli_print_error(errout, &err);
+	struct trace_set *ts = cli_open(a.files, a.n_files, errout);
+	if (!ts) {
 		free(a.files);
 		return CLI_FAIL;
 	}

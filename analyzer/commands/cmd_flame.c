@@ -271,13 +271,10 @@ int cmd_flame(int argc, char **argv, FILE *out, FILE *errout)
 		return rc < 0 ? CLI_OK : rc;
 	}
 	struct frec_error err = { .offset = -1 };
-	struct trace_set *ts;
-	if (trace_set_open(a.files, a.n_files, &ts, &err)) {
-		cli_print_error(errout, &err);
-		free(a.files);
-		return CLI_FAIL;
-	}
+	struct trace_set *ts = cli_open(a.files, a.n_files, errout);
 	free(a.files);
+	if (!ts)
+		return CLI_FAIL;
 	if (strcmp(a.kind, "cpu")) {
 		rc = flame_mem(&a, ts, out, errout);
 		trace_set_free(ts);

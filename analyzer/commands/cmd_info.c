@@ -7,6 +7,7 @@
 #include "out_file_json.h"
 #include "syscall_names.h"
 #include "trace_set.h"
+#include "ts_archive.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -24,6 +25,18 @@ static const char info_help[] =
 	"and compression, and any damage.  Damaged or incomplete files are\n"
 	"described as far as they can be read (with a warning).\n"
 	"\n"
+	"FILE may also be a trace archive (what '" CLI_PROG " archive' writes, or\n"
+	"any .tar, .tar.gz or .tar.zst of traces), here and in every other command:\n"
+	"each member named *.frec is decompressed once into an unnamed temporary\n"
+	"file (in $TMPDIR, else in memory; gone when the command ends, however it\n"
+	"ends) and called ARCHIVE:MEMBER; nothing is extracted by name.  Commands\n"
+	"that read a trace twice (report's memory snapshots, dump) read that copy\n"
+	"again, not the archive.  Links, devices, names with \"..\" or a leading\n"
+	"'/' and other members are skipped with a warning; an archive of more than\n"
+	TS_ARCHIVE_STR(TS_ARCHIVE_MAX_MEMBERS) " members is refused, and so is a member that decompresses to\n"
+	"more than " TS_ARCHIVE_STR(TS_ARCHIVE_DEFAULT_MAX_MEMBER_MB) " MiB (" TS_ARCHIVE_ENV_MAX_MEMBER_MB "=N raises the cap\n"
+	"to N MiB).\n"
+	"\n"
 	"options:\n"
 	"  --json    one JSON document on stdout instead of text\n"
 	"  -h, --help\n"
@@ -31,6 +44,7 @@ static const char info_help[] =
 	"examples:\n"
 	"  " CLI_PROG " info run.frec\n"
 	"  " CLI_PROG " info node*.frec\n"
+	"  " CLI_PROG " info bug-1234.tar.zst\n"
 	"  " CLI_PROG " info --json run.frec | jq '.files[0].drops'\n";
 
 static const struct cli_table_spec info_spec = {
@@ -63,17 +77,6 @@ static void info_losses_text(const struct trace_file *f, FILE *out)
 	}
 }
 
-/* Duration: END's end time, else the last event (incomplete recording). */
-static uint64_t info_duration_ns(const struct trace_file *f, int *exact)
-{
-	const struct fr_end *end = f->reader ? frec_end(f->reader) : NULL;
-	*exact = end != NULL;
-	uint64_t last = end ? end->end_mono_ns : f->last_event_ns;
-	if (!end && f->has_stats && f->stats_ts_ns > last)
-		last = f->stats_ts_ns;
-	return last > f->hdr.start_mono_ns ? last - f->hdr.start_mono_ns : 0;
-}
-
 static const char *syscall_label(uint32_t nr, char *buf, size_t len)
 {
 	const char *name = nr < SYSCALLS_MAX_NR ? syscall_name(nr) : NULL;
@@ -101,7 +104,7 @@ static void info_text(struct trace_file *f, uint32_t file_index, const void *sys
 	fprintf(out, "  format:        v%u.%u\n", f->hdr.version_major, f->hdr.version_minor);
 	fprintf(out, "  start:         %s\n", out_iso_time(f->hdr.start_real_ns, b1, sizeof(b1)));
 	int exact;
-	uint64_t duration_ns = info_duration_ns(f, &exact);
+	uint64_t duration_ns = trace_file_duration_ns(f, &exact);
 	fprintf(out, "  duration:      %s%s\n", cli_duration(duration_ns, b1, sizeof(b1)),
 		exact ? "" : " (to the last event; recording incomplete)");
 	if (f->events)
@@ -233,7 +236,7 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 		      FILE *out)
 {
 	int exact;
-	uint64_t duration_ns = info_duration_ns(f, &exact);
+	uint64_t duration_ns = trace_file_duration_ns(f, &exact);
 	char b1[64];
 	fprintf(out, "{\"path\":");
 	out_json_str(out, f->path);

@@ -36,10 +36,12 @@ static const char report_help[] =
  * device-memory activity of the first pass: a second pass whose only
  * models are model_mem states, each frozen at one instant (the instants are
  * known only once the first pass has seen the events).  NULL *out_ts when
- * the trace has no device allocations. */
+ * the trace has no device allocations.  The second pass opens first's
+ * files again (trace_set_reopen): an archive's members are read from their
+ * anonymous copies, not decompressed a second time. */
 #define REPORT_SNAPSHOTS 20
 
-static int mem_snapshots(const char *const *files, size_t n_files, const void *mem,
+static int mem_snapshots(const struct trace_set *first, const void *mem,
 			 struct trace_set **out_ts, const void **snaps, size_t *n_snaps,
 			 struct frec_error *err)
 {
@@ -59,7 +61,7 @@ static int mem_snapshots(const char *const *files, size_t n_files, const void *m
 	if (lo == UINT64_MAX)
 		return 0;
 	struct trace_set *ts;
-	if (trace_set_open(files, n_files, &ts, err))
+	if (trace_set_reopen(first, &ts, err))
 		return -1;
 	size_t n = hi > lo ? REPORT_SNAPSHOTS : 1;
 	for (size_t k = 0; k < n; k++) {
@@ -115,7 +117,7 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 	const void *snaps[REPORT_SNAPSHOTS];
 	size_t n_snaps = 0;
 	if (trace_set_run(ts, &err) ||
-	    mem_snapshots(files, n_files, mem, &snap_ts, snaps, &n_snaps, &err)) {
+	    mem_snapshots(ts, mem, &snap_ts, snaps, &n_snaps, &err)) {
 		cli_print_error(errout, &err);
 		free(files);
 		trace_set_free(ts);

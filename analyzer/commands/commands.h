@@ -18,6 +18,7 @@ int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_report(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_stragglers(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_archive(int argc, char **argv, FILE *out, FILE *errout);
 
 
 #endif

@@ -22,6 +22,7 @@ static const struct {
 	{ "timeline", cmd_timeline, "Chrome trace event JSON for ui.perfetto.dev" },
 	{ "report", cmd_report, "one self-contained offline HTML report" },
 	{ "stragglers", cmd_stragglers, "which rank the others wait for, its cost per step, and why" },
+	{ "archive", cmd_archive, "traces bundled into one tar.zst with a manifest, optionally redacted" },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

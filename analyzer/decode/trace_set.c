@@ -4,15 +4,18 @@
  * symbolization or analysis. */
 #include "trace_set_impl.h"
 #include "fr_family.h"
+#include "ts_archive.h"
 #include "strpool.h"
 #include "pyframes.h"
 #include "unwind.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Names and fixed sizes come from the format's schema table, the one list
  * of record types (format/schema.c), so analyzer and writer never disagree. */
@@ -82,6 +85,8 @@ static void trace_file_free(struct trace_file *f)
 {
 	if (f->reader)
 		frec_close(f->reader);
+	if (f->member_fd >= 0)
+		close(f->member_fd);
 	free(f->path);
 	free(f->cmdline);
 	free(f->records_by_type);
@@ -128,18 +133,25 @@ static void trace_file_free(struct trace_file *f)
 	}
 }
 
-int trace_set_open(const char *const *paths, size_t n, struct trace_set **out,
-		   struct frec_error *err)
+/* Opens what in holds (taking its names, descriptors and warnings); in is
+ * emptied either way. */
+static int open_inputs(struct ts_inputs *in, struct trace_set **out, struct frec_error *err)
 {
-	*out = NULL;
+	size_t n = in->n;
 	struct trace_set *ts = calloc(1, sizeof(*ts));
 	if (!ts || (n && !(ts->files = calloc(n, sizeof(*ts->files))))) {
 		free(ts);
+		ts_inputs_free(in);
 		frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "out of memory");
 		return -1;
 	}
+	ts->warnings = in->warnings;
+	ts->n_warnings = in->n_warnings;
+	in->warnings = NULL;
+	in->n_warnings = in->cap_warnings = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct trace_file *f = &ts->files[i];
+		struct ts_input *src = &in->v[i];
 		ts->n_files = i + 1;
 		hmap_init(&f->proc_by_pid);
 		hmap_init(&f->thread_seen);
@@ -149,26 +161,106 @@ int trace_set_open(const char *const *paths, size_t n, struct trace_set **out,
 		hmap_init(&f->rdma_counter_by_name);
 		hmap_init(&f->python_by_pid);
 		hmap_init(&f->canon_by_hash);
-		if (frec_open(paths[i], &f->reader, err)) {
+		f->path = src->name;
+		f->member_at = src->member_at;
+		f->member_fd = src->fd;
+		src->name = NULL;
+		src->fd = -1;
+		int rc = f->member_fd >= 0 ? frec_open_fd(f->member_fd, f->path, &f->reader, err)
+					   : frec_open(f->path, &f->reader, err);
+		if (rc) {
 			f->reader = NULL;
-			trace_set_free(ts);
-			return -1;
+			goto fail;
 		}
-		f->path = strdup(paths[i]);
 		f->records_by_type = calloc(TS_N_TYPES, sizeof(uint64_t));
 		f->cmdline = strdup(frec_cmdline(f->reader));
-		if (!f->path || !f->records_by_type || !f->cmdline) {
-			trace_set_free(ts);
-			frec_error_set(err, paths[i], -1, ENOMEM, "out of memory");
-			return -1;
+		if (!f->records_by_type || !f->cmdline) {
+			frec_error_set(err, f->path, -1, ENOMEM, "out of memory");
+			goto fail;
 		}
 		memcpy(&f->hdr, frec_file_header(f->reader), sizeof(f->hdr));
 		f->hdr.host[sizeof(f->hdr.host) - 1] = '\0';
 		f->hdr.kernel_release[sizeof(f->hdr.kernel_release) - 1] = '\0';
 		f->size_bytes = frec_file_size(f->reader);
 	}
+	ts_inputs_free(in);
 	*out = ts;
 	return 0;
+fail:
+	trace_set_free(ts);
+	ts_inputs_free(in);
+	return -1;
+}
+
+int trace_set_open(const char *const *paths, size_t n, struct trace_set **out,
+		   struct frec_error *err)
+{
+	struct ts_inputs in;
+	*out = NULL;
+	if (ts_inputs_expand(paths, n, &in, err))
+		return -1;
+	return open_inputs(&in, out, err);
+}
+
+int trace_set_reopen(const struct trace_set *src, struct trace_set **out,
+		     struct frec_error *err)
+{
+	struct ts_inputs in = { 0 };
+	*out = NULL;
+	for (size_t i = 0; i < src->n_files; i++) {
+		const struct trace_file *f = &src->files[i];
+		int fd = -1;
+		if (f->member_fd >= 0 && (fd = fcntl(f->member_fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+			frec_error_set(err, f->path, -1, errno, "cannot open again: %s", strerror(errno));
+			ts_inputs_free(&in);
+			return -1;
+		}
+		if (ts_inputs_add(&in, f->path, f->member_at, fd)) {
+			frec_error_set(err, f->path, -1, ENOMEM, "out of memory");
+			ts_inputs_free(&in);
+			return -1;
+		}
+	}
+	return open_inputs(&in, out, err);
+}
+
+int trace_set_open_fds(const int *fds, const char *const *names, size_t n,
+		       struct trace_set **out, struct frec_error *err)
+{
+	struct ts_inputs in = { 0 };
+	*out = NULL;
+	for (size_t i = 0; i < n; i++) {
+		int fd = fcntl(fds[i], F_DUPFD_CLOEXEC, 0);
+		if (fd < 0) {
+			frec_error_set(err, names[i], -1, errno, "cannot open: %s", strerror(errno));
+			ts_inputs_free(&in);
+			return -1;
+		}
+		if (ts_inputs_add(&in, names[i], 0, fd)) {
+			frec_error_set(err, names[i], -1, ENOMEM, "out of memory");
+			ts_inputs_free(&in);
+			return -1;
+		}
+	}
+	return open_inputs(&in, out, err);
+}
+
+size_t trace_set_warning_count(const struct trace_set *ts)
+{
+	return ts->n_warnings;
+}
+
+const char *trace_set_warning(const struct trace_set *ts, size_t i)
+{
+	return i < ts->n_warnings ? ts->warnings[i] : NULL;
+}
+
+int trace_file_fd(const struct trace_file *f)
+{
+	/* a dup shares the copy's offset: every reader here uses pread */
+	if (f->member_fd >= 0)
+		return fcntl(f->member_fd, F_DUPFD_CLOEXEC, 0);
+	return open(f->path, O_RDONLY | O_CLOEXEC);
 }
 
 void trace_set_free(struct trace_set *ts)
@@ -178,6 +270,9 @@ void trace_set_free(struct trace_set *ts)
 	for (size_t i = 0; i < ts->n_models; i++)
 		ts->models[i].ops->destroy(ts->models[i].state);
 	free(ts->models);
+	for (size_t i = 0; i < ts->n_warnings; i++)
+		free(ts->warnings[i]);
+	free(ts->warnings);
 	/* later stages' objects first: they may point into the files */
 	for (int k = TS_SLOTS - 1; k >= 0; k--)
 		trace_set_put_slot(ts, (enum ts_slot)k, NULL, NULL);
@@ -346,6 +441,29 @@ const struct ts_process *trace_file_process(const struct trace_file *f, uint32_t
 int trace_file_complete(const struct trace_file *f)
 {
 	return !f->io_failed && f->reader && frec_has_end(f->reader);
+}
+
+const char *trace_file_verdict(const struct trace_file *f)
+{
+	char stop[160];
+	int stopped = trace_file_stopped(f, stop, sizeof(stop)) != NULL;
+	if (f->io_failed || !f->reader)
+		return "unusable";
+	if (!trace_file_damaged(f) && trace_file_complete(f) && !stopped)
+		return "intact";
+	if (stopped && !trace_file_damaged(f))
+		return "stopped early";
+	return trace_file_complete(f) ? "damaged" : "incomplete";
+}
+
+uint64_t trace_file_duration_ns(const struct trace_file *f, int *exact)
+{
+	const struct fr_end *end = f->reader ? frec_end(f->reader) : NULL;
+	*exact = end != NULL;
+	uint64_t last = end ? end->end_mono_ns : f->last_event_ns;
+	if (!end && f->has_stats && f->stats_ts_ns > last)
+		last = f->stats_ts_ns;
+	return last > f->hdr.start_mono_ns ? last - f->hdr.start_mono_ns : 0;
 }
 
 const struct fr_drop_count *trace_file_drops(const struct trace_file *f, uint32_t *n)

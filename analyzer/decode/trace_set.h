@@ -160,7 +160,10 @@ enum ts_chunk_kind {
 };
 
 struct trace_file {
-	char *path;
+	char *path;                   /* what messages call it: the path given, or
+					 ARCHIVE:MEMBER for a member of an archive */
+	size_t member_at;             /* where MEMBER starts in path; 0: not a member */
+	int member_fd;                /* the member's anonymous copy (ts_archive.h), or -1 */
 	struct frec_reader *reader;   /* kept open: damage list lives there */
 	struct fr_file_hdr hdr;
 	char *cmdline;                /* never NULL */
@@ -247,11 +250,33 @@ struct trace_file {
 
 struct trace_set;
 
-/* Opens every file (headers validated).  Fails on the first file that cannot
- * be opened, with err naming it. */
+/* Opens every file (headers validated).  A trace archive (.tar, .tar.gz,
+ * .tar.zst: ts_archive.h) stands for its .frec members, in archive order,
+ * each copied into an anonymous file and named ARCHIVE:MEMBER.  Fails on
+ * the first file that cannot be opened, with err naming it. */
 int trace_set_open(const char *const *paths, size_t n, struct trace_set **out,
 		   struct frec_error *err);
+/* The same files as src opened again for a second pass (the report's
+ * memory snapshots): trace files by path, archive members from their
+ * anonymous copies (never by expanding the archive again). */
+int trace_set_reopen(const struct trace_set *src, struct trace_set **out,
+		     struct frec_error *err);
+/* Opens n open files (fds[i], not taken: the set keeps a copy) named
+ * names[i] in messages, as members of no archive (the archive command's
+ * redacted copies). */
+int trace_set_open_fds(const int *fds, const char *const *names, size_t n,
+		       struct trace_set **out, struct frec_error *err);
 void trace_set_free(struct trace_set *ts);
+
+/* What opening the set skipped, one line each ("ARCHIVE: MEMBER: skipped:
+ * a symbolic link ..."), for the caller to print as warnings. */
+size_t trace_set_warning_count(const struct trace_set *ts);
+const char *trace_set_warning(const struct trace_set *ts, size_t i);
+
+/* A new descriptor on the file's bytes, for a command's own second pass
+ * (dump's events, the archive command's copy): the trace file opened
+ * again, or the member's anonymous copy.  -1 with errno set. */
+int trace_file_fd(const struct trace_file *f);
 
 /* Registers a model to be fed during the pass; the returned state is owned by
  * the set (freed by trace_set_free) and is what the model's result accessor
@@ -300,6 +325,12 @@ int trace_file_damaged(const struct trace_file *f);
  * write the whole recording (the file is valid up to there), else NULL. */
 const char *trace_file_stopped(const struct trace_file *f, char *buf, size_t len);
 int trace_file_complete(const struct trace_file *f);
+/* The verdict `check` gives: "intact", "incomplete", "damaged", "stopped
+ * early" or "unusable" (a read error). */
+const char *trace_file_verdict(const struct trace_file *f);
+/* The recording's length: END's end time, else (incomplete: *exact 0) the
+ * last event or stats record, from the header's start. */
+uint64_t trace_file_duration_ns(const struct trace_file *f, int *exact);
 
 /* A one-line summary of what is wrong, for warnings: "incomplete: no end
  * record (recorder killed?); 1 damaged region". "" when intact. */

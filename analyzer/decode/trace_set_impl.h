@@ -33,6 +33,9 @@ struct trace_set {
 	struct strpool *names;
 	uint8_t *scratch;
 	size_t scratch_cap;
+	/* what opening skipped (archive members), one line each */
+	char **warnings;
+	size_t n_warnings;
 };
 
 /* One record chunk pass 2 reads: an EVENTS chunk (every record), or a
