@@ -23,6 +23,7 @@ static const struct {
 	{ "report", cmd_report, "one self-contained offline HTML report" },
 	{ "stragglers", cmd_stragglers, "which rank the others wait for, its cost per step, and why" },
 	{ "archive", cmd_archive, "traces bundled into one tar.zst with a manifest, optionally redacted" },
+	{ "findings", cmd_findings, "why the GPUs wait, what each cause costs, what to change" },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

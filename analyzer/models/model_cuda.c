@@ -291,6 +291,8 @@ struct model_cuda {
 	size_t n_sync, cap_sync;
 	struct hmap sync_index;    /* (file << 32 | pid, stack) */
 	struct cuda_result result;
+	cuda_copy_fn on_copy;
+	void *on_copy_ctx;
 };
 
 enum { RK_DEV = 0, RK_PINNED = 1 };
@@ -545,6 +547,16 @@ static int cuda_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *
 		cell->bytes += ev.bytes;
 		cell->time_ns += dur;
 		cell->inferred += (uint64_t)call.inferred;
+		if (m->on_copy) {
+			struct cuda_copy_seen seen = {
+				.file = file_index, .pid = ev.c.pid, .tid = ev.c.tid,
+				.stack_id = ev.stack_id, .func = ev.func, .dir = cell->dir,
+				.host = cell->host, .mode = cell->mode, .start_ns = start,
+				.duration_ns = dur, .bytes = ev.bytes,
+			};
+			if (m->on_copy(m->on_copy_ctx, &seen))
+				return -1;
+		}
 	}
 
 	/* Async copy, then the thread's next call. */
@@ -685,6 +697,13 @@ static void cuda_destroy(void *state)
 const struct cuda_result *model_cuda_result(const void *state)
 {
 	return &((const struct model_cuda *)state)->result;
+}
+
+void model_cuda_on_copy(void *state, cuda_copy_fn fn, void *ctx)
+{
+	struct model_cuda *m = state;
+	m->on_copy = fn;
+	m->on_copy_ctx = ctx;
 }
 
 const struct model_ops model_cuda_ops = {

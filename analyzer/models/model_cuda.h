@@ -84,4 +84,20 @@ struct cuda_result {
 
 const struct cuda_result *model_cuda_result(const void *state);
 
+/* One successful copy call as the model classifies it, during the pass
+ * (nested copies too: a cudaMemcpy's cuMemcpy arrives first, inside it).
+ * Models that need copies one by one (model_findings: pageable copies in
+ * GPU-idle time) subscribe rather than keep pinned ranges of their own. */
+struct cuda_copy_seen {
+	uint32_t file, pid, tid, stack_id;
+	uint16_t func;
+	enum cuda_dir dir;
+	enum cuda_host host;
+	enum cuda_mode mode;
+	uint64_t start_ns, duration_ns, bytes;
+};
+/* A nonzero return stops the pass as out of memory would. */
+typedef int (*cuda_copy_fn)(void *ctx, const struct cuda_copy_seen *c);
+void model_cuda_on_copy(void *state, cuda_copy_fn fn, void *ctx);
+
 #endif

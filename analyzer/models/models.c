@@ -3,6 +3,7 @@
 #include "model_cpu.h"
 #include "model_cuda.h"
 #include "model_events.h"
+#include "model_findings.h"
 #include "model_mem.h"
 #include "model_nccl.h"
 #include "model_rdma.h"
@@ -20,6 +21,7 @@ const struct model_ops *const analyzer_models[] = {
 	&model_nccl_ops,
 	&model_stragglers_ops,
 	&model_events_ops,
+	&model_findings_ops,
 	NULL,
 };
 

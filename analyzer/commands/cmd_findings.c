@@ -1,0 +1,229 @@
+/* `flightrec-analyze findings`: why the GPUs wait, what each cause costs,
+ * where it is and what to change; text, or --json in the shape
+ * /work/shared/CLI.md fixes (with extra fields: steps_from, min_share,
+ * below).  Not the analysis (model_findings.h): this file parses options
+ * and lays out the result. */
+#include "cli.h"
+#include "commands.h"
+#include "model_findings.h"
+#include "model.h"
+#include "out_common.h"
+#include "trace_set.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char findings_help[] =
+	"usage: " CLI_PROG " findings FILE... [--json] [--pid PID]\n"
+	"\n"
+	"Why the GPUs wait, what it costs, and what to change.  GPU idle is read\n"
+	"from host signals: after a synchronizing call returns (a synchronize, a\n"
+	"synchronous copy, cudaFree) a process's device has nothing to do until it\n"
+	"queues the next launch; what the thread that synchronized did meanwhile is\n"
+	"the cause.  Record with --probes cpu,syscalls,cuda (and nccl, rdma for\n"
+	"distributed jobs) and a sampling rate such as --freq 999.\n"
+	"\n"
+	"  dataloader       reading or decoding input on the training thread, or\n"
+	"                   waiting there for loader workers\n"
+	"  pageable_copy    host-device copies from pageable memory\n"
+	"  sync_checkpoint  saving state (large writes, fsync) on the training thread\n"
+	"  host_sync        synchronizing calls inside the step (.item()): the host's\n"
+	"                   own work between a synchronize and the next launch\n"
+	"  straggler        the rank the others wait for (stragglers model)\n"
+	"  oom, memory_leak, rdma_errors   no idle cost; listed after the others\n"
+	"\n"
+	"Each finding: its cost in GPU-idle ms (summed over its processes), per step,\n"
+	"and as a share of wall time x processes; findings under 3% are not listed.\n"
+	"\n"
+	"options:\n"
+	"  --json      one JSON object (steps, wall_ms, gpu_idle_ms, unexplained_ms,\n"
+	"              not_evaluated, findings)\n"
+	"  --pid PID   only this process\n"
+	"\n"
+	"examples:\n"
+	"  sudo flightrec record -o run.frec --probes cpu,syscalls,cuda --freq 999 -- python train.py\n"
+	"  " CLI_PROG " findings run.frec\n"
+	"  " CLI_PROG " findings node*.frec --json > findings.json\n";
+
+static const struct cli_table_spec findings_spec = {
+	.cmd = "findings", .help = findings_help, .takes_pid = 1,
+};
+
+static void json_num(FILE *out, double v)
+{
+	if (isfinite(v))
+		fprintf(out, "%.3f", v);
+	else
+		fputs("null", out);
+}
+
+static void json_finding(FILE *out, const struct finding *f)
+{
+	fputs("{\"kind\":", out);
+	out_json_str(out, finding_kind_name(f->kind));
+	fputs(",\"cost_ms\":", out);
+	if (f->has_cost) {
+		json_num(out, f->cost_ms);
+		fputs(",\"cost_ms_per_step\":", out);
+		json_num(out, f->cost_ms_per_step);
+		fprintf(out, ",\"share\":%.4f", f->share);
+	} else {
+		fputs("null,\"cost_ms_per_step\":null,\"share\":null", out);
+	}
+	fputs(",\"pids\":[", out);
+	for (size_t i = 0; i < f->n_pids; i++)
+		fprintf(out, "%s%u", i ? "," : "", f->pids[i]);
+	fputs("],\"ranks\":[", out);
+	size_t n_ranks = 0;
+	for (size_t i = 0; i < f->n_pids; i++)
+		if (f->ranks[i] >= 0)
+			fprintf(out, "%s%d", n_ranks++ ? "," : "", f->ranks[i]);
+	fputs("],\"where\":[", out);
+	for (size_t i = 0; i < f->n_where; i++) {
+		if (i)
+			fputc(',', out);
+		out_json_str(out, f->where[i] ? f->where[i] : "[unknown]");
+	}
+	fputs("],\"evidence\":", out);
+	out_json_str(out, f->evidence);
+	fputs(",\"fix\":", out);
+	out_json_str(out, f->fix);
+	fputc('}', out);
+}
+
+static void findings_json(const struct findings_result *r, FILE *out)
+{
+	fprintf(out, "{\"steps\":%zu,\"steps_from\":", r->steps);
+	out_json_str(out, r->steps_from);
+	fputs(",\"wall_ms\":", out);
+	json_num(out, r->wall_ms);
+	fprintf(out, ",\"min_share\":%.3f,\"gpu_idle_ms\":{", r->min_share);
+	for (size_t i = 0; i < r->n_procs; i++) {
+		fprintf(out, "%s\"%u\":", i ? "," : "", r->procs[i].pid);
+		json_num(out, r->procs[i].idle_ms);
+	}
+	fputs("},\"unexplained_ms\":{", out);
+	for (size_t i = 0; i < r->n_procs; i++) {
+		fprintf(out, "%s\"%u\":", i ? "," : "", r->procs[i].pid);
+		json_num(out, r->procs[i].unexplained_ms);
+	}
+	fputs("},\"not_evaluated\":[", out);
+	for (size_t i = 0; i < r->n_not_evaluated; i++) {
+		fputs(i ? ",{\"kind\":" : "{\"kind\":", out);
+		out_json_str(out, r->not_evaluated[i].kind);
+		fputs(",\"why\":", out);
+		out_json_str(out, r->not_evaluated[i].why);
+		fputc('}', out);
+	}
+	fputs("],\"findings\":[", out);
+	for (size_t i = 0; i < r->n_findings; i++) {
+		if (i)
+			fputc(',', out);
+		json_finding(out, &r->findings[i]);
+	}
+	fputs("],\"below\":[", out);
+	for (size_t i = 0; i < r->n_below; i++) {
+		if (i)
+			fputc(',', out);
+		json_finding(out, &r->below[i]);
+	}
+	fputs("]}\n", out);
+}
+
+static const char *steps_said(const char *from)
+{
+	if (!strcmp(from, "marker"))
+		return "from step markers";
+	if (!strcmp(from, "collective_period"))
+		return "from the NCCL collective period";
+	if (!strcmp(from, "sync_period"))
+		return "from the period of the synchronizing calls";
+	return "unknown: no period found, the whole run is one step";
+}
+
+static void text_finding(FILE *out, size_t i, const struct finding *f)
+{
+	fprintf(out, "\n%zu. %s", i, finding_kind_name(f->kind));
+	if (f->has_cost)
+		fprintf(out, ": %.1f ms of GPU idle (%.2f ms per step, %.1f%% of wall x %zu "
+			"process%s)", f->cost_ms, f->cost_ms_per_step, 100 * f->share, f->n_pids,
+			f->n_pids == 1 ? "" : "es");
+	else
+		fputs(" (no idle cost)", out);
+	fputs("\n   pids:", out);
+	for (size_t j = 0; j < f->n_pids; j++) {
+		fprintf(out, " %u", f->pids[j]);
+		if (f->ranks[j] >= 0)
+			fprintf(out, " (rank %d)", f->ranks[j]);
+	}
+	if (f->n_where) {
+		fputs("\n   where: ", out);
+		for (size_t j = 0; j < f->n_where; j++)
+			fprintf(out, "%s%s", j ? ";" : "", f->where[j] ? f->where[j] : "[unknown]");
+	}
+	fprintf(out, "\n   evidence: %s\n   fix: %s\n", f->evidence, f->fix);
+}
+
+static void findings_text(const struct findings_result *r, FILE *out)
+{
+	fprintf(out, "findings: %zu process%s driving a GPU, %zu step%s (%s), wall %.1f ms\n",
+		r->n_procs, r->n_procs == 1 ? "" : "es", r->steps, r->steps == 1 ? "" : "s",
+		steps_said(r->steps_from), r->wall_ms);
+	for (size_t i = 0; i < r->n_procs; i++) {
+		const struct findings_proc *p = &r->procs[i];
+		fprintf(out, "  pid %u", p->pid);
+		if (p->rank >= 0)
+			fprintf(out, " (rank %d)", p->rank);
+		fprintf(out, ": GPU idle %.1f ms in %" PRIu64 " intervals (%.1f%% of wall), "
+			"unexplained %.1f ms\n", p->idle_ms, p->intervals,
+			r->wall_ms > 0 ? 100 * p->idle_ms / r->wall_ms : 0.0, p->unexplained_ms);
+	}
+	if (!r->n_findings)
+		fprintf(out, "\nno finding above %.0f%% of wall time\n", 100 * r->min_share);
+	for (size_t i = 0; i < r->n_findings; i++)
+		text_finding(out, i + 1, &r->findings[i]);
+	if (r->n_below) {
+		fprintf(out, "\nunder %.0f%% (not findings):", 100 * r->min_share);
+		for (size_t i = 0; i < r->n_below; i++)
+			fprintf(out, "%s %s %.1f ms (%.1f%%)", i ? "," : "",
+				finding_kind_name(r->below[i].kind), r->below[i].cost_ms,
+				100 * r->below[i].share);
+		fputc('\n', out);
+	}
+	if (r->n_not_evaluated) {
+		fputs("\nnot evaluated:\n", out);
+		for (size_t i = 0; i < r->n_not_evaluated; i++)
+			fprintf(out, "  %s: %s\n", r->not_evaluated[i].kind, r->not_evaluated[i].why);
+	}
+}
+
+int cmd_findings(int argc, char **argv, FILE *out, FILE *errout)
+{
+	struct cli_table_args a;
+	int rc = cli_parse_table_args(argc, argv, &findings_spec, &a, out, errout);
+	if (rc)
+		return rc < 0 ? CLI_OK : rc;
+	struct model_opts mo = { .filter_pid = a.filter_pid, .pid = a.pid };
+	void *state;
+	struct trace_set *ts = cli_open_with_model("findings", (const char *const *)a.files,
+						     a.n_files, "findings", &mo, &state, errout);
+	free(a.files);
+	if (!ts)
+		return CLI_FAIL;
+	if (cli_run_set(ts, errout))
+		return CLI_FAIL;
+	const struct findings_result *r = model_findings_result(state);
+	if (a.json)
+		findings_json(r, out);
+	else
+		findings_text(r, out);
+	rc = CLI_OK;
+	if (fflush(out) || ferror(out)) {
+		fprintf(errout, CLI_PROG " findings: write failed on standard output\n");
+		rc = CLI_FAIL;
+	}
+	trace_set_free(ts);
+	return rc;
+}

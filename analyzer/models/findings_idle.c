@@ -1,0 +1,586 @@
+/* GPU idle from host signals, per process, and what it was spent on.
+ * Not the findings themselves (findings_kinds.c) nor output.
+ *
+ * The rule.  When a synchronizing call returns, the device has finished
+ * everything queued before it: its streams are empty.  They stay empty
+ * until the process queues new device work.  So, per process:
+ *   opens   the return of a synchronize (class FR_FN_SYNC:
+ *           cudaStreamSynchronize, cudaDeviceSynchronize,
+ *           cudaEventSynchronize, cuEventSynchronize), of a synchronous
+ *           copy (cudaMemcpy, cuMemcpy: not the Async ones), of an
+ *           implicitly synchronizing call (cudaFree, cuMemFree,
+ *           cudaFreeHost, cudaMallocHost, cudaHostAlloc, cuMemHostAlloc)
+ *   closes  the entry of a launch (FR_FN_LAUNCH), a graph launch
+ *           (FR_FN_GRAPH_LAUNCH) or an async copy from pinned memory
+ *           (queued: the host runs on while it moves)
+ *   neither a copy from pageable memory that starts while the device is
+ *           empty: the host stages it synchronously (an async one too, on
+ *           NVIDIA's driver), the compute waits for its data; its time is
+ *           the pageable_copy cause and the interval goes on
+ * An interval runs from the first opening return to the next closing
+ * entry; every interval is GPU-idle time.  Blocking NCCL calls are left
+ * out for now (the GPU waits inside them too: a cause of its own, later).
+ *
+ * Limits: one process drives one GPU (as usual) and a synchronize is taken
+ * to empty the device (true of the legacy stream, of device and event
+ * synchronizes after the last work, and of one-stream loops); processes
+ * are analysed separately; idle before the first synchronize and after
+ * the last launch is not counted.  The stand-in's fake GPU
+ * (samples/cudart) runs work exactly as queued, so there the intervals are
+ * exact; on a real GPU a launch takes a few microseconds to start.
+ *
+ * Attribution: the interval belongs to the thread whose call opened it
+ * (the training thread); what that thread did inside [start, end):
+ *   1. copies from pageable memory it started: pageable_copy, their
+ *      duration inside the interval;
+ *   2. system calls it made, minus what a copy already holds:
+ *      read, pread64, readv, preadv(2), recvfrom, recvmsg, futex: dataloader
+ *      (reading input, or waiting for loader workers);
+ *      write, pwrite64, writev, pwritev(2) to a file descriptor that is
+ *      fsync'd (fsync, fdatasync, sync_file_range) in the same interval
+ *      with >= 1 MiB written, or with >= 16 MiB written in it, the open
+ *      that returned that descriptor and its close, and every fsync:
+ *      sync_checkpoint (file paths are not recorded today, so a
+ *      checkpoint is told by its shape: large writes made durable);
+ *      any other call: unexplained;
+ *   3. the rest of the interval (on CPU, or in nothing recorded) split by
+ *      the thread's CPU samples in it that fall outside 1 and 2: a sample
+ *      whose stack has a function named like *load*, *decode*, *collate*
+ *      or __next__ (Python's iterator protocol: a DataLoader's) counts for
+ *      dataloader, *save*, *checkpoint*, *serializ* for sync_checkpoint,
+ *      any other for host_sync when a synchronize (class FR_FN_SYNC) opened
+ *      the interval -- the host's own work between the synchronize and
+ *      the next launch, which the synchronize made the GPU wait for -- and
+ *      for unexplained when an implicit synchronize or a copy opened it.
+ *      Without samples in the interval the rest goes to host_sync (or
+ *      unexplained) alike; without any CPU samples in the recording it is
+ *      unexplained. */
+#include "findings_private.h"
+#include "fr_family.h"
+#include "symbolize.h"
+#include "trace_set.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CKPT_FSYNCED_MIN_BYTES (1ull << 20)
+#define CKPT_LARGE_BYTES (16ull << 20)
+#define FDS_PER_INTERVAL 32
+
+enum sc_class { SC_OTHER, SC_LOADER, SC_WRITE, SC_FSYNC, SC_OPEN, SC_CLOSE };
+
+static enum sc_class sc_class_of(uint16_t nr)
+{
+	switch (nr) {
+	case 0: case 17: case 19: case 295: case 327: case 45: case 47: case 202:
+		return SC_LOADER; /* read pread64 readv preadv preadv2 recvfrom recvmsg futex */
+	case 1: case 18: case 20: case 296: case 328:
+		return SC_WRITE;  /* write pwrite64 writev pwritev pwritev2 */
+	case 74: case 75: case 277:
+		return SC_FSYNC;  /* fsync fdatasync sync_file_range */
+	case 2: case 85: case 257: case 437:
+		return SC_OPEN;   /* open creat openat openat2: the fd is the result */
+	case 3:
+		return SC_CLOSE;
+	}
+	return SC_OTHER;
+}
+
+/* ---- frame rules ------------------------------------------------------------ */
+
+static int has_word(const char *name, size_t len, const char *word)
+{
+	size_t w = strlen(word);
+	for (size_t i = 0; i + w <= len; i++) {
+		size_t k = 0;
+		while (k < w && tolower((unsigned char)name[i + k]) == word[k])
+			k++;
+		if (k == w)
+			return 1;
+	}
+	return 0;
+}
+
+size_t fx_frame_match(const char *const *frames, size_t n, enum finding_kind kind)
+{
+	static const char *const loader[] = { "load", "decode", "collate", "__next__", NULL };
+	static const char *const ckpt[] = { "save", "checkpoint", "serializ", NULL };
+	const char *const *words = kind == FIND_DATALOADER ? loader
+		: kind == FIND_SYNC_CHECKPOINT ? ckpt : NULL;
+	if (!words)
+		return SIZE_MAX;
+	for (size_t i = n; i-- > 0;) {
+		const char *f = frames[i];
+		if (!f)
+			continue;
+		size_t len = strlen(f);
+		if (len >= 4 && !strcmp(f + len - 4, "_[k]"))
+			continue; /* kernel frames never name the job's code */
+		const char *paren = strstr(f, " (");
+		if (paren)
+			len = (size_t)(paren - f); /* a Python frame: its function name */
+		for (size_t w = 0; words[w]; w++)
+			if (has_word(f, len, words[w]))
+				return i;
+	}
+	return SIZE_MAX;
+}
+
+/* ---- sorting and intervals ---------------------------------------------------- */
+
+static int ev_cmp(const void *a, const void *b)
+{
+	const struct fx_ev *x = a, *y = b;
+	if (x->t0 != y->t0)
+		return x->t0 < y->t0 ? -1 : 1;
+	if (x->t1 != y->t1)
+		return x->t1 > y->t1 ? -1 : 1; /* an outer call before the calls inside it */
+	return (int)x->type - (int)y->type;
+}
+
+struct mark {
+	uint64_t t;
+	uint32_t ev;
+	uint32_t open;
+};
+
+static int mark_cmp(const void *a, const void *b)
+{
+	const struct mark *x = a, *y = b;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	if (x->open != y->open)
+		return x->open ? 1 : -1; /* work queued at the instant of a return came first */
+	return x->ev < y->ev ? -1 : x->ev > y->ev;
+}
+
+struct interval {
+	uint64_t a, b;
+	uint32_t opener;
+};
+
+/* First event with t0 >= t (events sorted by t0). */
+static size_t lower_bound(const struct fx_ev *ev, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ev[mid].t0 < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* ---- attribution of one interval ---------------------------------------------- */
+
+struct seg {
+	uint64_t s, e;
+};
+
+struct ctx {
+	struct fx_proc *p;
+	struct trace_set *ts;
+	struct symbolizer *sym;
+	const struct trace_file *f;
+	struct hmap sample_class; /* stack_id -> class + 1 (enum finding_kind, or FIND_KINDS: other) */
+	const char **frames;
+	size_t cap;
+	struct seg *segs;         /* claimed by copies and system calls, this interval */
+	size_t n_segs, cap_segs;
+	int have_samples;
+};
+
+/* leaf: the CUDA function the stack called (its frame is not in the
+ * stack the probe takes), 0 for none. */
+static int add_where(struct fx_proc *p, enum finding_kind k, int trim, uint32_t stack_id,
+		     uint16_t leaf, uint64_t ns)
+{
+	if (!ns)
+		return 0;
+	uint64_t *v = hmap_slot(&p->where, (uint64_t)k << 8 | (uint64_t)trim,
+				(uint64_t)leaf << 32 | stack_id, NULL);
+	if (!v)
+		return -1;
+	*v += ns;
+	return 0;
+}
+
+static int push_seg(struct ctx *c, uint64_t s, uint64_t e)
+{
+	if (c->n_segs == c->cap_segs) {
+		size_t cap = c->cap_segs ? c->cap_segs * 2 : 32;
+		struct seg *grown = realloc(c->segs, cap * sizeof(*grown));
+		if (!grown)
+			return -1;
+		c->segs = grown;
+		c->cap_segs = cap;
+	}
+	c->segs[c->n_segs++] = (struct seg){ s, e };
+	return 0;
+}
+
+/* Nanoseconds of [s, e) that the first n copy segments cover. */
+static uint64_t covered(const struct seg *segs, size_t n, uint64_t s, uint64_t e)
+{
+	uint64_t in = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t lo = segs[i].s > s ? segs[i].s : s, hi = segs[i].e < e ? segs[i].e : e;
+		if (hi > lo)
+			in += hi - lo;
+	}
+	return in;
+}
+
+static int inside_any(const struct seg *segs, size_t n, uint64_t t)
+{
+	for (size_t i = 0; i < n; i++)
+		if (t >= segs[i].s && t < segs[i].e)
+			return 1;
+	return 0;
+}
+
+/* FIND_DATALOADER, FIND_SYNC_CHECKPOINT, or FIND_KINDS for any other stack. */
+static int sample_class(struct ctx *c, uint32_t stack_id, enum finding_kind *out)
+{
+	uint64_t v;
+	if (hmap_get(&c->sample_class, stack_id, 0, &v)) {
+		*out = (enum finding_kind)(v - 1);
+		return 0;
+	}
+	enum finding_kind k = FIND_KINDS;
+	if (c->f) {
+		size_t n = symbolize_frames(c->sym, c->f, c->p->file, stack_id, &c->frames, &c->cap, NULL);
+		if (n == SIZE_MAX)
+			return -1;
+		size_t dl = fx_frame_match(c->frames, n, FIND_DATALOADER);
+		size_t ck = fx_frame_match(c->frames, n, FIND_SYNC_CHECKPOINT);
+		if (dl != SIZE_MAX && (ck == SIZE_MAX || dl > ck))
+			k = FIND_DATALOADER; /* the innermost match decides */
+		else if (ck != SIZE_MAX)
+			k = FIND_SYNC_CHECKPOINT;
+	}
+	if (hmap_put(&c->sample_class, stack_id, 0, (uint64_t)k + 1))
+		return -1;
+	*out = k;
+	return 0;
+}
+
+struct fd_written {
+	int64_t fd;
+	uint64_t bytes;
+	int fsynced;
+};
+
+static int fd_is_checkpoint(const struct fd_written *fds, size_t n, int64_t fd)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i].fd == fd)
+			return (fds[i].fsynced && fds[i].bytes >= CKPT_FSYNCED_MIN_BYTES) ||
+			       fds[i].bytes >= CKPT_LARGE_BYTES;
+	return 0;
+}
+
+static int attribute(struct ctx *c, const struct interval *iv)
+{
+	struct fx_proc *p = c->p;
+	const struct fx_ev *opener = &p->ev[iv->opener];
+	uint32_t tid = opener->tid;
+	uint64_t a = iv->a, b = iv->b, len = b - a;
+	size_t first = lower_bound(p->ev, p->n, a);
+	uint64_t kind_ns[FIND_IDLE_KINDS] = { 0 };
+	uint64_t claimed = 0, other_sc = 0;
+	int saved = 0;
+	c->n_segs = 0;
+
+	/* 1. pageable copies, outermost only */
+	uint64_t copy_end = 0;
+	for (size_t i = first; i < p->n && p->ev[i].t0 < b; i++) {
+		const struct fx_ev *e = &p->ev[i];
+		if (e->tid != tid || e->type != FXE_COPY || !e->pageable || e->t1 <= copy_end)
+			continue;
+		uint64_t s = e->t0 > copy_end ? e->t0 : copy_end, end = e->t1 < b ? e->t1 : b;
+		copy_end = e->t1;
+		if (end <= s)
+			continue;
+		if (push_seg(c, s, end) || add_where(p, FIND_PAGEABLE_COPY, FX_WHERE_WHOLE,
+						     e->stack_id, e->what, end - s))
+			return -1;
+		kind_ns[FIND_PAGEABLE_COPY] += end - s;
+		p->e.pg_copies++;
+		p->e.pg_sync += !e->async;
+		p->e.pg_bytes += e->bytes;
+	}
+	size_t n_copy_segs = c->n_segs;
+
+	/* 2. system calls: which file descriptors are checkpoints */
+	struct fd_written fds[FDS_PER_INTERVAL];
+	size_t n_fds = 0;
+	for (size_t i = first; i < p->n && p->ev[i].t0 < b; i++) {
+		const struct fx_ev *e = &p->ev[i];
+		if (e->tid != tid || e->type != FXE_SYSCALL || e->fd < 0)
+			continue;
+		enum sc_class k = sc_class_of(e->what);
+		if (k != SC_WRITE && k != SC_FSYNC)
+			continue;
+		size_t j = 0;
+		while (j < n_fds && fds[j].fd != e->fd)
+			j++;
+		if (j == n_fds) {
+			if (n_fds == FDS_PER_INTERVAL)
+				continue;
+			fds[n_fds++] = (struct fd_written){ .fd = e->fd };
+		}
+		if (k == SC_WRITE)
+			fds[j].bytes += e->bytes;
+		else
+			fds[j].fsynced = 1;
+	}
+	for (size_t i = first; i < p->n && p->ev[i].t0 < b; i++) {
+		const struct fx_ev *e = &p->ev[i];
+		if (e->tid != tid || e->type != FXE_SYSCALL)
+			continue;
+		uint64_t end = e->t1 < b ? e->t1 : b;
+		if (end <= e->t0)
+			continue;
+		uint64_t ns = end - e->t0 - covered(c->segs, n_copy_segs, e->t0, end);
+		if (push_seg(c, e->t0, end))
+			return -1;
+		enum sc_class k = sc_class_of(e->what);
+		enum finding_kind to = FIND_KINDS;
+		if (k == SC_LOADER) {
+			to = FIND_DATALOADER;
+			if (e->what == 202) {
+				p->e.dl_futex++;
+				p->e.dl_futex_ns += ns;
+			} else {
+				p->e.dl_reads++;
+				p->e.dl_read_bytes += e->bytes;
+				p->e.dl_read_ns += ns;
+			}
+		} else if (k == SC_FSYNC || (k == SC_WRITE && fd_is_checkpoint(fds, n_fds, e->fd)) ||
+			   (k == SC_OPEN && e->bytes && fd_is_checkpoint(fds, n_fds, (int64_t)e->bytes)) ||
+			   (k == SC_CLOSE && fd_is_checkpoint(fds, n_fds, e->fd))) {
+			to = FIND_SYNC_CHECKPOINT;
+			saved = 1;
+			if (k == SC_FSYNC) {
+				p->e.ck_fsyncs++;
+				p->e.ck_fsync_ns += ns;
+			} else if (k == SC_WRITE) {
+				p->e.ck_writes++;
+				p->e.ck_write_bytes += e->bytes;
+				p->e.ck_write_ns += ns;
+			} else {
+				p->e.ck_openclose_ns += ns;
+			}
+		}
+		if (to == FIND_KINDS) {
+			other_sc += ns;
+		} else {
+			kind_ns[to] += ns;
+			if (add_where(p, to, FX_WHERE_WHOLE, e->stack_id, 0, ns))
+				return -1;
+		}
+	}
+	for (int k = 0; k < FIND_IDLE_KINDS; k++)
+		claimed += kind_ns[k];
+	claimed += other_sc;
+	if (claimed > len)
+		claimed = len; /* clock rounding between probes */
+
+	/* 3. the rest, by the thread's CPU samples outside the claimed time */
+	uint64_t rest = len - claimed;
+	uint64_t n_dl = 0, n_ck = 0, n_other = 0;
+	for (size_t i = first; i < p->n && p->ev[i].t0 < b; i++) {
+		const struct fx_ev *e = &p->ev[i];
+		if (e->tid != tid || e->type != FXE_SAMPLE || inside_any(c->segs, c->n_segs, e->t0))
+			continue;
+		enum finding_kind k;
+		if (sample_class(c, e->stack_id, &k))
+			return -1;
+		n_dl += k == FIND_DATALOADER;
+		n_ck += k == FIND_SYNC_CHECKPOINT;
+		n_other += k == FIND_KINDS;
+	}
+	uint64_t n_all = n_dl + n_ck + n_other;
+	uint64_t dl_ns = n_all ? (uint64_t)((double)rest * (double)n_dl / (double)n_all) : 0;
+	uint64_t ck_ns = n_all ? (uint64_t)((double)rest * (double)n_ck / (double)n_all) : 0;
+	uint64_t other_ns = rest - dl_ns - ck_ns;
+	if (n_all) {
+		for (size_t i = first; i < p->n && p->ev[i].t0 < b; i++) {
+			const struct fx_ev *e = &p->ev[i];
+			if (e->tid != tid || e->type != FXE_SAMPLE ||
+			    inside_any(c->segs, c->n_segs, e->t0))
+				continue;
+			enum finding_kind k;
+			if (sample_class(c, e->stack_id, &k))
+				return -1;
+			if (k != FIND_KINDS &&
+			    add_where(p, k, FX_WHERE_TRIM, e->stack_id, 0, rest / n_all))
+				return -1;
+		}
+	}
+	kind_ns[FIND_DATALOADER] += dl_ns;
+	kind_ns[FIND_SYNC_CHECKPOINT] += ck_ns;
+	p->e.dl_cpu_ns += dl_ns;
+	p->e.dl_samples += n_dl;
+	p->e.ck_cpu_ns += ck_ns;
+	saved |= ck_ns > 0;
+	p->e.ck_saves += (uint64_t)saved;
+	uint64_t unexplained = other_sc;
+	if (opener->type == FXE_SYNC && c->have_samples) {
+		kind_ns[FIND_HOST_SYNC] += other_ns;
+		if (other_ns) {
+			p->e.hs_gaps++;
+			p->e.hs_ns += other_ns;
+			if (other_ns > p->e.hs_max_ns)
+				p->e.hs_max_ns = other_ns;
+			if (add_where(p, FIND_HOST_SYNC, FX_WHERE_WHOLE, opener->stack_id,
+				      opener->what, other_ns))
+				return -1;
+		}
+	} else {
+		unexplained += other_ns;
+		if (opener->type != FXE_SYNC)
+			p->e.implicit_ns += other_ns;
+		else
+			p->e.no_sample_ns += other_ns;
+	}
+	p->e.other_syscall_ns += other_sc;
+	for (int k = 0; k < FIND_IDLE_KINDS; k++)
+		p->kind_ns[k] += kind_ns[k];
+	p->unexplained_ns += unexplained;
+	p->idle_ns += len;
+	p->intervals++;
+	return 0;
+}
+
+/* ---- the process ---------------------------------------------------------------- */
+
+static int opens_at(const struct fx_ev *e, uint64_t *t)
+{
+	if (e->type == FXE_SYNC || e->type == FXE_IMPLICIT || (e->type == FXE_COPY && !e->async)) {
+		*t = e->t1;
+		return 1;
+	}
+	return 0;
+}
+
+static int closes_at(const struct fx_ev *e, uint64_t *t)
+{
+	if (e->type == FXE_WORK || (e->type == FXE_COPY && e->async && !e->pageable)) {
+		*t = e->t0;
+		return 1;
+	}
+	return 0;
+}
+
+int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer *sym,
+		      int have_samples)
+{
+	if (!p->n)
+		return 0;
+	qsort(p->ev, p->n, sizeof(*p->ev), ev_cmp);
+	struct mark *marks = NULL;
+	size_t n_marks = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		uint64_t t;
+		if (opens_at(&p->ev[i], &t) || closes_at(&p->ev[i], &t))
+			n_marks++;
+	}
+	if (!n_marks)
+		return 0;
+	marks = malloc(n_marks * sizeof(*marks));
+	if (!marks)
+		return -1;
+	n_marks = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		uint64_t t;
+		if (opens_at(&p->ev[i], &t))
+			marks[n_marks++] = (struct mark){ t, (uint32_t)i, 1 };
+		else if (closes_at(&p->ev[i], &t))
+			marks[n_marks++] = (struct mark){ t, (uint32_t)i, 0 };
+	}
+	qsort(marks, n_marks, sizeof(*marks), mark_cmp);
+
+	struct ctx c = { .p = p, .ts = ts, .sym = sym, .have_samples = have_samples,
+			 .f = trace_set_file(ts, p->file) };
+	hmap_init(&c.sample_class);
+	int rc = 0, idle = 0;
+	struct interval iv = { 0 };
+	for (size_t i = 0; i < n_marks && !rc; i++) {
+		if (marks[i].open) {
+			if (!idle) {
+				idle = 1;
+				iv.a = marks[i].t;
+				iv.opener = marks[i].ev;
+			}
+		} else if (idle) {
+			idle = 0;
+			iv.b = marks[i].t;
+			if (iv.b > iv.a)
+				rc = attribute(&c, &iv);
+		}
+	}
+	free(marks);
+	free(c.frames);
+	free(c.segs);
+	hmap_free(&c.sample_class);
+	return rc;
+}
+
+/* ---- steps ---------------------------------------------------------------------- */
+
+/* The smallest period p of the sequence of (function, stack) of the calls
+ * that open intervals under which at least 90% of it repeats, seen at
+ * least twice, and in *repeats how many times it repeats; 0 when none (up
+ * to 64 calls per step). */
+static size_t sync_period(const uint64_t *seq, size_t n, size_t *repeats)
+{
+	for (size_t p = 1; p <= 64 && 2 * p <= n; p++) {
+		size_t match = 0;
+		for (size_t i = 0; i + p < n; i++)
+			match += seq[i] == seq[i + p];
+		if ((double)match >= 0.9 * (double)(n - p)) {
+			/* every repeat of the pattern after the first matches p
+			 * calls: a stray call (the last cudaFree) adds no step */
+			*repeats = (match + p / 2) / p + 1;
+			return p;
+		}
+	}
+	return 0;
+}
+
+void fx_steps_of(struct fx_proc *p)
+{
+	if (p->step_marks) {
+		p->steps = p->step_marks;
+		p->steps_from = "marker";
+		return;
+	}
+	p->steps = 1;
+	p->steps_from = "none";
+	size_t n = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		uint64_t t;
+		n += opens_at(&p->ev[i], &t);
+	}
+	uint64_t *seq = n ? malloc(n * sizeof(*seq)) : NULL;
+	if (!seq)
+		return;
+	n = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		uint64_t t;
+		if (opens_at(&p->ev[i], &t))
+			seq[n++] = (uint64_t)p->ev[i].what << 32 | p->ev[i].stack_id;
+	}
+	size_t repeats = 1;
+	size_t period = sync_period(seq, n, &repeats);
+	free(seq);
+	if (period) {
+		p->steps = repeats;
+		p->steps_from = "sync_period";
+	}
+}

@@ -1,0 +1,692 @@
+/* The findings: each kind's rule, cost, evidence and fix, the threshold
+ * and the order of /work/shared/CLI.md.  Not the idle analysis
+ * (findings_idle.c) nor output (cmd_findings.c).
+ *
+ *   dataloader, pageable_copy, sync_checkpoint, host_sync
+ *                 idle time findings_idle.c attributed to them; a process
+ *                 is named when the kind takes >= 1% of its wall time
+ *   straggler     the stragglers model's verdict: the other ranks wait
+ *                 cost_ms_per_step in every step since it began, each
+ *   oom           failed device allocations (model_mem)
+ *   memory_leak   one stack holds at the end at least max(2, steps / 2)
+ *                 device allocations it made (8 when the steps are
+ *                 unknown): memory that grows with the steps (model_mem)
+ *   rdma_errors   error completions, flushes excluded (model_rdma)
+ * The last three have no idle cost (cost_ms null).  Findings with a cost
+ * come first, most costly first, those under FINDINGS_MIN_SHARE are kept
+ * apart (`below`); then oom, rdma_errors, memory_leak (most severe first).
+ * Steps: step markers, else the NCCL collective period (stragglers
+ * model), else the period of the synchronizing calls, else 1 (the whole
+ * run, said as steps_from "none"). */
+#include "findings_private.h"
+#include "cuda_funcs.h"
+#include "model_cuda.h"
+#include "model_mem.h"
+#include "model_rdma.h"
+#include "model_stragglers.h"
+#include "symbolize.h"
+#include "trace_set.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROC_MIN_SHARE 0.01
+
+const char *finding_kind_name(enum finding_kind k)
+{
+	static const char *const names[FIND_KINDS] = {
+		"dataloader", "pageable_copy", "sync_checkpoint", "host_sync",
+		"straggler", "oom", "memory_leak", "rdma_errors",
+	};
+	return (unsigned)k < FIND_KINDS ? names[k] : "?";
+}
+
+static const char *const fixes[FIND_KINDS] = {
+	[FIND_DATALOADER] =
+		"load and decode input off the training thread: DataLoader(num_workers>0, "
+		"pin_memory=True, prefetch_factor>=2, persistent_workers=True); if the workers "
+		"cannot keep up, decode on the GPU (DALI, nvJPEG) or store input pre-decoded",
+	[FIND_PAGEABLE_COPY] =
+		"copy from pinned host memory: allocate the buffer with cudaMallocHost/cudaHostAlloc "
+		"or cudaHostRegister it (PyTorch: pin_memory=True, tensor.pin_memory()), and use "
+		"cudaMemcpyAsync / .to(device, non_blocking=True) so the copy overlaps compute",
+	[FIND_SYNC_CHECKPOINT] =
+		"save checkpoints off the critical path: copy the state to pinned host memory and "
+		"write it from a background thread or process "
+		"(torch.distributed.checkpoint.async_save), or save less often",
+	[FIND_HOST_SYNC] =
+		"remove synchronizing calls from the step: keep values on the GPU (no .item(), "
+		".cpu(), .tolist() or printing tensors each step; read metrics every N steps), "
+		"and order work with events (cudaEventRecord/cudaStreamWaitEvent) instead of "
+		"stream or device synchronizes",
+	[FIND_STRAGGLER] =
+		"make the slow rank as fast as the others: balance its input and work, and check "
+		"its node (CPU contention, throttling, its NIC and links) with the evidence above",
+	[FIND_OOM] =
+		"lower peak device memory: a smaller batch, activation checkpointing, freeing "
+		"what the top holders keep; against fragmentation "
+		"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+	[FIND_MEMORY_LEAK] =
+		"free what this stack allocates every step: a cache or list that keeps tensors "
+		"(or their graphs: store .detach() or .item() values) must be bounded or cleared",
+	[FIND_RDMA_ERRORS] =
+		"check the fabric and the peers: retry-exceeded and remote-access errors mean a "
+		"lost path or a peer's queue pair gone (ibv_devinfo, port counters, the peer's log)",
+};
+
+/* snprintf that appends to buf. */
+static void appendf(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	if (used + 1 >= len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+}
+
+static double ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+/* "1.2 MiB", "512 B" */
+static const char *bytes_str(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)bytes;
+	size_t u = 0;
+	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+	return buf;
+}
+
+/* ---- result storage ---------------------------------------------------------- */
+
+static struct finding *new_finding(struct fx_state *m, enum finding_kind k)
+{
+	struct findings_result *r = &m->result;
+	struct finding *grown = realloc(r->findings, (r->n_findings + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	r->findings = grown;
+	struct finding *f = &grown[r->n_findings++];
+	memset(f, 0, sizeof(*f));
+	f->kind = k;
+	snprintf(f->fix, sizeof(f->fix), "%s", fixes[k]);
+	return f;
+}
+
+static int add_pid(struct finding *f, uint32_t pid, int32_t rank)
+{
+	for (size_t i = 0; i < f->n_pids; i++)
+		if (f->pids[i] == pid)
+			return 0;
+	uint32_t *p = realloc(f->pids, (f->n_pids + 1) * sizeof(*p));
+	if (!p)
+		return -1;
+	f->pids = p;
+	int32_t *r = realloc(f->ranks, (f->n_pids + 1) * sizeof(*r));
+	if (!r)
+		return -1;
+	f->ranks = r;
+	f->pids[f->n_pids] = pid;
+	f->ranks[f->n_pids++] = rank;
+	return 0;
+}
+
+static void free_finding(struct finding *f)
+{
+	free(f->pids);
+	free(f->ranks);
+	free(f->where);
+}
+
+void fx_result_free(struct findings_result *r)
+{
+	for (size_t i = 0; i < r->n_findings; i++)
+		free_finding(&r->findings[i]);
+	for (size_t i = 0; i < r->n_below; i++)
+		free_finding(&r->below[i]);
+	free(r->findings);
+	free(r->below);
+	free(r->procs);
+}
+
+static int32_t rank_of(struct trace_set *ts, uint32_t file, uint32_t pid)
+{
+	const struct trace_file *f = trace_set_file(ts, file);
+	const struct ts_process *p = f ? trace_file_process(f, pid) : NULL;
+	return p ? p->rank : -1;
+}
+
+/* ---- where: the heaviest culprit stack --------------------------------------- */
+
+struct where_acc {
+	const char **frames;
+	size_t n;
+	uint64_t ns;
+	int real;       /* a stack, not "[no stack]" (short calls carry none in dwarf mode) */
+};
+
+/* The frames of one where entry, trimmed or with its CUDA leaf; a copy the
+ * caller frees.  NULL when memory runs out. */
+static const char **entry_frames(struct symbolizer *sym, struct trace_set *ts, uint32_t file,
+				 enum finding_kind k, int trim, uint64_t key_b, size_t *n_out,
+				 int *real)
+{
+	const struct trace_file *f = trace_set_file(ts, file);
+	const char **frames = NULL;
+	enum stack_found found = STACK_NONE;
+	size_t cap = 0, n = f ? symbolize_frames(sym, f, file, (uint32_t)key_b, &frames, &cap, &found)
+				  : SIZE_MAX;
+	*real = found == STACK_FRAMES;
+	if (n == SIZE_MAX) {
+		free(frames);
+		return NULL;
+	}
+	uint16_t leaf = (uint16_t)(key_b >> 32);
+	if (trim) {
+		size_t at = fx_frame_match(frames, n, k);
+		if (at != SIZE_MAX)
+			n = at + 1;
+	} else if (leaf && cuda_func_name(leaf)) {
+		const char **grown = realloc(frames, (n + 1) * sizeof(*grown));
+		if (!grown) {
+			free(frames);
+			return NULL;
+		}
+		frames = grown;
+		frames[n++] = cuda_func_name(leaf);
+	}
+	*n_out = n;
+	return frames;
+}
+
+static int pick_where(struct fx_state *m, struct trace_set *ts, struct symbolizer *sym,
+		      enum finding_kind k, struct finding *out)
+{
+	struct where_acc *acc = NULL;
+	size_t n_acc = 0;
+	int rc = 0;
+	for (size_t i = 0; i < m->n_procs && !rc; i++) {
+		const struct fx_proc *p = &m->procs[i];
+		int named = 0;
+		for (size_t j = 0; j < out->n_pids; j++)
+			named |= out->pids[j] == p->pid;
+		if (!named)
+			continue;
+		for (size_t s = 0; s < p->where.cap && !rc; s++) {
+			const struct hmap_slot *slot = &p->where.slots[s];
+			if (!slot->used || (slot->key_a >> 8) != (uint64_t)k)
+				continue;
+			size_t n;
+			int real;
+			const char **frames = entry_frames(sym, ts, p->file, k, (int)(slot->key_a & 1),
+							   slot->key_b, &n, &real);
+			if (!frames) {
+				rc = -1;
+				break;
+			}
+			size_t a = 0;
+			while (a < n_acc && (acc[a].n != n ||
+					     memcmp(acc[a].frames, frames, n * sizeof(*frames))))
+				a++;
+			if (a < n_acc) {
+				acc[a].ns += slot->value;
+				free(frames);
+				continue;
+			}
+			struct where_acc *grown = realloc(acc, (n_acc + 1) * sizeof(*grown));
+			if (!grown) {
+				free(frames);
+				rc = -1;
+				break;
+			}
+			acc = grown;
+			acc[n_acc++] = (struct where_acc){ frames, n, slot->value, real };
+		}
+	}
+	size_t best = SIZE_MAX; /* the heaviest stack; "[no stack]" only when there is no other */
+	for (size_t a = 0; a < n_acc; a++)
+		if (best == SIZE_MAX || acc[a].real > acc[best].real ||
+		    (acc[a].real == acc[best].real && acc[a].ns > acc[best].ns))
+			best = a;
+	if (!rc && best != SIZE_MAX) {
+		out->where = acc[best].frames;
+		out->n_where = acc[best].n;
+		acc[best].frames = NULL;
+	}
+	for (size_t a = 0; a < n_acc; a++)
+		free(acc[a].frames);
+	free(acc);
+	return rc;
+}
+
+/* ---- the idle kinds ----------------------------------------------------------- */
+
+static void sum_evidence(struct fx_evidence *sum, const struct fx_evidence *e)
+{
+	_Static_assert(sizeof(struct fx_evidence) % sizeof(uint64_t) == 0, "fx_evidence: u64 only");
+	uint64_t *d = (uint64_t *)sum;
+	const uint64_t *s = (const uint64_t *)e;
+	for (size_t i = 0; i < sizeof(*e) / sizeof(uint64_t); i++)
+		d[i] += s[i];
+}
+
+static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t steps)
+{
+	char b1[32], b2[32];
+	switch (f->kind) {
+	case FIND_DATALOADER:
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "while the GPU had no work the training thread read input %" PRIu64
+			 " times (%s, %.1f ms), waited on futexes %" PRIu64 " times (%.1f ms) and ran "
+			 "loader code for %.1f ms (%" PRIu64 " CPU samples in *load*/*decode*/"
+			 "*collate*/__next__ functions)",
+			 e->dl_reads, bytes_str(e->dl_read_bytes, b1, sizeof(b1)), ms(e->dl_read_ns),
+			 e->dl_futex, ms(e->dl_futex_ns), ms(e->dl_cpu_ns), e->dl_samples);
+		break;
+	case FIND_PAGEABLE_COPY:
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "%" PRIu64 " copies from pageable host memory (%" PRIu64 " synchronous) "
+			 "while the GPU had no work: %s, %.1f ms; pinned memory moves ~3x faster and "
+			 "lets the copy overlap compute",
+			 e->pg_copies, e->pg_sync, bytes_str(e->pg_bytes, b1, sizeof(b1)),
+			 ms(f->has_cost ? (uint64_t)(f->cost_ms * 1e6) : 0));
+		break;
+	case FIND_SYNC_CHECKPOINT:
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "%" PRIu64 " saves on the training thread while the GPU had no work: %" PRIu64
+			 " writes (%s, %.1f ms), %" PRIu64 " fsync/fdatasync (%.1f ms), open/close of "
+			 "those files %.1f ms, %.1f ms on CPU in *save*/*checkpoint* code; the files are "
+			 "not named: the recorder does not "
+			 "capture open() paths, so a checkpoint is told by large writes made durable "
+			 "(>= 1 MiB then fsync, or >= 16 MiB to one descriptor)",
+			 e->ck_saves, e->ck_writes, bytes_str(e->ck_write_bytes, b2, sizeof(b2)),
+			 ms(e->ck_write_ns), e->ck_fsyncs, ms(e->ck_fsync_ns), ms(e->ck_openclose_ns),
+			 ms(e->ck_cpu_ns));
+		break;
+	case FIND_HOST_SYNC:
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "%" PRIu64 " gaps between a synchronize's return and the next launch with only "
+			 "the host's own work on the thread (%.1f per step, %.3f ms on average, "
+			 "longest %.3f ms)",
+			 e->hs_gaps, steps ? (double)e->hs_gaps / (double)steps : 0.0,
+			 e->hs_gaps ? ms(e->hs_ns) / (double)e->hs_gaps : 0.0, ms(e->hs_max_ns));
+		break;
+	default:
+		break;
+	}
+}
+
+static int idle_findings(struct fx_state *m, struct trace_set *ts, struct symbolizer *sym,
+			 double wall_ms)
+{
+	struct findings_result *r = &m->result;
+	for (int k = 0; k < FIND_IDLE_KINDS; k++) {
+		uint64_t total = 0;
+		for (size_t i = 0; i < m->n_procs; i++)
+			total += m->procs[i].kind_ns[k];
+		if (!total)
+			continue;
+		struct finding *f = new_finding(m, (enum finding_kind)k);
+		if (!f)
+			return -1;
+		struct fx_evidence e = { 0 };
+		uint64_t cost = 0;
+		for (size_t i = 0; i < m->n_procs; i++) {
+			const struct fx_proc *p = &m->procs[i];
+			if (ms(p->kind_ns[k]) < PROC_MIN_SHARE * wall_ms &&
+			    (double)p->kind_ns[k] * 2 < (double)total)
+				continue; /* a trace of it in a process that has little */
+			if (add_pid(f, p->pid, rank_of(ts, p->file, p->pid)))
+				return -1;
+			cost += p->kind_ns[k];
+			sum_evidence(&e, &p->e);
+		}
+		f->has_cost = 1;
+		f->cost_ms = ms(cost);
+		f->cost_ms_per_step = f->cost_ms / (double)(r->steps ? r->steps : 1);
+		f->share = wall_ms > 0 ? f->cost_ms / (wall_ms * (double)f->n_pids) : 0;
+		idle_evidence(f, &e, r->steps);
+		if (pick_where(m, ts, sym, (enum finding_kind)k, f))
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- the other models' verdicts ---------------------------------------------- */
+
+static int straggler_finding(struct fx_state *m, double wall_ms)
+{
+	if (!m->strag)
+		return 0;
+	const struct stragglers_result *s = model_stragglers_result(m->strag);
+	const struct straggler_verdict *v = &s->verdict;
+	if (!v->found || !s->nccl || v->rank_index >= s->nccl->n_ranks)
+		return 0;
+	const struct nccl_result *nc = s->nccl;
+	struct finding *f = new_finding(m, FIND_STRAGGLER);
+	if (!f)
+		return -1;
+	size_t steps = s->rows[v->rank_index].steps;
+	size_t since = v->since_step > 0 ? (size_t)v->since_step : 0;
+	size_t steps_since = steps > since ? steps - since : 1;
+	for (size_t i = 0; i < nc->n_ranks; i++)
+		if (i != v->rank_index && add_pid(f, nc->ranks[i].pid, nc->ranks[i].rank))
+			return -1;
+	const struct nccl_rank *rk = &nc->ranks[v->rank_index];
+	f->has_cost = 1;
+	f->cost_ms_per_step = v->cost_ms_per_step * (double)f->n_pids;
+	f->cost_ms = v->cost_ms_per_step * (double)steps_since * (double)f->n_pids;
+	f->share = wall_ms > 0 && f->n_pids ? f->cost_ms / (wall_ms * (double)f->n_pids) : 0;
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "the other %zu ranks wait for rank %d (host %s, pid %u) %.2f ms per step each "
+		 "since step %d (confidence %.2f): %.400s", f->n_pids, rk->rank, rk->host, rk->pid,
+		 v->cost_ms_per_step, v->since_step, v->confidence, v->evidence);
+	if (v->n_frames) {
+		f->where = malloc(sizeof(*f->where));
+		if (!f->where)
+			return -1;
+		f->where[0] = v->frames[0].name;
+		f->n_where = 1;
+	}
+	return 0;
+}
+
+static int oom_finding(struct fx_state *m, struct trace_set *ts)
+{
+	if (!m->mem)
+		return 0;
+	const struct mem_result *mr = model_mem_result(m->mem);
+	if (!mr->n_failures || !mr->n_failures_kept)
+		return 0;
+	struct finding *f = new_finding(m, FIND_OOM);
+	if (!f)
+		return -1;
+	for (size_t i = 0; i < mr->n_failures_kept; i++)
+		if (add_pid(f, mr->failures[i].pid,
+			    rank_of(ts, mr->failures[i].file, mr->failures[i].pid)))
+			return -1;
+	const struct mem_failure *x = &mr->failures[0];
+	char b1[32], b2[32];
+	const char *err = cuda_error_name(x->func, x->error);
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "%" PRIu64 " failed allocation%s; the first asked for %s (%s) with %s in use on "
+		 "device %d", mr->n_failures, mr->n_failures == 1 ? "" : "s",
+		 bytes_str(x->bytes, b1, sizeof(b1)),
+		 err ? err : "error", bytes_str(x->inuse_bytes, b2, sizeof(b2)), x->device);
+	if (x->n_holders) {
+		char b3[32];
+		size_t n;
+		const char **frames = mem_stack_frames(ts, x->file, x->holders[0].stack_id, &n);
+		appendf(f->evidence, sizeof(f->evidence), "; the top holder kept %s",
+			bytes_str(x->holders[0].bytes, b3, sizeof(b3)));
+		if (frames && n)
+			appendf(f->evidence, sizeof(f->evidence), " (allocated in %s)", frames[n - 1]);
+		free(frames);
+	}
+	size_t n;
+	const char **frames = mem_stack_frames(ts, x->file, x->stack_id, &n);
+	if (!frames)
+		return -1;
+	const char **grown = realloc(frames, (n + 1) * sizeof(*grown));
+	if (!grown) {
+		free(frames);
+		return -1;
+	}
+	if (cuda_func_name(x->func))
+		grown[n++] = cuda_func_name(x->func);
+	f->where = grown;
+	f->n_where = n;
+	return 0;
+}
+
+static int leak_finding(struct fx_state *m, struct trace_set *ts, size_t steps, int steps_known)
+{
+	if (!m->mem)
+		return 0;
+	const struct mem_result *mr = model_mem_result(m->mem);
+	uint64_t min_count = steps_known ? (steps / 2 > 2 ? steps / 2 : 2) : 8;
+	const struct mem_series *worst = NULL;
+	for (size_t i = 0; i < mr->n_series; i++) {
+		const struct mem_series *s = &mr->series[i];
+		if (s->space != MEM_SPACE_DEVICE || !s->n_top_leaks ||
+		    s->top_leaks[0].count < min_count)
+			continue;
+		if (!worst || s->top_leaks[0].bytes > worst->top_leaks[0].bytes)
+			worst = s;
+	}
+	if (!worst)
+		return 0;
+	struct finding *f = new_finding(m, FIND_MEMORY_LEAK);
+	if (!f)
+		return -1;
+	for (size_t i = 0; i < mr->n_series; i++) {
+		const struct mem_series *s = &mr->series[i];
+		if (s->space == MEM_SPACE_DEVICE && s->n_top_leaks &&
+		    s->top_leaks[0].count >= min_count &&
+		    add_pid(f, s->pid, rank_of(ts, s->file, s->pid)))
+			return -1;
+	}
+	const struct mem_stack_bytes *l = &worst->top_leaks[0];
+	char b1[32], b2[32];
+	snprintf(f->evidence, sizeof(f->evidence),
+		 "pid %u still holds %s at the end in %" PRIu64 " allocations made by one stack "
+		 "(%s in all never freed) over %zu steps", worst->pid,
+		 bytes_str(l->bytes, b1, sizeof(b1)), l->count,
+		 bytes_str(worst->end_bytes, b2, sizeof(b2)), steps);
+	size_t n;
+	f->where = mem_stack_frames(ts, worst->file, l->stack_id, &n);
+	if (!f->where)
+		return -1;
+	f->n_where = n;
+	return 0;
+}
+
+static int rdma_finding(struct fx_state *m, struct trace_set *ts)
+{
+	if (!m->rdma)
+		return 0;
+	const struct rdma_result *rr = model_rdma_result(m->rdma);
+	uint64_t errors = 0, by_status[RDMA_WC_STATUSES] = { 0 };
+	size_t conns = 0;
+	for (size_t i = 0; i < rr->n_conns; i++) {
+		const struct rdma_conn *c = &rr->conns[i];
+		if (!c->errors)
+			continue;
+		errors += c->errors;
+		conns++;
+		for (size_t s = 0; s < RDMA_WC_STATUSES; s++)
+			if (s != 5) /* IBV_WC_WR_FLUSH_ERR: consequences, counted apart */
+				by_status[s] += c->by_status[s];
+	}
+	if (!errors)
+		return 0;
+	struct finding *f = new_finding(m, FIND_RDMA_ERRORS);
+	if (!f)
+		return -1;
+	for (size_t i = 0; i < rr->n_conns; i++)
+		if (rr->conns[i].errors &&
+		    add_pid(f, rr->conns[i].local.pid,
+			    rank_of(ts, rr->conns[i].local.file, rr->conns[i].local.pid)))
+			return -1;
+	snprintf(f->evidence, sizeof(f->evidence), "%" PRIu64 " error completions on %zu "
+		 "connections:", errors, conns);
+	for (size_t s = 0; s < RDMA_WC_STATUSES; s++) {
+		if (!by_status[s])
+			continue;
+		const char *name = rdma_wc_status_name((uint32_t)s);
+		appendf(f->evidence, sizeof(f->evidence), " %s x%" PRIu64, name ? name : "status",
+			by_status[s]);
+	}
+	return 0;
+}
+
+/* ---- order, steps, not evaluated --------------------------------------------- */
+
+static int severity(enum finding_kind k)
+{
+	switch (k) {
+	case FIND_OOM: return 0;
+	case FIND_RDMA_ERRORS: return 1;
+	case FIND_MEMORY_LEAK: return 2;
+	default: return 3;
+	}
+}
+
+static int finding_cmp(const void *a, const void *b)
+{
+	const struct finding *x = a, *y = b;
+	if (x->has_cost != y->has_cost)
+		return x->has_cost ? -1 : 1;
+	if (x->has_cost && x->cost_ms != y->cost_ms)
+		return x->cost_ms > y->cost_ms ? -1 : 1;
+	if (!x->has_cost && severity(x->kind) != severity(y->kind))
+		return severity(x->kind) - severity(y->kind);
+	return (int)x->kind - (int)y->kind;
+}
+
+static void not_evaluated(struct findings_result *r, enum finding_kind k, const char *why)
+{
+	if (r->n_not_evaluated == FINDINGS_MAX_NOT_EVALUATED)
+		return;
+	struct findings_not_evaluated *n = &r->not_evaluated[r->n_not_evaluated++];
+	n->kind = k == FIND_KINDS ? "nccl_wait" : finding_kind_name(k);
+	snprintf(n->why, sizeof(n->why), "%s", why);
+}
+
+static void list_not_evaluated(struct fx_state *m)
+{
+	struct findings_result *r = &m->result;
+	if (!m->cuda_events) {
+		for (int k = 0; k < FIND_IDLE_KINDS; k++)
+			not_evaluated(r, (enum finding_kind)k, "no CUDA calls recorded (cuda probe not "
+				      "attached?): GPU idle is read from synchronizes and launches");
+	} else {
+		if (!m->syscalls) {
+			not_evaluated(r, FIND_DATALOADER, m->samples
+				      ? "system calls not recorded (--probes without syscalls): reads "
+					"and waits for loader workers not seen, only loader code on CPU"
+				      : "neither system calls nor CPU samples recorded (--probes "
+					"cpu,syscalls,cuda)");
+			not_evaluated(r, FIND_SYNC_CHECKPOINT, "system calls not recorded (--probes "
+				      "without syscalls): writes and fsyncs not seen");
+		} else if (!m->samples) {
+			not_evaluated(r, FIND_DATALOADER, "no CPU samples (--probes without cpu): "
+				      "decoding on the training thread not seen, only its reads and waits");
+		}
+		if (!m->samples)
+			not_evaluated(r, FIND_HOST_SYNC, "no CPU samples (--probes without cpu): the "
+				      "host's own work after a synchronize cannot be told from other waits");
+	}
+	const struct stragglers_result *s = m->strag ? model_stragglers_result(m->strag) : NULL;
+	if (!m->nccl_events)
+		not_evaluated(r, FIND_STRAGGLER, "no NCCL calls recorded (nccl probe)");
+	else if (s && s->nccl && s->nccl->n_ranks < 2)
+		not_evaluated(r, FIND_STRAGGLER, "fewer than two NCCL ranks in these traces "
+			      "(give one trace per node)");
+	if (m->nccl_events)
+		not_evaluated(r, FIND_KINDS, "idle inside blocking NCCL calls is not attributed "
+			      "yet: their time is neither a cause nor idle here");
+	if (!m->rdma_events)
+		not_evaluated(r, FIND_RDMA_ERRORS, "no RDMA verbs calls recorded (rdma probe)");
+}
+
+static void steps_from_nccl(struct fx_state *m)
+{
+	const struct stragglers_result *s = m->strag ? model_stragglers_result(m->strag) : NULL;
+	if (!s || !s->nccl)
+		return;
+	for (size_t i = 0; i < s->nccl->n_ranks; i++) {
+		const struct nccl_rank *rk = &s->nccl->ranks[i];
+		if (!rk->n_steps || s->nccl->step_source == NCCL_STEPS_EACH)
+			continue;
+		uint64_t at;
+		if (!hmap_get(&m->proc_index, rk->file_index, rk->pid, &at))
+			continue;
+		struct fx_proc *p = &m->procs[at];
+		if (strcmp(p->steps_from, "marker")) {
+			p->steps = rk->n_steps;
+			p->steps_from = "collective_period";
+		}
+	}
+}
+
+int fx_build_findings(struct fx_state *m, struct trace_set *ts, struct symbolizer *sym)
+{
+	struct findings_result *r = &m->result;
+	r->min_share = FINDINGS_MIN_SHARE;
+	/* wall: the longest span of recorded events (not the recorder's own
+	 * start-up before the job ran, which the file's duration holds) */
+	uint64_t wall_ns = 0;
+	for (size_t i = 0; i < trace_set_count(ts); i++) {
+		const struct trace_file *f = trace_set_file(ts, i);
+		uint64_t d = f->last_event_ns > f->first_event_ns
+			? f->last_event_ns - f->first_event_ns : 0;
+		if (d > wall_ns)
+			wall_ns = d;
+	}
+	r->wall_ms = ms(wall_ns);
+	steps_from_nccl(m);
+
+	/* the processes that made the device wait, or drove one */
+	r->procs = calloc(m->n_procs ? m->n_procs : 1, sizeof(*r->procs));
+	if (!r->procs)
+		return -1;
+	const struct fx_proc *busiest = NULL;
+	for (size_t i = 0; i < m->n_procs; i++) {
+		const struct fx_proc *p = &m->procs[i];
+		int drives = 0;
+		for (size_t j = 0; j < p->n && !drives; j++)
+			drives = p->ev[j].type <= FXE_WORK;
+		if (!drives)
+			continue;
+		struct findings_proc *o = &r->procs[r->n_procs++];
+		o->file = p->file;
+		o->pid = p->pid;
+		o->rank = rank_of(ts, p->file, p->pid);
+		o->intervals = p->intervals;
+		o->idle_ms = ms(p->idle_ns);
+		for (int k = 0; k < FIND_IDLE_KINDS; k++)
+			o->kind_ms[k] = ms(p->kind_ns[k]);
+		o->unexplained_ms = ms(p->unexplained_ns);
+		o->steps = p->steps;
+		o->steps_from = p->steps_from;
+		if (!busiest || p->idle_ns > busiest->idle_ns)
+			busiest = p;
+	}
+	r->steps = busiest ? busiest->steps : 1;
+	r->steps_from = busiest ? busiest->steps_from : "none";
+
+	if (idle_findings(m, ts, sym, r->wall_ms) || straggler_finding(m, r->wall_ms) ||
+	    oom_finding(m, ts) || leak_finding(m, ts, r->steps, strcmp(r->steps_from, "none") != 0) ||
+	    rdma_finding(m, ts))
+		return -1;
+	if (r->n_findings)
+		qsort(r->findings, r->n_findings, sizeof(*r->findings), finding_cmp);
+
+	/* below the threshold: kept apart, in the same order */
+	r->below = calloc(r->n_findings ? r->n_findings : 1, sizeof(*r->below));
+	if (!r->below)
+		return -1;
+	size_t kept = 0;
+	for (size_t i = 0; i < r->n_findings; i++) {
+		struct finding *f = &r->findings[i];
+		if (!f->has_cost || f->share >= FINDINGS_MIN_SHARE)
+			r->findings[kept++] = *f;
+		else
+			r->below[r->n_below++] = *f;
+	}
+	r->n_findings = kept;
+	list_not_evaluated(m);
+	return 0;
+}

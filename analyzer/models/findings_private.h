@@ -1,0 +1,100 @@
+/* What the findings model's files share: the events it keeps per process,
+ * the idle attribution (findings_idle.c) and the rules that turn it and
+ * the other models' results into findings (findings_kinds.c).  Private to
+ * model_findings*.c and findings_*.c. */
+#ifndef FLIGHTREC_FINDINGS_PRIVATE_H
+#define FLIGHTREC_FINDINGS_PRIVATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "hmap.h"
+#include "model_findings.h"
+
+struct trace_set;
+struct symbolizer;
+
+enum fx_type {
+	FXE_SYNC,     /* the host waited for the device (class FR_FN_SYNC) */
+	FXE_IMPLICIT, /* a call that synchronizes the device implicitly (cudaFree ...) */
+	FXE_COPY,     /* a successful copy, classified by model_cuda */
+	FXE_WORK,     /* device work queued: a launch or a graph launch */
+	FXE_SYSCALL,
+	FXE_SAMPLE,   /* a CPU sample: t0 == t1 */
+};
+
+/* One event kept, of one process. */
+struct fx_ev {
+	uint64_t t0, t1;      /* entry and return, CLOCK_MONOTONIC of the file */
+	uint64_t bytes;       /* copies: bytes; syscalls: bytes transferred (ret) */
+	int64_t fd;           /* syscalls: -1 when none */
+	uint32_t tid, stack_id;
+	uint16_t type;        /* enum fx_type */
+	uint16_t what;        /* CUDA function or syscall number */
+	uint8_t pageable, async;
+};
+
+/* Where idle went, per (kind, stack): value ns; a sample-based entry is
+ * trimmed after the frame that matched its rule. */
+enum { FX_WHERE_WHOLE = 0, FX_WHERE_TRIM = 1 };
+
+struct fx_evidence {
+	/* dataloader */
+	uint64_t dl_reads, dl_read_bytes, dl_read_ns, dl_futex, dl_futex_ns, dl_cpu_ns, dl_samples;
+	/* pageable_copy */
+	uint64_t pg_copies, pg_sync, pg_bytes, pg_ns;
+	/* sync_checkpoint */
+	uint64_t ck_writes, ck_write_bytes, ck_write_ns, ck_fsyncs, ck_fsync_ns, ck_openclose_ns;
+	uint64_t ck_cpu_ns, ck_saves;
+	/* host_sync */
+	uint64_t hs_gaps, hs_ns, hs_max_ns;
+	/* unexplained */
+	uint64_t other_syscall_ns, implicit_ns, no_sample_ns;
+};
+
+struct fx_proc {
+	uint32_t file, pid;
+	struct fx_ev *ev;
+	size_t n, cap;
+	uint64_t step_marks;      /* FR_EV_STEP events */
+	uint64_t idle_ns, intervals;
+	uint64_t kind_ns[FIND_IDLE_KINDS];
+	uint64_t unexplained_ns;
+	struct fx_evidence e;
+	struct hmap where;        /* (kind << 8 | trim, cuda func << 32 | stack_id) -> ns */
+	size_t steps;
+	const char *steps_from;
+};
+
+struct fx_state {
+	struct model_opts opts;
+	void *cuda, *mem, *strag, *rdma;
+	struct fx_proc *procs;
+	size_t n_procs, cap_procs;
+	struct hmap proc_index;   /* (file, pid) -> index */
+	uint64_t cuda_events, syscalls, samples, nccl_events, rdma_events;
+	struct findings_result result;
+};
+
+struct fx_proc *fx_proc_get(struct fx_state *m, uint32_t file, uint32_t pid);
+int fx_push(struct fx_proc *p, const struct fx_ev *e);
+
+/* findings_idle.c: the idle intervals of p and their attribution (kind_ns,
+ * unexplained_ns, evidence, where); the events are sorted first.
+ * have_samples: the recording has CPU samples (else on-CPU time is left
+ * unexplained).  -1 when memory runs out. */
+int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer *sym,
+		      int have_samples);
+/* The innermost user frame of frames[0..n) whose function name matches
+ * the rule of kind (dataloader: *load*, *decode*, *collate*, __next__;
+ * sync_checkpoint: *save*, *checkpoint*, *serializ*), case-insensitive;
+ * SIZE_MAX when none. */
+size_t fx_frame_match(const char *const *frames, size_t n, enum finding_kind kind);
+/* p->steps and p->steps_from from its own events (markers, else the
+ * period of its synchronizing calls, else 1). */
+void fx_steps_of(struct fx_proc *p);
+
+/* findings_kinds.c: the findings, not_evaluated and the order. */
+int fx_build_findings(struct fx_state *m, struct trace_set *ts, struct symbolizer *sym);
+void fx_result_free(struct findings_result *r);
+
+#endif

@@ -1,0 +1,244 @@
+/* The findings model's interface: it needs the cuda, mem, stragglers and
+ * rdma models (their results are read at finish; cuda also hands over each
+ * copy as it classifies it, pinned or pageable), and keeps, per process,
+ * the events the idle analysis reads: synchronizing calls, launches,
+ * copies, system calls and CPU samples.  The analysis is in
+ * findings_idle.c, the rules in findings_kinds.c.
+ *
+ * Memory: the kept events grow with the recording (about 56 bytes each);
+ * they are sorted at finish because the recorder writes a call when it
+ * returns, not when it starts.  A streaming version would close an idle
+ * interval once every thread's events are past it. */
+#include "model_findings.h"
+#include "findings_private.h"
+#include "fr_family.h"
+#include "model_cuda.h"
+#include "symbolize.h"
+#include "trace_set.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *fx_create(const struct model_opts *opts)
+{
+	struct fx_state *m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	if (opts)
+		m->opts = *opts;
+	hmap_init(&m->proc_index);
+	return m;
+}
+
+struct fx_proc *fx_proc_get(struct fx_state *m, uint32_t file, uint32_t pid)
+{
+	int created;
+	uint64_t *v = hmap_slot(&m->proc_index, file, pid, &created);
+	if (!v)
+		return NULL;
+	if (created) {
+		if (m->n_procs == m->cap_procs) {
+			size_t cap = m->cap_procs ? m->cap_procs * 2 : 8;
+			struct fx_proc *grown = realloc(m->procs, cap * sizeof(*grown));
+			if (!grown)
+				return NULL;
+			m->procs = grown;
+			m->cap_procs = cap;
+		}
+		struct fx_proc *p = &m->procs[m->n_procs];
+		memset(p, 0, sizeof(*p));
+		p->file = file;
+		p->pid = pid;
+		hmap_init(&p->where);
+		*v = m->n_procs++;
+	}
+	return &m->procs[*v];
+}
+
+int fx_push(struct fx_proc *p, const struct fx_ev *e)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 256;
+		struct fx_ev *grown = realloc(p->ev, cap * sizeof(*grown));
+		if (!grown)
+			return -1;
+		p->ev = grown;
+		p->cap = cap;
+	}
+	p->ev[p->n++] = *e;
+	return 0;
+}
+
+/* Calls that leave the device empty when they return without being
+ * synchronizes: cudaFree (documented to synchronize the device, and the
+ * stand-in's does), freeing and allocating pinned host memory.  Not
+ * cudaMalloc: NVIDIA documents no synchronization, the stand-in makes
+ * none, and a cudaMalloc after queued kernels would open an idle interval
+ * while they still run. */
+static int is_implicit_sync(uint16_t func)
+{
+	switch (func) {
+	case FR_CUDA_FREE: case FR_CU_MEM_FREE: case FR_CUDA_FREE_HOST:
+	case FR_CUDA_MALLOC_HOST: case FR_CUDA_HOST_ALLOC: case FR_CU_MEM_HOST_ALLOC:
+		return 1;
+	}
+	return 0;
+}
+
+static int on_copy(void *ctx, const struct cuda_copy_seen *c)
+{
+	struct fx_state *m = ctx;
+	struct fx_proc *p = fx_proc_get(m, c->file, c->pid);
+	if (!p)
+		return -1;
+	struct fx_ev e = {
+		.t0 = c->start_ns, .t1 = c->start_ns + c->duration_ns, .bytes = c->bytes, .fd = -1,
+		.tid = c->tid, .stack_id = c->stack_id, .type = FXE_COPY, .what = c->func,
+		.pageable = c->host == CUDA_HOST_PAGEABLE, .async = c->mode == CUDA_MODE_ASYNC,
+	};
+	return fx_push(p, &e);
+}
+
+static void fx_bind(void *state, const char *name, void *dep)
+{
+	struct fx_state *m = state;
+	if (!strcmp(name, "cuda")) {
+		m->cuda = dep;
+		model_cuda_on_copy(dep, on_copy, m);
+	} else if (!strcmp(name, "mem")) {
+		m->mem = dep;
+	} else if (!strcmp(name, "stragglers")) {
+		m->strag = dep;
+	} else if (!strcmp(name, "rdma")) {
+		m->rdma = dep;
+	}
+}
+
+static int feed_cuda(struct fx_state *m, uint32_t file, const struct fr_rec_hdr *rec)
+{
+	struct fr_ev_cuda ev;
+	memcpy(&ev, rec, sizeof(ev)); /* size checked by the decoder */
+	m->cuda_events++;
+	enum fr_func_class cls = fr_func_class_of(FR_PROBE_CUDA, ev.func);
+	uint16_t type;
+	if (cls == FR_FN_SYNC)
+		type = FXE_SYNC;
+	else if (is_implicit_sync(ev.func))
+		type = FXE_IMPLICIT;
+	else if ((cls == FR_FN_LAUNCH || cls == FR_FN_GRAPH_LAUNCH) && ev.result == 0)
+		type = FXE_WORK;
+	else
+		return 0; /* copies come classified from model_cuda (on_copy) */
+	struct fx_proc *p = fx_proc_get(m, file, ev.c.pid);
+	if (!p)
+		return -1;
+	struct fx_ev e = {
+		.t0 = ev.c.ts_ns, .t1 = ev.c.ts_ns + ev.duration_ns, .fd = -1, .tid = ev.c.tid,
+		.stack_id = ev.stack_id, .type = type, .what = ev.func,
+	};
+	return fx_push(p, &e);
+}
+
+static int fx_feed(void *state, uint32_t file, const struct fr_rec_hdr *rec)
+{
+	struct fx_state *m = state;
+	uint16_t type;
+	memcpy(&type, (const uint8_t *)rec + offsetof(struct fr_rec_hdr, type), sizeof(type));
+	uint32_t pid;
+	memcpy(&pid, (const uint8_t *)rec + offsetof(struct fr_ev_common, pid), sizeof(pid));
+	if (m->opts.filter_pid && pid != m->opts.pid)
+		return 0;
+	switch (type) {
+	case FR_EV_CUDA:
+		return feed_cuda(m, file, rec);
+	case FR_EV_SYSCALL: {
+		struct fr_ev_syscall ev;
+		memcpy(&ev, rec, sizeof(ev));
+		m->syscalls++;
+		struct fx_proc *p = fx_proc_get(m, file, pid);
+		struct fx_ev e = {
+			.t0 = ev.c.ts_ns, .t1 = ev.c.ts_ns + ev.duration_ns,
+			.bytes = ev.ret > 0 ? (uint64_t)ev.ret : 0,
+			.fd = (ev.sc_flags & FR_SYSCALL_HAS_FD) ? ev.fd : -1, .tid = ev.c.tid,
+			.stack_id = ev.stack_id, .type = FXE_SYSCALL,
+			.what = ev.nr < 0xffff ? (uint16_t)ev.nr : 0xffff,
+		};
+		return p ? fx_push(p, &e) : -1;
+	}
+	case FR_EV_CPU_SAMPLE: {
+		struct fr_ev_cpu_sample ev;
+		memcpy(&ev, rec, sizeof(ev));
+		m->samples++;
+		struct fx_proc *p = fx_proc_get(m, file, pid);
+		struct fx_ev e = { .t0 = ev.c.ts_ns, .t1 = ev.c.ts_ns, .fd = -1, .tid = ev.c.tid,
+				   .stack_id = ev.stack_id, .type = FXE_SAMPLE };
+		return p ? fx_push(p, &e) : -1;
+	}
+	case FR_EV_STEP: {
+		struct fx_proc *p = fx_proc_get(m, file, pid);
+		if (!p)
+			return -1;
+		p->step_marks++;
+		return 0;
+	}
+	case FR_EV_NCCL:
+		m->nccl_events++;
+		return 0;
+	case FR_EV_RDMA_CTRL: case FR_EV_RDMA_POST: case FR_EV_RDMA_CQE:
+		m->rdma_events++;
+		return 0;
+	}
+	return 0;
+}
+
+static int fx_finish(void *state, struct trace_set *ts, struct frec_error *err)
+{
+	struct fx_state *m = state;
+	struct symbolizer *sym = NULL;
+	if (m->n_procs && !(sym = trace_set_symbolizer(ts, err)))
+		return -1;
+	for (size_t i = 0; i < m->n_procs; i++) {
+		if (fx_idle_attribute(&m->procs[i], ts, sym, m->samples > 0))
+			goto oom;
+		fx_steps_of(&m->procs[i]);
+	}
+	if (fx_build_findings(m, ts, sym))
+		goto oom;
+	return 0;
+oom:
+	frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "out of memory building the findings");
+	return -1;
+}
+
+static void fx_destroy(void *state)
+{
+	struct fx_state *m = state;
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n_procs; i++) {
+		free(m->procs[i].ev);
+		hmap_free(&m->procs[i].where);
+	}
+	free(m->procs);
+	hmap_free(&m->proc_index);
+	fx_result_free(&m->result);
+	free(m);
+}
+
+const struct findings_result *model_findings_result(const void *state)
+{
+	return &((const struct fx_state *)state)->result;
+}
+
+static const char *const fx_needs[] = { "cuda", "mem", "stragglers", "rdma", NULL };
+
+const struct model_ops model_findings_ops = {
+	.name = "findings",
+	.create = fx_create,
+	.feed = fx_feed,
+	.finish = fx_finish,
+	.destroy = fx_destroy,
+	.needs = fx_needs,
+	.bind = fx_bind,
+};

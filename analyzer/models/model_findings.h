@@ -1,0 +1,88 @@
+/* The findings model: why the GPUs wait, what it costs, what to change.
+ * It reads GPU idle from host signals (findings_idle.c states the rule and
+ * its limits), attributes each idle interval to what the thread that made
+ * the device wait did meanwhile, and turns the idle-time causes and the
+ * verdicts of the cuda, mem, stragglers and rdma models into findings
+ * (findings_kinds.c: the rules, the threshold, the order CLI.md fixes).
+ * Not for output: cmd_findings.c lays the result out. */
+#ifndef FLIGHTREC_MODEL_FINDINGS_H
+#define FLIGHTREC_MODEL_FINDINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "model.h"
+
+extern const struct model_ops model_findings_ops;
+
+/* A finding with an idle cost under this share of wall time x its
+ * processes is not listed: on the stand-in, the clean run of
+ * samples/train_causes leaves under 1% of residual idle (loop overhead
+ * between a synchronize and the next launch), so 3% separates a cause
+ * from that noise with room for a recorder's overhead. */
+#define FINDINGS_MIN_SHARE 0.03
+
+enum finding_kind {
+	FIND_DATALOADER,
+	FIND_PAGEABLE_COPY,
+	FIND_SYNC_CHECKPOINT,
+	FIND_HOST_SYNC,
+	FIND_IDLE_KINDS,           /* the kinds above are costed in idle time */
+	FIND_STRAGGLER = FIND_IDLE_KINDS,
+	FIND_OOM,
+	FIND_MEMORY_LEAK,
+	FIND_RDMA_ERRORS,
+	FIND_KINDS,
+};
+const char *finding_kind_name(enum finding_kind k);
+
+struct finding {
+	enum finding_kind kind;
+	int has_cost;              /* 0: cost_ms null (no idle cost) */
+	double cost_ms;            /* summed over pids */
+	double cost_ms_per_step;
+	double share;              /* cost_ms / (wall_ms x n_pids) */
+	uint32_t *pids;
+	int32_t *ranks;            /* -1 unknown, one per pid */
+	size_t n_pids;
+	const char **where;        /* root first, names interned by the set's symbolizer */
+	size_t n_where;
+	char evidence[768];
+	char fix[512];
+};
+
+/* GPU idle of one process (file, pid) that made CUDA calls. */
+struct findings_proc {
+	uint32_t file, pid;
+	int32_t rank;              /* -1 unknown */
+	uint64_t intervals;        /* idle intervals */
+	double idle_ms;
+	double kind_ms[FIND_IDLE_KINDS]; /* attributed, listed or not */
+	double unexplained_ms;     /* idle_ms minus every kind_ms */
+	size_t steps;
+	const char *steps_from;    /* "marker", "collective_period", "sync_period", "none" */
+};
+
+struct findings_not_evaluated {
+	const char *kind;
+	char why[256];
+};
+#define FINDINGS_MAX_NOT_EVALUATED 12
+
+struct findings_result {
+	size_t steps;              /* the steps of the process with the most idle */
+	const char *steps_from;
+	double wall_ms;            /* the longest span of one file's events */
+	double min_share;          /* FINDINGS_MIN_SHARE */
+	struct findings_proc *procs; /* by file, pid */
+	size_t n_procs;
+	struct finding *findings;  /* CLI.md's order; above the threshold only */
+	size_t n_findings;
+	struct finding *below;     /* costed kinds found under the threshold */
+	size_t n_below;
+	struct findings_not_evaluated not_evaluated[FINDINGS_MAX_NOT_EVALUATED];
+	size_t n_not_evaluated;
+};
+
+const struct findings_result *model_findings_result(const void *state);
+
+#endif
