@@ -59,6 +59,13 @@ void frec_writer_opts_default(struct frec_writer_opts *opts);
 int frec_writer_open(const char *path, const struct frec_file_info *info,
 		     const struct frec_writer_opts *opts,
 		     struct frec_writer **out, struct frec_error *err);
+/* The same on an open, empty, writable file (an anonymous one: O_TMPFILE,
+ * memfd), which the writer owns from here and closes (on failure too: dup
+ * it to read the trace afterwards); name is what errors call it.  Its mode
+ * and owner are the caller's. */
+int frec_writer_open_fd(int fd, const char *name, const struct frec_file_info *info,
+			const struct frec_writer_opts *opts, struct frec_writer **out,
+			struct frec_error *err);
 
 /* A builder for chunks of one type (FR_CHUNK_EVENTS or FR_CHUNK_META). */
 struct frec_builder *frec_builder_new(struct frec_writer *w, uint16_t chunk_type);

@@ -495,9 +495,9 @@ void wr_free_writer(struct frec_writer *w)
 	free(w);
 }
 
-int frec_writer_open(const char *path, const struct frec_file_info *info,
-		     const struct frec_writer_opts *opts,
-		     struct frec_writer **out, struct frec_error *err)
+static int open_writer(const char *path, int given_fd, const struct frec_file_info *info,
+		       const struct frec_writer_opts *opts, struct frec_writer **out,
+		       struct frec_error *err)
 {
 	struct frec_writer_opts o;
 	frec_writer_opts_default(&o);
@@ -546,8 +546,10 @@ int frec_writer_open(const char *path, const struct frec_file_info *info,
 	pthread_cond_init(&w->cv, NULL);
 
 	/* Often run as root: never through a symbolic link planted where the
-	 * trace goes, and mode 0644 whatever the umask. */
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	 * trace goes, and mode 0644 whatever the umask.  An fd given by the
+	 * caller (frec_writer_open_fd) is its business. */
+	w->fd = given_fd >= 0 ? given_fd
+			      : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (w->fd < 0) {
 		if (errno == ELOOP)
 			frec_error_set(err, path, -1, errno, "cannot create trace: it is a "
@@ -558,7 +560,7 @@ int frec_writer_open(const char *path, const struct frec_file_info *info,
 		wr_free_writer(w);
 		return -1;
 	}
-	if (fchmod(w->fd, 0644) ||
+	if ((given_fd < 0 && fchmod(w->fd, 0644)) ||
 	    (o.set_owner && fchown(w->fd, (uid_t)o.owner_uid, (gid_t)o.owner_gid))) {
 		frec_error_set(err, path, -1, errno, "cannot set the trace's owner and mode: %s",
 			       strerror(errno));
@@ -610,3 +612,21 @@ void frec_writer_hold(struct frec_writer *w, int hold)
 }
 
 /* Let the thread write what is queued, then end it. */
+
+int frec_writer_open(const char *path, const struct frec_file_info *info,
+		     const struct frec_writer_opts *opts,
+		     struct frec_writer **out, struct frec_error *err)
+{
+	return open_writer(path, -1, info, opts, out, err);
+}
+
+int frec_writer_open_fd(int fd, const char *name, const struct frec_file_info *info,
+			const struct frec_writer_opts *opts, struct frec_writer **out,
+			struct frec_error *err)
+{
+	if (fd < 0) {
+		frec_error_set(err, name, -1, EBADF, "no file to write the trace to");
+		return -1;
+	}
+	return open_writer(name, fd, info, opts, out, err);
+}

@@ -100,26 +100,26 @@ int members_open(struct members *ms, struct trace_set *ts, struct frec_error *er
 
 /* ---- redaction ------------------------------------------------------------ */
 
-/* Member i's trace redacted into a file in dir, opened and unlinked. */
-static int redact_one(struct members *ms, struct redactor *r, size_t i, const char *dir,
-		      struct frec_error *err)
+/* Member i's trace redacted into an anonymous file (nothing named is
+ * ever written, so nothing is left behind even after SIGKILL). */
+static int redact_one(struct members *ms, struct redactor *r, size_t i, struct frec_error *err)
 {
 	const struct trace_file *f = trace_set_file(ms->input, i);
-	char in[64], copy[4200];
+	char in[64];
 	snprintf(in, sizeof(in), "/proc/self/fd/%d", ms->fds[i]);
-	snprintf(copy, sizeof(copy), "%s/%zu.frec", dir, i);
-	int rc = redact_trace(r, f->member_fd >= 0 ? in : f->path, copy, err);
-	int fd = rc ? -1 : open(copy, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (!rc && fd < 0) {
-		frec_error_set(err, copy, -1, errno, "cannot open the redacted copy: %s",
+	int fd = anon_file_create();
+	if (fd < 0) {
+		frec_error_set(err, anon_file_dir(), -1, errno, "cannot create a file for the "
+			       "redacted copy of %s: %s (TMPDIR chooses another place)", f->path,
 			       strerror(errno));
-		rc = -1;
+		return -1;
 	}
-	unlink(copy);
-	if (rc) {
-		/* the descriptor's and the copy's names mean nothing to the user */
-		if (!strcmp(err->where, in) || !strcmp(err->where, copy))
+	if (redact_trace_fd(r, f->member_fd >= 0 ? in : f->path, fd, f->path, err) ||
+	    lseek(fd, 0, SEEK_SET) != 0) {
+		/* the descriptor's name means nothing to the user */
+		if (!strcmp(err->where, in))
 			snprintf(err->where, sizeof(err->where), "%s", f->path);
+		close(fd);
 		return -1;
 	}
 	close(ms->fds[i]);
@@ -131,37 +131,28 @@ int members_redact(struct members *ms, int all, const char *archive, struct frec
 {
 	struct redactor *r = redactor_new(all);
 	char **shown = calloc(ms->n ? ms->n : 1, sizeof(*shown));
-	char dir[4096];
 	int rc = -1;
 	if (!r || !shown) {
 		frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "cannot start redacting: out of "
 			       "memory, or no random bytes for the tokens' secret");
 		goto out;
 	}
-	snprintf(dir, sizeof(dir), "%s/flightrec-redact-XXXXXX", anon_file_dir());
-	if (!mkdtemp(dir)) {
-		frec_error_set(err, anon_file_dir(), -1, errno, "cannot create a directory for the "
-			       "redacted copies: %s (TMPDIR chooses another place)", strerror(errno));
-		goto out;
-	}
 	for (size_t i = 0; i < ms->n; i++) {
 		size_t len = strlen(archive) + strlen(ms->names[i]) + 2;
-		if (redact_one(ms, r, i, dir, err))
-			goto out_dir;
+		if (redact_one(ms, r, i, err))
+			goto out;
 		if (!(shown[i] = malloc(len))) {
 			frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "out of memory");
-			goto out_dir;
+			goto out;
 		}
 		snprintf(shown[i], len, "%s:%s", archive, ms->names[i]);
 	}
 	redactor_counts(r, &ms->counts);
 	struct trace_set *copies;
 	if (trace_set_open_fds(ms->fds, (const char *const *)shown, ms->n, &copies, err))
-		goto out_dir;
+		goto out;
 	ms->facts = copies;
 	rc = trace_set_run(copies, err);
-out_dir:
-	rmdir(dir);
 out:
 	for (size_t i = 0; shown && i < ms->n; i++)
 		free(shown[i]);

@@ -27,6 +27,11 @@ void redactor_free(struct redactor *r);
  * e.g. /proc/self/fd/N) to out_path (created, mode 0600 is fine), same
  * chunks, same records in the same order, events untouched. 0, or -1 with err. */
 int redact_trace(struct redactor *r, const char *in_path, const char *out_path, struct frec_error *err);
+/* The same into out_fd, an empty file open for writing at offset 0 (an
+ * anonymous one: nothing named is ever written), which stays the caller's;
+ * out_name is what errors call it. */
+int redact_trace_fd(struct redactor *r, const char *in_path, int out_fd, const char *out_name,
+		    struct frec_error *err);
 /* Counts of what was replaced so far (for the archive's log line and the manifest):
  * distinct values, each counted once however often it occurs. */
 struct redact_counts { uint64_t cmdlines, env_values, hosts, paths, users; };

@@ -35,6 +35,7 @@
 struct copy {
 	struct redactor *r;
 	const char *in_path, *out_path;
+	int out_fd;                   /* >= 0: write here, not to out_path */
 	int in_fd;
 	struct frec_reader *rd;
 	struct frec_writer *w;
@@ -266,7 +267,9 @@ static int open_writer(struct copy *c, const struct fr_file_hdr *h, int codec,
 	} else {
 		opts.schema = fr_schema_table(&opts.n_schema);
 	}
-	if (frec_writer_open(c->out_path, &info, &opts, &c->w, err))
+	if (c->out_fd >= 0 ? frec_writer_open_fd(fcntl(c->out_fd, F_DUPFD_CLOEXEC, 0), c->out_path,
+						  &info, &opts, &c->w, err)
+			   : frec_writer_open(c->out_path, &info, &opts, &c->w, err))
 		goto out;
 	struct frec_writer_stats st;
 	frec_writer_stats(c->w, &st);
@@ -280,10 +283,10 @@ out:
 	return rc;
 }
 
-int redact_trace(struct redactor *r, const char *in_path, const char *out_path,
+static int copy_trace(struct redactor *r, const char *in_path, const char *out_path, int out_fd,
 		 struct frec_error *err)
 {
-	struct copy c = { .r = r, .in_path = in_path, .out_path = out_path };
+	struct copy c = { .r = r, .in_path = in_path, .out_path = out_path, .out_fd = out_fd };
 	c.in_fd = open(in_path, O_RDONLY | O_CLOEXEC);
 	if (c.in_fd < 0) {
 		frec_error_set(err, in_path, -1, errno, "cannot open: %s", strerror(errno));
@@ -324,7 +327,8 @@ int redact_trace(struct redactor *r, const char *in_path, const char *out_path,
 	struct frec_writer_stats st;
 	if (got < 0 || writer_ok(&c, &st, err)) {
 		copy_free(&c);
-		unlink(out_path);
+		if (out_fd < 0)
+			unlink(out_path);
 		return -1;
 	}
 
@@ -355,6 +359,19 @@ int redact_trace(struct redactor *r, const char *in_path, const char *out_path,
 	}
 	copy_free(&c);
 	if (rc)
-		unlink(out_path);
+		if (out_fd < 0)
+			unlink(out_path);
 	return rc;
+}
+
+int redact_trace(struct redactor *r, const char *in_path, const char *out_path,
+		 struct frec_error *err)
+{
+	return copy_trace(r, in_path, out_path, -1, err);
+}
+
+int redact_trace_fd(struct redactor *r, const char *in_path, int out_fd, const char *out_name,
+		    struct frec_error *err)
+{
+	return copy_trace(r, in_path, out_name, out_fd, err);
 }
