@@ -82,10 +82,10 @@ int cli_uint_option(int argc, char **argv, int *i, const char *name, const char 
 	return 1;
 }
 
-int cli_parse_file_output(int argc, char **argv, const char *cmd, const char *help,
-			  const char *out_name, int allow_force, struct cli_file_output *a,
-			  FILE *out, FILE *errout)
+int cli_parse_file_spec(int argc, char **argv, const struct cli_file_spec *spec,
+			struct cli_file_output *a, FILE *out, FILE *errout)
 {
+	const char *cmd = spec->cmd;
 	*a = (struct cli_file_output){ .files = calloc((size_t)argc + 1, sizeof(*a->files)) };
 	if (!a->files) {
 		fprintf(errout, CLI_PROG " %s: out of memory\n", cmd);
@@ -94,17 +94,25 @@ int cli_parse_file_output(int argc, char **argv, const char *cmd, const char *he
 	int only_files = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i], *value = NULL;
-		int m;
+		int m, flag = -1;
+		for (int k = 0; spec->flags && spec->flags[k] && flag < 0; k++)
+			if (!strcmp(arg, spec->flags[k]))
+				flag = k;
 		if (only_files || arg[0] != '-' || !arg[1]) {
 			a->files[a->n_files++] = arg;
 		} else if (strcmp(arg, "--") == 0) {
 			only_files = 1;
 		} else if (cli_is_help(arg)) {
-			fputs(help, out);
+			if (spec->help)
+				fputs(spec->help, out);
+			else
+				spec->print_help(out);
 			free(a->files);
 			return -1;
-		} else if (allow_force && strcmp(arg, "--force") == 0) {
+		} else if (spec->allow_force && strcmp(arg, "--force") == 0) {
 			a->force = 1;
+		} else if (flag >= 0) {
+			a->flags |= 1u << flag;
 		} else if ((m = cli_option(argc, argv, &i, "--output", "-o", &value, cmd, errout))) {
 			if (m < 0)
 				goto usage;
@@ -118,11 +126,20 @@ int cli_parse_file_output(int argc, char **argv, const char *cmd, const char *he
 	if (a->n_files && a->output)
 		return CLI_OK;
 	fprintf(errout, CLI_PROG " %s: %s (usage: " CLI_PROG " %s FILE... -o %s)\n", cmd,
-		!a->n_files ? "no trace file given" : "no output given", cmd, out_name);
+		!a->n_files ? "no trace file given" : "no output given", cmd, spec->out_name);
 usage:
 	free(a->files);
 	a->files = NULL;
 	return CLI_USAGE;
+}
+
+int cli_parse_file_output(int argc, char **argv, const char *cmd, const char *help,
+			  const char *out_name, int allow_force, struct cli_file_output *a,
+			  FILE *out, FILE *errout)
+{
+	struct cli_file_spec spec = { .cmd = cmd, .help = help, .out_name = out_name,
+				      .allow_force = allow_force };
+	return cli_parse_file_spec(argc, argv, &spec, a, out, errout);
 }
 
 int cli_parse_table_args(int argc, char **argv, const struct cli_table_spec *spec,

@@ -42,6 +42,17 @@ struct cli_file_output {
 	size_t n_files;
 	const char *output;
 	int force;
+	unsigned flags;  /* bit i: the command's flag i was given (cli_file_spec) */
+};
+
+/* What cli_parse_file_spec accepts beyond "FILE... -o OUT". */
+struct cli_file_spec {
+	const char *cmd;
+	const char *help;             /* printed by --help, or: */
+	void (*print_help)(FILE *out); /* when help is NULL */
+	const char *out_name;         /* OUT in the usage line */
+	int allow_force;              /* --force */
+	const char *const *flags;     /* more flags without a value, NULL-terminated */
 };
 
 /* Parses "FILE... -o OUT" (and --force when allow_force) for cmd, whose
@@ -50,6 +61,10 @@ struct cli_file_output {
 int cli_parse_file_output(int argc, char **argv, const char *cmd, const char *help,
 			  const char *out_name, int allow_force, struct cli_file_output *a,
 			  FILE *out, FILE *errout);
+
+/* The same with a spec: flags set bits of a->flags. */
+int cli_parse_file_spec(int argc, char **argv, const struct cli_file_spec *spec,
+			struct cli_file_output *a, FILE *out, FILE *errout);
 
 /* "1.2 MiB", "512 B" */
 const char *cli_bytes(uint64_t bytes, char *buf, size_t len);

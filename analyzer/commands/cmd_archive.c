@@ -96,6 +96,13 @@ static void print_wrapped(FILE *out, const char *text)
 	}
 }
 
+static void print_help(FILE *out)
+{
+	fputs(archive_help, out);
+	print_wrapped(out, redact_help_text);
+	fputs(archive_examples, out);
+}
+
 struct archive_args {
 	const char **files;
 	size_t n_files;
@@ -106,54 +113,25 @@ struct archive_args {
 /* CLI_OK, -1 after help, CLI_USAGE or CLI_FAIL after a message. */
 static int parse(int argc, char **argv, struct archive_args *a, FILE *out, FILE *errout)
 {
-	*a = (struct archive_args){ .files = calloc((size_t)argc + 1, sizeof(*a->files)) };
-	if (!a->files) {
-		fprintf(errout, CLI_PROG " archive: out of memory\n");
-		return CLI_FAIL;
-	}
-	int only_files = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i], *value = NULL;
-		int m;
-		if (only_files || arg[0] != '-' || !arg[1]) {
-			a->files[a->n_files++] = arg;
-		} else if (strcmp(arg, "--") == 0) {
-			only_files = 1;
-		} else if (cli_is_help(arg)) {
-			fputs(archive_help, out);
-			print_wrapped(out, redact_help_text);
-			fputs(archive_examples, out);
-			free(a->files);
-			return -1;
-		} else if (strcmp(arg, "--force") == 0) {
-			a->force = 1;
-		} else if (strcmp(arg, "--redact") == 0) {
-			a->redact = 1;
-		} else if (strcmp(arg, "--redact-all") == 0) {
-			a->redact = a->redact_all = 1;
-		} else if ((m = cli_option(argc, argv, &i, "--output", "-o", &value, "archive", errout))) {
-			if (m < 0)
-				goto usage;
-			a->output = value;
-		} else {
-			fprintf(errout, CLI_PROG " archive: unknown option '%s' (see '" CLI_PROG
-				" archive --help')\n", arg);
-			goto usage;
-		}
-	}
-	if (a->output && !strcmp(a->output, "-")) {
+	static const char *const flags[] = { "--redact", "--redact-all", NULL };
+	static const struct cli_file_spec spec = { .cmd = "archive", .print_help = print_help,
+						   .out_name = "OUT.tar.zst", .allow_force = 1,
+						   .flags = flags };
+	struct cli_file_output fo;
+	int rc = cli_parse_file_spec(argc, argv, &spec, &fo, out, errout);
+	if (rc)
+		return rc;
+	*a = (struct archive_args){ .files = fo.files, .n_files = fo.n_files, .output = fo.output,
+				    .force = fo.force, .redact = fo.flags != 0,
+				    .redact_all = (fo.flags & 2) != 0 };
+	if (!strcmp(a->output, "-")) {
 		fprintf(errout, CLI_PROG " archive: -o - (standard output) is not supported: the "
 			"archive is renamed into place when complete; name a file\n");
-		goto usage;
+		free(a->files);
+		a->files = NULL;
+		return CLI_USAGE;
 	}
-	if (a->n_files && a->output)
-		return CLI_OK;
-	fprintf(errout, CLI_PROG " archive: %s (usage: " CLI_PROG " archive FILE... -o OUT.tar.zst)\n",
-		!a->n_files ? "no trace file given" : "no output given");
-usage:
-	free(a->files);
-	a->files = NULL;
-	return CLI_USAGE;
+	return CLI_OK;
 }
 
 /* MANIFEST.json, then every member into tmp, checked against the digests
