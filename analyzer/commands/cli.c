@@ -193,36 +193,6 @@ usage:
 	return CLI_USAGE;
 }
 
-const char *cli_bytes(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
-	if (bytes < 1024) {
-		snprintf(buf, len, "%" PRIu64 " B", bytes);
-		return buf;
-	}
-	double v = (double)bytes / 1024;
-	size_t u = 0;
-	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(buf, len, "%.1f %s", v, units[u]);
-	return buf;
-}
-
-const char *cli_duration(uint64_t ns, char *buf, size_t len)
-{
-	if (ns >= 1000000000ull)
-		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
-	else if (ns >= 1000000ull)
-		snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
-	else if (ns >= 1000ull)
-		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
-	else
-		snprintf(buf, len, "%" PRIu64 " ns", ns);
-	return buf;
-}
-
 void cli_print_error(FILE *errout, const struct frec_error *err)
 {
 	char buf[600];

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include "frec_error.h"
 
-#define CLI_PROG "flightrec-analyze"
+#include "out_common.h" /* the formats every output shares: out_bytes ... */
+
+#define CLI_PROG OUT_PROG
 
 /* Exit statuses shared by every command. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
@@ -66,10 +68,6 @@ int cli_parse_file_output(int argc, char **argv, const char *cmd, const char *he
 int cli_parse_file_spec(int argc, char **argv, const struct cli_file_spec *spec,
 			struct cli_file_output *a, FILE *out, FILE *errout);
 
-/* "1.2 MiB", "512 B" */
-const char *cli_bytes(uint64_t bytes, char *buf, size_t len);
-/* "12.345 s", "1.2 ms", "350 us", "12 ns" */
-const char *cli_duration(uint64_t ns, char *buf, size_t len);
 
 /* Prints "flightrec-analyze: FILE: offset N: WHAT" for err. */
 void cli_print_error(FILE *errout, const struct frec_error *err);

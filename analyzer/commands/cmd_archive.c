@@ -234,7 +234,7 @@ int cmd_archive(int argc, char **argv, FILE *out, FILE *errout)
 	for (size_t i = 0; i < ms.n; i++)
 		total += ms.m[i].bytes;
 	fprintf(errout, CLI_PROG ": %s: %zu trace%s (%s)%s and " MANIFEST_NAME "\n", a.output, ms.n,
-		ms.n == 1 ? "" : "s", cli_bytes(total, b1, sizeof(b1)), a.redact ? ", redacted," : "");
+		ms.n == 1 ? "" : "s", out_bytes(total, b1, sizeof(b1)), a.redact ? ", redacted," : "");
 	rc = CLI_OK;
 out_members:
 	members_free(&ms);

@@ -42,7 +42,7 @@ static int check_file(struct trace_file *f, FILE *out)
 	const char *verdict = trace_file_verdict(f);
 	if (!strcmp(verdict, "intact")) {
 		fprintf(out, "%s: intact: %" PRIu64 " chunks, %" PRIu64 " records, %s\n", path,
-			f->chunks, f->records, cli_bytes(f->size_bytes, b1, sizeof(b1)));
+			f->chunks, f->records, out_bytes(f->size_bytes, b1, sizeof(b1)));
 		return 0;
 	}
 	int status = f->io_failed ? 2 : 1;

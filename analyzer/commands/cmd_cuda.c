@@ -63,9 +63,9 @@ static void cuda_text(struct trace_set *ts, const struct cuda_result *r, unsigne
 	for (size_t i = 0; i < r->n_rows; i++) {
 		const struct cuda_api_row *w = &r->rows[i];
 		fprintf(out, "%-28s %10" PRIu64 " %10s %10s %10s %10s %10s  ", w->name, w->count,
-			cli_duration(w->total_ns, d[0], 32), cli_duration(w->self_ns, d[1], 32),
-			cli_duration(w->p50_ns, d[2], 32), cli_duration(w->p99_ns, d[3], 32),
-			cli_duration(w->max_ns, d[4], 32));
+			out_duration(w->total_ns, d[0], 32), out_duration(w->self_ns, d[1], 32),
+			out_duration(w->p50_ns, d[2], 32), out_duration(w->p99_ns, d[3], 32),
+			out_duration(w->max_ns, d[4], 32));
 		if (!w->errors)
 			fputs("-", out);
 		else
@@ -96,7 +96,7 @@ static void cuda_text(struct trace_set *ts, const struct cuda_result *r, unsigne
 			snprintf(rate_s, sizeof(rate_s), "%.2f%s", rate, c->mode == CUDA_MODE_ASYNC ? "*" : "");
 		fprintf(out, "%-9s %-8s %-5s %10" PRIu64 " %10s %10s %8s", cuda_dir_name(c->dir),
 			cuda_host_name(c->host), c->mode == CUDA_MODE_ASYNC ? "async" : "sync", c->count,
-			cli_bytes(c->bytes, d[0], 32), cli_duration(c->time_ns, d[1], 32), rate_s);
+			out_bytes(c->bytes, d[0], 32), out_duration(c->time_ns, d[1], 32), rate_s);
 		if (c->inferred)
 			fprintf(out, "  (%" PRIu64 " inferred from pointers)", c->inferred);
 		fputc('\n', out);
@@ -115,13 +115,13 @@ static void cuda_text(struct trace_set *ts, const struct cuda_result *r, unsigne
 	fprintf(out, "\nasync copies immediately followed by a synchronize (next call < 50 us later): %" PRIu64,
 		r->async_then_sync);
 	if (r->async_then_sync)
-		fprintf(out, ", %s spent in those synchronizes\n", cli_duration(r->async_then_sync_ns, d[0], 32));
+		fprintf(out, ", %s spent in those synchronizes\n", out_duration(r->async_then_sync_ns, d[0], 32));
 	else
 		fputc('\n', out);
 	for (size_t i = 0; i < r->n_sync_stacks && i < top; i++) {
 		const struct cuda_sync_stack *s = &r->sync_stacks[i];
 		fprintf(out, "  %8" PRIu64 "  %10s  pid %u  %s\n", s->count,
-			cli_duration(s->sync_ns, d[0], 32), s->pid,
+			out_duration(s->sync_ns, d[0], 32), s->pid,
 			mem_stack_line(ts, s->file, s->stack_id, 4, line, sizeof(line)));
 	}
 	if (r->async_then_sync)

@@ -1,17 +1,18 @@
 /* `flightrec-analyze findings`: why the GPUs wait, what each cause costs,
  * where it is and what to change; text, or --json in the shape
  * /work/shared/CLI.md fixes (with extra fields: steps_from, min_share,
- * below).  Not the analysis (model_findings.h): this file parses options
- * and lays out the result. */
+ * below; out_findings_json.c writes it, shared with the report).  Not the
+ * analysis (model_findings.h): this file parses options and lays out the
+ * result. */
 #include "cli.h"
 #include "commands.h"
 #include "model_findings.h"
 #include "model.h"
+#include "out_findings_json.h"
 #include "out_common.h"
 #include "trace_set.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,87 +51,6 @@ static const char findings_help[] =
 static const struct cli_table_spec findings_spec = {
 	.cmd = "findings", .help = findings_help, .takes_pid = 1,
 };
-
-static void json_num(FILE *out, double v)
-{
-	if (isfinite(v))
-		fprintf(out, "%.3f", v);
-	else
-		fputs("null", out);
-}
-
-static void json_finding(FILE *out, const struct finding *f)
-{
-	fputs("{\"kind\":", out);
-	out_json_str(out, finding_kind_name(f->kind));
-	fputs(",\"cost_ms\":", out);
-	if (f->has_cost) {
-		json_num(out, f->cost_ms);
-		fputs(",\"cost_ms_per_step\":", out);
-		json_num(out, f->cost_ms_per_step);
-		fprintf(out, ",\"share\":%.4f", f->share);
-	} else {
-		fputs("null,\"cost_ms_per_step\":null,\"share\":null", out);
-	}
-	fputs(",\"pids\":[", out);
-	for (size_t i = 0; i < f->n_pids; i++)
-		fprintf(out, "%s%u", i ? "," : "", f->pids[i]);
-	fputs("],\"ranks\":[", out);
-	size_t n_ranks = 0;
-	for (size_t i = 0; i < f->n_pids; i++)
-		if (f->ranks[i] >= 0)
-			fprintf(out, "%s%d", n_ranks++ ? "," : "", f->ranks[i]);
-	fputs("],\"where\":[", out);
-	for (size_t i = 0; i < f->n_where; i++) {
-		if (i)
-			fputc(',', out);
-		out_json_str(out, f->where[i] ? f->where[i] : "[unknown]");
-	}
-	fputs("],\"evidence\":", out);
-	out_json_str(out, f->evidence);
-	fputs(",\"fix\":", out);
-	out_json_str(out, f->fix);
-	fputc('}', out);
-}
-
-static void findings_json(const struct findings_result *r, FILE *out)
-{
-	fprintf(out, "{\"steps\":%zu,\"steps_from\":", r->steps);
-	out_json_str(out, r->steps_from);
-	fputs(",\"wall_ms\":", out);
-	json_num(out, r->wall_ms);
-	fprintf(out, ",\"min_share\":%.3f,\"gpu_idle_ms\":{", r->min_share);
-	for (size_t i = 0; i < r->n_procs; i++) {
-		fprintf(out, "%s\"%u\":", i ? "," : "", r->procs[i].pid);
-		json_num(out, r->procs[i].idle_ms);
-	}
-	fputs("},\"unexplained_ms\":{", out);
-	for (size_t i = 0; i < r->n_procs; i++) {
-		fprintf(out, "%s\"%u\":", i ? "," : "", r->procs[i].pid);
-		json_num(out, r->procs[i].unexplained_ms);
-	}
-	fputs("},\"not_evaluated\":[", out);
-	for (size_t i = 0; i < r->n_not_evaluated; i++) {
-		fputs(i ? ",{\"kind\":" : "{\"kind\":", out);
-		out_json_str(out, r->not_evaluated[i].kind);
-		fputs(",\"why\":", out);
-		out_json_str(out, r->not_evaluated[i].why);
-		fputc('}', out);
-	}
-	fputs("],\"findings\":[", out);
-	for (size_t i = 0; i < r->n_findings; i++) {
-		if (i)
-			fputc(',', out);
-		json_finding(out, &r->findings[i]);
-	}
-	fputs("],\"below\":[", out);
-	for (size_t i = 0; i < r->n_below; i++) {
-		if (i)
-			fputc(',', out);
-		json_finding(out, &r->below[i]);
-	}
-	fputs("]}\n", out);
-}
 
 static const char *steps_said(const char *from)
 {
@@ -215,8 +135,10 @@ int cmd_findings(int argc, char **argv, FILE *out, FILE *errout)
 	if (cli_run_set(ts, errout))
 		return CLI_FAIL;
 	const struct findings_result *r = model_findings_result(state);
-	if (a.json)
-		findings_json(r, out);
+	if (a.json) {
+		out_findings_json(out, r);
+		fputc('\n', out);
+	}
 	else
 		findings_text(r, out);
 	rc = CLI_OK;

@@ -211,20 +211,20 @@ static int flame_mem(const struct flame_args *a, struct trace_set *ts, FILE *out
 	}
 	if (alloc) {
 		snprintf(title, sizeof(title), "GPU bytes allocated per stack: %s, %s in total",
-			 who, cli_bytes(flame_tree_total(tree), b1, sizeof(b1)));
+			 who, out_bytes(flame_tree_total(tree), b1, sizeof(b1)));
 	} else if (trace_set_count(ts) > 1) {
 		snprintf(title, sizeof(title), "GPU bytes in use %s%s%s: %s, %s in total",
 			 a->at_time ? "at " : "at each file's peak", a->at_time ? a->at : "",
 			 a->at_time ? " s" : "", who,
-			 cli_bytes(flame_tree_total(tree), b1, sizeof(b1)));
+			 out_bytes(flame_tree_total(tree), b1, sizeof(b1)));
 	} else if (a->at_time) {
 		snprintf(title, sizeof(title), "GPU bytes in use at %.3f s%s: %s, %s in total",
 			 (double)a->at_ns / 1e9, r->files[0].at_after_end ? " (after the last event)" : "",
-			 who, cli_bytes(flame_tree_total(tree), b1, sizeof(b1)));
+			 who, out_bytes(flame_tree_total(tree), b1, sizeof(b1)));
 	} else {
 		snprintf(title, sizeof(title), "GPU bytes in use at the peak, %.3f s: %s, %s in total",
 			 (double)r->files[0].peak_t_ns / 1e9, who,
-			 cli_bytes(flame_tree_total(tree), b1, sizeof(b1)));
+			 out_bytes(flame_tree_total(tree), b1, sizeof(b1)));
 	}
 	snprintf(subtitle, sizeof(subtitle), "device memory by allocation stack; %zu file%s (%s%s)%s",
 		 trace_set_count(ts), trace_set_count(ts) == 1 ? "" : "s", f0->path,

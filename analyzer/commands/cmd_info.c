@@ -95,7 +95,7 @@ static void info_text(struct trace_file *f, uint32_t file_index, const void *sys
 	char b1[64], b2[64], b3[64];
 	fprintf(out, "%s\n", f->path);
 	fprintf(out, "  size:          %s (%" PRIu64 " bytes)\n",
-		cli_bytes(f->size_bytes, b1, sizeof(b1)), f->size_bytes);
+		out_bytes(f->size_bytes, b1, sizeof(b1)), f->size_bytes);
 	fprintf(out, "  host:          %s (%u CPUs)\n", f->hdr.host[0] ? f->hdr.host : "?",
 		f->hdr.n_cpus);
 	fprintf(out, "  kernel:        %s\n", f->hdr.kernel_release[0] ? f->hdr.kernel_release : "?");
@@ -105,13 +105,13 @@ static void info_text(struct trace_file *f, uint32_t file_index, const void *sys
 	fprintf(out, "  start:         %s\n", out_iso_time(f->hdr.start_real_ns, b1, sizeof(b1)));
 	int exact;
 	uint64_t duration_ns = trace_file_duration_ns(f, &exact);
-	fprintf(out, "  duration:      %s%s\n", cli_duration(duration_ns, b1, sizeof(b1)),
+	fprintf(out, "  duration:      %s%s\n", out_duration(duration_ns, b1, sizeof(b1)),
 		exact ? "" : " (to the last event; recording incomplete)");
 	if (f->events)
 		fprintf(out, "  events:        %" PRIu64 " from +%s to +%s\n", f->events,
-			cli_duration(f->first_event_ns > f->hdr.start_mono_ns ?
+			out_duration(f->first_event_ns > f->hdr.start_mono_ns ?
 				     f->first_event_ns - f->hdr.start_mono_ns : 0, b1, sizeof(b1)),
-			cli_duration(f->last_event_ns > f->hdr.start_mono_ns ?
+			out_duration(f->last_event_ns > f->hdr.start_mono_ns ?
 				     f->last_event_ns - f->hdr.start_mono_ns : 0, b2, sizeof(b2)));
 	else
 		fprintf(out, "  events:        none\n");
@@ -123,8 +123,8 @@ static void info_text(struct trace_file *f, uint32_t file_index, const void *sys
 	out_file_probes_get(f, &pr);
 	if (pr.source) {
 		uint64_t cpu_ns = pr.cpu_user_ns + pr.cpu_sys_ns;
-		fprintf(out, "  recorder CPU:  user %s, sys %s", cli_duration(pr.cpu_user_ns, b1, sizeof(b1)),
-			cli_duration(pr.cpu_sys_ns, b2, sizeof(b2)));
+		fprintf(out, "  recorder CPU:  user %s, sys %s", out_duration(pr.cpu_user_ns, b1, sizeof(b1)),
+			out_duration(pr.cpu_sys_ns, b2, sizeof(b2)));
 		if (duration_ns)
 			fprintf(out, " (%.2f%% of one CPU)", 100.0 * (double)cpu_ns / (double)duration_ns);
 		fprintf(out, "\n");
@@ -176,9 +176,9 @@ static void info_text(struct trace_file *f, uint32_t file_index, const void *sys
 			char lbl[40];
 			fprintf(out, "    %-20s %10" PRIu64 " %12s %12s %12s %8" PRIu64 "\n",
 				syscall_label(top[i].nr, lbl, sizeof(lbl)), top[i].count,
-				cli_duration(top[i].total_ns, b1, sizeof(b1)),
-				cli_duration(top[i].total_ns / top[i].count, b2, sizeof(b2)),
-				cli_duration(top[i].max_ns, b3, sizeof(b3)), top[i].failed);
+				out_duration(top[i].total_ns, b1, sizeof(b1)),
+				out_duration(top[i].total_ns / top[i].count, b2, sizeof(b2)),
+				out_duration(top[i].max_ns, b3, sizeof(b3)), top[i].failed);
 		}
 	}
 
@@ -199,8 +199,8 @@ static void info_text(struct trace_file *f, uint32_t file_index, const void *sys
 		first = 0;
 	}
 	fprintf(out, "%s\n", first ? " -" : "");
-	fprintf(out, "    payload: %s raw, %s stored", cli_bytes(f->raw_bytes, b1, sizeof(b1)),
-		cli_bytes(f->stored_bytes, b2, sizeof(b2)));
+	fprintf(out, "    payload: %s raw, %s stored", out_bytes(f->raw_bytes, b1, sizeof(b1)),
+		out_bytes(f->stored_bytes, b2, sizeof(b2)));
 	if (f->stored_bytes)
 		fprintf(out, " (ratio %.2f)", (double)f->raw_bytes / (double)f->stored_bytes);
 	fprintf(out, "\n");

@@ -105,16 +105,16 @@ static void text_series(struct trace_set *ts, const struct mem_result *r,
 		fprintf(out, "process %u (%s), pinned host memory (not device memory)\n", s->pid,
 			comm_of(ts, s->file, s->pid));
 	}
-	fprintf(out, "  %-18s %s at %.6f s\n", "peak", cli_bytes(s->peak_bytes, b1, sizeof(b1)),
+	fprintf(out, "  %-18s %s at %.6f s\n", "peak", out_bytes(s->peak_bytes, b1, sizeof(b1)),
 		(double)s->peak_t_ns / 1e9);
 	fprintf(out, "  %-18s %s in %" PRIu64 " allocation%s\n", "in use at end",
-		cli_bytes(s->end_bytes, b1, sizeof(b1)), s->end_count, s->end_count == 1 ? "" : "s");
+		out_bytes(s->end_bytes, b1, sizeof(b1)), s->end_count, s->end_count == 1 ? "" : "s");
 	fprintf(out, "  %-18s %" PRIu64 " (%s), %" PRIu64 " freed (%s), %" PRIu64 " failed\n",
-		"allocations", s->allocs, cli_bytes(s->alloc_bytes, b1, sizeof(b1)), s->frees,
-		cli_bytes(s->freed_bytes, b2, sizeof(b2)), s->failed_allocs);
+		"allocations", s->allocs, out_bytes(s->alloc_bytes, b1, sizeof(b1)), s->frees,
+		out_bytes(s->freed_bytes, b2, sizeof(b2)), s->failed_allocs);
 	if (s->managed_bytes_peak)
 		fprintf(out, "  %-18s %s at most (cudaMallocManaged; counted in the totals)\n", "managed",
-			cli_bytes(s->managed_bytes_peak, b1, sizeof(b1)));
+			out_bytes(s->managed_bytes_peak, b1, sizeof(b1)));
 	const struct mem_process *p = process_of(r, s->file, s->pid);
 	int caching = s->space == MEM_SPACE_DEVICE && p && p->caching_allocator;
 	if (caching)
@@ -132,7 +132,7 @@ static void text_series(struct trace_set *ts, const struct mem_result *r,
 	if (s->n_top_at_peak) {
 		fprintf(out, "  top stacks at the peak:\n");
 		for (size_t i = 0; i < s->n_top_at_peak; i++)
-			fprintf(out, "    %10s  %s\n", cli_bytes(s->top_at_peak[i].bytes, b1, sizeof(b1)),
+			fprintf(out, "    %10s  %s\n", out_bytes(s->top_at_peak[i].bytes, b1, sizeof(b1)),
 				mem_stack_line(ts, s->file, s->top_at_peak[i].stack_id, 4, line, sizeof(line)));
 	}
 	if (s->n_top_leaks) {
@@ -140,7 +140,7 @@ static void text_series(struct trace_set *ts, const struct mem_result *r,
 			caching ? " (cached segments, not lost memory)" : "");
 		for (size_t i = 0; i < s->n_top_leaks; i++)
 			fprintf(out, "    %10s  %6" PRIu64 " alloc%s  %s\n",
-				cli_bytes(s->top_leaks[i].bytes, b1, sizeof(b1)), s->top_leaks[i].count,
+				out_bytes(s->top_leaks[i].bytes, b1, sizeof(b1)), s->top_leaks[i].count,
 				s->top_leaks[i].count == 1 ? " " : "s",
 				mem_stack_line(ts, s->file, s->top_leaks[i].stack_id, 4, line, sizeof(line)));
 	}
@@ -153,7 +153,7 @@ static void text_series(struct trace_set *ts, const struct mem_result *r,
 			fprintf(out, "  in use over time:\n    %21s  %10s\n", "seconds", "max in use");
 			for (unsigned k = 0; k < n; k++)
 				fprintf(out, "    %9.3f - %9.3f  %10s\n", (double)lo[k] / 1e9,
-					(double)hi[k] / 1e9, cli_bytes(mx[k], b1, sizeof(b1)));
+					(double)hi[k] / 1e9, out_bytes(mx[k], b1, sizeof(b1)));
 		}
 		free(lo);
 		free(hi);
@@ -170,13 +170,13 @@ static void text_failure(struct trace_set *ts, const struct mem_failure *fl, FIL
 	if (fl->device >= 0)
 		fprintf(out, " device %d", fl->device);
 	fprintf(out, ": %s of %s failed: %s (%" PRId64 "); %s in use then\n", fn ? fn : "allocation",
-		cli_bytes(fl->bytes, b1, sizeof(b1)), err ? err : "error", fl->error,
-		cli_bytes(fl->inuse_bytes, b2, sizeof(b2)));
+		out_bytes(fl->bytes, b1, sizeof(b1)), err ? err : "error", fl->error,
+		out_bytes(fl->inuse_bytes, b2, sizeof(b2)));
 	fprintf(out, "    stack: %s\n", mem_stack_line(ts, fl->file, fl->stack_id, 6, line, sizeof(line)));
 	if (fl->n_holders)
 		fprintf(out, "    top holders then:\n");
 	for (size_t i = 0; i < fl->n_holders; i++)
-		fprintf(out, "      %10s  %s\n", cli_bytes(fl->holders[i].bytes, b1, sizeof(b1)),
+		fprintf(out, "      %10s  %s\n", out_bytes(fl->holders[i].bytes, b1, sizeof(b1)),
 			mem_stack_line(ts, fl->file, fl->holders[i].stack_id, 4, line, sizeof(line)));
 }
 
@@ -192,7 +192,7 @@ static void memory_text(struct trace_set *ts, const struct mem_result *r, unsign
 			out_iso_time(f->hdr.start_real_ns, when, sizeof(when)));
 		if (fi < r->n_files && r->files[fi].peak_bytes)
 			fprintf(out, "device memory peak, all processes: %s at %.6f s\n",
-				cli_bytes(r->files[fi].peak_bytes, b1, sizeof(b1)),
+				out_bytes(r->files[fi].peak_bytes, b1, sizeof(b1)),
 				(double)r->files[fi].peak_t_ns / 1e9);
 		if (fi < r->n_files && r->files[fi].null_frees)
 			fprintf(out, "free(NULL) calls (no-ops): %" PRIu64 "\n", r->files[fi].null_frees);

@@ -135,7 +135,7 @@ static void rdma_text(const struct rdma_result *r, FILE *out)
 		fprintf(out, "  %-22s %8u -> %-22s %8s %9" PRIu64 " %10s %9s %9s %9s %9s %9s %7" PRIu64 "\n",
 			endpoint(&c->local, l, sizeof(l)), c->qp_num,
 			c->joined ? endpoint(&c->remote, rm, sizeof(rm)) : "?", rqp, c->ops,
-			cli_bytes(c->bytes, b, sizeof(b)), mbs, opss,
+			out_bytes(c->bytes, b, sizeof(b)), mbs, opss,
 			us(c->latency.p50_ns, c->latency.count, p[0], 32),
 			us(c->latency.p99_ns, c->latency.count, p[1], 32),
 			us(c->latency.max_ns, c->latency.count, p[2], 32), c->errors);
@@ -153,7 +153,7 @@ static void rdma_text(const struct rdma_result *r, FILE *out)
 			fprintf(out, "  %-22s %8u  %-20s %-7s %9" PRIu64 " %10s %9s %9s %9s\n",
 				endpoint(&c->local, l, sizeof(l)), c->qp_num,
 				rdma_opcode_name(w->recv, w->opcode, op, sizeof(op)),
-				rdma_size_bucket_name(w->bucket), w->ops, cli_bytes(w->bytes, b, sizeof(b)),
+				rdma_size_bucket_name(w->bucket), w->ops, out_bytes(w->bytes, b, sizeof(b)),
 				us(w->latency.p50_ns, w->latency.count, p[0], 32),
 				us(w->latency.p99_ns, w->latency.count, p[1], 32),
 				us(w->latency.max_ns, w->latency.count, p[2], 32));

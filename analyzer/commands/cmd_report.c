@@ -21,9 +21,10 @@ static const char report_help[] =
 	"\n"
 	"Write one self-contained HTML report (all scripts and styles inline; it\n"
 	"makes no network request and opens from disk in any current browser):\n"
-	"summary with drops and damage, CPU flame graphs per process, GPU memory,\n"
-	"CUDA API, copies, stragglers, RDMA and system calls.  Sections whose data\n"
-	"the traces lack say so.\n"
+	"summary with drops and damage, what to fix first (as 'findings' finds\n"
+	"it), CPU flame graphs per process, GPU memory, CUDA API, copies,\n"
+	"stragglers, RDMA and system calls.  Sections whose data the traces lack\n"
+	"say so.\n"
 	"\n"
 	"options:\n"
 	"  -o, --output OUT.html  where to write ('-' for standard output)\n"
@@ -105,8 +106,10 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 	void *cuda = mem ? trace_set_use_model(ts, "cuda", NULL) : NULL;
 	void *strag = cuda ? trace_set_use_model(ts, "stragglers", NULL) : NULL;
 	void *rdma = strag ? trace_set_use_model(ts, "rdma", NULL) : NULL;
+	/* reads cuda, mem, stragglers and rdma: the states above */
+	void *findings = rdma ? trace_set_use_model(ts, "findings", NULL) : NULL;
 	struct report_data data;
-	if (!rdma) {
+	if (!findings) {
 		frec_error_set(&err, "report", -1, ENOMEM, "out of memory");
 		cli_print_error(errout, &err);
 		free(files);
@@ -131,7 +134,8 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 	if (rc == CLI_OK) {
 		struct out_report_input in = { .ts = ts, .data = &data, .syscalls = syscalls, .mem = mem,
 					       .mem_snapshots = snaps, .n_mem_snapshots = n_snaps,
-					       .cuda = cuda, .stragglers = strag, .rdma = rdma };
+					       .cuda = cuda, .stragglers = strag, .rdma = rdma,
+					       .findings = findings };
 		if (out_report_write(dst.f, &in, &err)) {
 			fprintf(errout, CLI_PROG ": %s: write failed: %s\n", fo.output, err.what);
 			rc = CLI_FAIL;

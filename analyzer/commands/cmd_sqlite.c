@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "align.h"
+#include "model_findings.h"
 #include "model_mem.h"
 #include "model_nccl.h"
 #include "model_rdma.h"
@@ -29,7 +30,7 @@ static const char sqlite_help[] =
 	"time, NCCL calls, RDMA work requests and completions, step marks, drops\n"
 	"per probe and damaged regions; and what the models derive: collectives\n"
 	"matched across ranks, steps, RDMA connections with latency percentiles,\n"
-	"GPU memory peaks with their top stacks.  Times are nanoseconds on a\n"
+	"GPU memory peaks with their top stacks, findings (as 'findings').  Times are nanoseconds on a\n"
 	"common clock (UTC since the epoch; nodes aligned on collective exits).  The schema is documented in SQLITE_SCHEMA.md\n"
 	"and versioned in the meta table.\n"
 	"\n"
@@ -205,6 +206,19 @@ static int put_mem(struct out_sqlite *db, struct trace_set *ts, const struct mem
 	return 0;
 }
 
+/* findings: the listed ones in the findings command's order, then those
+ * under the threshold. */
+static int put_findings(struct out_sqlite *db, const struct findings_result *r)
+{
+	for (size_t i = 0; i < r->n_findings; i++)
+		if (out_sqlite_put_finding(db, &r->findings[i], (int)i + 1, 1))
+			return -1;
+	for (size_t i = 0; i < r->n_below; i++)
+		if (out_sqlite_put_finding(db, &r->below[i], (int)i + 1, 0))
+			return -1;
+	return 0;
+}
+
 /* A failure during the pass or the models' rows: SQLite's own message when
  * the database failed (naming the file it writes), else err's. */
 static void print_failure(FILE *errout, struct out_sqlite *db, const char *tmp,
@@ -258,7 +272,9 @@ int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout)
 		model_mem_on_change(mem, out_sqlite_mem_change, db);
 	void *strag = mem ? trace_set_use_model(ts, "stragglers", NULL) : NULL;
 	void *rdma = strag ? trace_set_use_model(ts, "rdma", NULL) : NULL;
-	if (!rdma) {
+	/* fills findings; reads the cuda, mem, stragglers and rdma states */
+	void *findings = rdma ? trace_set_use_model(ts, "findings", NULL) : NULL;
+	if (!findings) {
 		fprintf(errout, CLI_PROG " sqlite: out of memory\n");
 		goto out;
 	}
@@ -269,7 +285,8 @@ int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout)
 	cli_warn_troubled(ts, errout);
 	const struct stragglers_result *sr = model_stragglers_result(strag);
 	if ((sr && sr->nccl && put_nccl(db, ts, sr->nccl)) ||
-	    put_rdma(db, ts, model_rdma_result(rdma)) || put_mem(db, ts, model_mem_result(mem))) {
+	    put_rdma(db, ts, model_rdma_result(rdma)) || put_mem(db, ts, model_mem_result(mem)) ||
+	    put_findings(db, model_findings_result(findings))) {
 		print_failure(errout, db, tmp, &err);
 		goto out;
 	}

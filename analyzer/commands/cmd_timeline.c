@@ -20,8 +20,10 @@ static const char timeline_help[] =
 	"NCCL calls and every other probed call (e.g. ibv_create_qp) as slices on\n"
 	"their thread, RDMA work requests as async\n"
 	"slices from post to completion, GPU memory in use as a counter, steps on\n"
-	"a track of their own.  CPU samples are left out (see 'flame' and\n"
-	"'report').  Times are microseconds from the earliest event.\n"
+	"a track of their own, GPU idle (as 'findings' reads it) on a \"GPU idle\"\n"
+	"track per process, each interval named by its main cause.  CPU samples\n"
+	"are left out (see 'flame' and 'report').  Times are microseconds from\n"
+	"the earliest event.\n"
 	"\n"
 	"options:\n"
 	"  -o, --output OUT.json  where to write ('-' for standard output)\n"
@@ -56,8 +58,9 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 		if (dst.is_file)
 			fprintf(errout, CLI_PROG ": %s: %" PRIu64 " slices (%" PRIu64 " that did not nest "
 				"written as async), %" PRIu64 " async events, %" PRIu64 " counter values, %"
-				PRIu64 " steps\n", fo.output, s->slices + s->demoted, s->demoted, s->async,
-				s->counters, s->steps);
+				PRIu64 " steps, %" PRIu64 " GPU-idle intervals\n", fo.output,
+				s->slices + s->demoted, s->demoted, s->async, s->counters, s->steps,
+				s->gpu_idle);
 		rc = CLI_OK;
 	}
 	rc = cli_dest_close(&dst, rc, errout);

@@ -20,6 +20,7 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_stragglers(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_archive(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_findings(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_summary(int argc, char **argv, FILE *out, FILE *errout);
 
 
 #endif

@@ -24,6 +24,7 @@ static const struct {
 	{ "stragglers", cmd_stragglers, "which rank the others wait for, its cost per step, and why" },
 	{ "archive", cmd_archive, "traces bundled into one tar.zst with a manifest, optionally redacted" },
 	{ "findings", cmd_findings, "why the GPUs wait, what each cause costs, what to change" },
+	{ "summary", cmd_summary, "the whole recording in 2,000 tokens (md or json) for a person or an LLM" },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -449,12 +449,37 @@ static int attribute(struct ctx *c, const struct interval *iv)
 			p->e.no_sample_ns += other_ns;
 	}
 	p->e.other_syscall_ns += other_sc;
+	if (p->n_idle == p->cap_idle) {
+		size_t cap = p->cap_idle ? p->cap_idle * 2 : 64;
+		struct findings_idle_interval *grown = realloc(p->idle, cap * sizeof(*grown));
+		if (!grown)
+			return -1;
+		p->idle = grown;
+		p->cap_idle = cap;
+	}
+	struct findings_idle_interval *kept = &p->idle[p->n_idle++];
+	kept->start_ns = a;
+	kept->end_ns = b;
+	memcpy(kept->kind_ns, kind_ns, sizeof(kept->kind_ns));
+	kept->unexplained_ns = unexplained;
 	for (int k = 0; k < FIND_IDLE_KINDS; k++)
 		p->kind_ns[k] += kind_ns[k];
 	p->unexplained_ns += unexplained;
 	p->idle_ns += len;
 	p->intervals++;
 	return 0;
+}
+
+enum finding_kind findings_idle_cause(const struct findings_idle_interval *iv)
+{
+	enum finding_kind best = FIND_KINDS;
+	uint64_t best_ns = 0;
+	for (int k = 0; k < FIND_IDLE_KINDS; k++)
+		if (iv->kind_ns[k] > best_ns) {
+			best = (enum finding_kind)k;
+			best_ns = iv->kind_ns[k];
+		}
+	return iv->unexplained_ns > best_ns ? FIND_KINDS : best;
 }
 
 /* ---- the process ---------------------------------------------------------------- */

@@ -661,6 +661,8 @@ int fx_build_findings(struct fx_state *m, struct trace_set *ts, struct symbolize
 		o->unexplained_ms = ms(p->unexplained_ns);
 		o->steps = p->steps;
 		o->steps_from = p->steps_from;
+		o->idle = p->idle;
+		o->n_idle = p->n_idle;
 		if (!busiest || p->idle_ns > busiest->idle_ns)
 			busiest = p;
 	}

@@ -61,6 +61,8 @@ struct fx_proc {
 	uint64_t unexplained_ns;
 	struct fx_evidence e;
 	struct hmap where;        /* (kind << 8 | trim, cuda func << 32 | stack_id) -> ns */
+	struct findings_idle_interval *idle; /* every interval, in time order */
+	size_t n_idle, cap_idle;
 	size_t steps;
 	const char *steps_from;
 };

@@ -218,6 +218,7 @@ static void fx_destroy(void *state)
 		return;
 	for (size_t i = 0; i < m->n_procs; i++) {
 		free(m->procs[i].ev);
+		free(m->procs[i].idle);
 		hmap_free(&m->procs[i].where);
 	}
 	free(m->procs);

@@ -50,6 +50,22 @@ struct finding {
 	char fix[512];
 };
 
+/* One GPU-idle interval of a process and where its time went (the same
+ * attribution as the process's totals: findings_idle.c).  Times are the
+ * file's CLOCK_MONOTONIC ns (add out_clock_offset_ns for the common
+ * clock).  kind_ns[] and unexplained_ns add up to end_ns - start_ns
+ * (give or take the clock rounding between probes). */
+struct findings_idle_interval {
+	uint64_t start_ns, end_ns;
+	uint64_t kind_ns[FIND_IDLE_KINDS];
+	uint64_t unexplained_ns;
+};
+
+/* The cause that holds most of an interval's time: a kind below
+ * FIND_IDLE_KINDS, or FIND_KINDS for the unexplained part (ties go to
+ * the kind, the first in enum order). */
+enum finding_kind findings_idle_cause(const struct findings_idle_interval *iv);
+
 /* GPU idle of one process (file, pid) that made CUDA calls. */
 struct findings_proc {
 	uint32_t file, pid;
@@ -60,6 +76,10 @@ struct findings_proc {
 	double unexplained_ms;     /* idle_ms minus every kind_ms */
 	size_t steps;
 	const char *steps_from;    /* "marker", "collective_period", "sync_period", "none" */
+	/* its idle intervals in time order (intervals of them), owned by the
+	 * model: for outputs that draw them (the timeline) */
+	const struct findings_idle_interval *idle;
+	size_t n_idle;
 };
 
 struct findings_not_evaluated {

@@ -163,3 +163,33 @@ const char *out_iso_time(uint64_t realtime_ns, char *buf, size_t len)
 	snprintf(buf, len, "%s.%03uZ", date, (unsigned)(realtime_ns / 1000000ull % 1000));
 	return buf;
 }
+
+const char *out_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
+	if (bytes < 1024) {
+		snprintf(buf, len, "%" PRIu64 " B", bytes);
+		return buf;
+	}
+	double v = (double)bytes / 1024;
+	size_t u = 0;
+	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+const char *out_duration(uint64_t ns, char *buf, size_t len)
+{
+	if (ns >= 1000000000ull)
+		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
+	else if (ns >= 1000000ull)
+		snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+	else if (ns >= 1000ull)
+		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+	else
+		snprintf(buf, len, "%" PRIu64 " ns", ns);
+	return buf;
+}

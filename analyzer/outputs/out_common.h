@@ -10,6 +10,8 @@
 #ifndef FLIGHTREC_OUT_COMMON_H
 #define FLIGHTREC_OUT_COMMON_H
 
+#define OUT_PROG "flightrec-analyze" /* how every message names the program */
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +36,10 @@ int out_process_rank(const struct trace_file *f, uint32_t pid, int64_t *rank);
 const char *out_copy_kind_name(uint32_t kind);
 const char *out_wc_status_name(uint32_t status);
 
+/* "1.2 MiB", "512 B" */
+const char *out_bytes(uint64_t bytes, char *buf, size_t len);
+/* "12.345 s", "1.2 ms", "350 us", "12 ns" */
+const char *out_duration(uint64_t ns, char *buf, size_t len);
 /* ISO 8601 UTC with milliseconds: "2024-05-01T12:00:00.123Z" */
 const char *out_iso_time(uint64_t realtime_ns, char *buf, size_t len);
 

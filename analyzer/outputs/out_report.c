@@ -47,6 +47,8 @@ int out_report_write(FILE *f, const struct out_report_input *in, struct frec_err
 	fputs(",\n", f);
 	report_section_summary(f, ts);
 	fputs(",\n", f);
+	report_section_findings(f, in->findings);
+	fputs(",\n", f);
 	int rc = report_section_cpu(f, ts, in->data);
 	fputs(",\n", f);
 	if (!rc)

@@ -8,6 +8,10 @@
  * Sizes are bounded: aggregated views, pruned flame trees, never one element
  * per event.
  *
+ * The page's data object: title, summary, findings, cpu, mem, cuda,
+ * stragglers, rdma, syscalls, presence ("findings" is `findings --json`'s
+ * object: out_findings_json.h).
+ *
  * Not for gathering data (models, out_report_data.c) nor the command line.
  *
  * Each model section takes its model's state through out_report_input; a
@@ -39,6 +43,8 @@ struct out_report_input {
 				     pinned/pageable, async-then-sync */
 	const void *stragglers;   /* model_stragglers: verdict, rank x step heatmaps */
 	const void *rdma;         /* model_rdma: connections, latency by opcode/size */
+	const void *findings;     /* model_findings: what to fix first (the page's
+				     first section after the summary) */
 };
 
 /* Max flame frames embedded per graph (the "all" graph gets twice this). */

@@ -23,6 +23,9 @@ struct trace_set;
 
 /* out_report_summary.c: the files, their drops and damage, the processes */
 void report_section_summary(FILE *f, struct trace_set *ts);
+/* out_report_findings.c: what to fix first (model_findings), as
+ * `findings --json` writes it */
+void report_section_findings(FILE *f, const void *findings_model);
 /* out_report_cpu.c: CPU flame graphs, all processes and the busiest each */
 int report_section_cpu(FILE *f, struct trace_set *ts, const struct report_data *d);
 /* out_report_mem.c: GPU memory (model_mem and its snapshot states) */

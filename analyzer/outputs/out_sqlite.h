@@ -7,7 +7,7 @@
  * written after the pass.
  *
  * Not for analyses: tables filled by models (collectives, steps,
- * rdma_connections, rdma_ops, memory_series, memory_top_stacks) get their
+ * rdma_connections, rdma_ops, memory_series, memory_top_stacks, findings) get their
  * rows from those models' results through the out_sqlite_put_* calls below
  * (cmd_sqlite.c makes them after the pass). */
 #ifndef FLIGHTREC_OUT_SQLITE_H
@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include "frec_error.h"
 
-#define OUT_SQLITE_SCHEMA_VERSION 3
+#define OUT_SQLITE_SCHEMA_VERSION 4
 #define OUT_SQLITE_BATCH 50000
 
 struct out_sqlite;
@@ -129,6 +129,12 @@ struct out_sqlite_mem_stack {
 	uint64_t bytes, allocations;
 };
 int out_sqlite_put_mem_stack(struct out_sqlite *o, const struct out_sqlite_mem_stack *m);
+
+/* One finding of model_findings (listed: above the threshold, else one of
+ * its `below`), position 1.. in the findings command's order. */
+struct finding;
+int out_sqlite_put_finding(struct out_sqlite *o, const struct finding *f, int position,
+			   int listed);
 
 /* The generic table events_<record name> for an event type (columns from
  * its family's descriptor: out_sqlite_generic.c), filled from then on.

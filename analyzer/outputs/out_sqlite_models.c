@@ -1,12 +1,17 @@
 /* The tables models fill, one row per out_sqlite_put_* call
  * (collectives, steps, rdma_connections, rdma_ops, memory_series,
- * memory_top_stacks): cmd_sqlite.c makes the calls after the pass, from
+ * memory_top_stacks, findings): cmd_sqlite.c makes the calls after the pass, from
  * the models' results, with times already on the common clock.
  *
  * Not for computing anything: the rows are the models' results as given
  * (only duration_ns is derived, end minus start); values out_sqlite.h
  * marks unknown are NULL. */
 #include "out_sqlite_impl.h"
+#include "model_findings.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* -1 (unknown) is NULL */
 static void bopt(sqlite3_stmt *st, int col, int64_t v)
@@ -154,4 +159,88 @@ int out_sqlite_put_mem_stack(struct out_sqlite *o, const struct out_sqlite_mem_s
 	bu(st, 8, m->bytes);
 	bu(st, 9, m->allocations);
 	return sq_put(o, st);
+}
+
+/* Items joined by sep into a malloc'd string ("" when none); NULL when
+ * memory runs out. */
+static char *joined(size_t n, const char *(*item)(const struct finding *, size_t, char *),
+		    const struct finding *f, const char *sep)
+{
+	size_t len = 1;
+	char num[24];
+	for (size_t i = 0; i < n; i++)
+		len += strlen(item(f, i, num)) + strlen(sep);
+	char *s = malloc(len), *at = s;
+	if (!s)
+		return NULL;
+	*s = '\0';
+	for (size_t i = 0; i < n; i++) {
+		const char *v = item(f, i, num);
+		at += sprintf(at, "%s%s", i ? sep : "", v);
+	}
+	return s;
+}
+
+static const char *pid_item(const struct finding *f, size_t i, char *num)
+{
+	snprintf(num, 24, "%u", f->pids[i]);
+	return num;
+}
+
+static const char *rank_item(const struct finding *f, size_t i, char *num)
+{
+	snprintf(num, 24, "%d", f->ranks[i]);
+	return num;
+}
+
+static const char *where_item(const struct finding *f, size_t i, char *num)
+{
+	(void)num;
+	return f->where[i] ? f->where[i] : "[unknown]";
+}
+
+int out_sqlite_put_finding(struct out_sqlite *o, const struct finding *f, int position, int listed)
+{
+	sqlite3_stmt *st = o->st[ST_FINDING];
+	/* ranks: one per pid, -1 unknown; the column lists the known ones */
+	size_t n_ranks = 0;
+	for (size_t i = 0; i < f->n_pids; i++)
+		n_ranks += f->ranks[i] >= 0;
+	struct finding known = *f;
+	int32_t *ranks = malloc((n_ranks ? n_ranks : 1) * sizeof(*ranks));
+	char *pids = joined(f->n_pids, pid_item, f, ",");
+	char *where = joined(f->n_where, where_item, f, ";");
+	char *rank_text = NULL;
+	if (ranks) {
+		n_ranks = 0;
+		for (size_t i = 0; i < f->n_pids; i++)
+			if (f->ranks[i] >= 0)
+				ranks[n_ranks++] = f->ranks[i];
+		known.ranks = ranks;
+		rank_text = joined(n_ranks, rank_item, &known, ",");
+	}
+	int rc;
+	if (!ranks || !pids || !where || !rank_text) {
+		rc = -1;
+	} else {
+		bi(st, 1, position);
+		bi(st, 2, listed);
+		bt(st, 3, finding_kind_name(f->kind));
+		if (f->has_cost) {
+			sqlite3_bind_double(st, 4, f->cost_ms);
+			sqlite3_bind_double(st, 5, f->cost_ms_per_step);
+			sqlite3_bind_double(st, 6, f->share);
+		}
+		bt(st, 7, pids);
+		bt(st, 8, rank_text);
+		bt(st, 9, where);
+		bt(st, 10, f->evidence);
+		bt(st, 11, f->fix);
+		rc = sq_put(o, st);
+	}
+	free(ranks);
+	free(pids);
+	free(where);
+	free(rank_text);
+	return rc;
 }

@@ -87,6 +87,9 @@ const char sq_schema_sql[] =
 	"CREATE TABLE memory_top_stacks(file_id INTEGER, pid INTEGER, device INTEGER,"
 	" mem_kind TEXT, kind TEXT, position INTEGER, stack_id INTEGER, bytes INTEGER,"
 	" allocations INTEGER);\n"
+	"CREATE TABLE findings(finding_id INTEGER PRIMARY KEY, position INTEGER, listed INTEGER,"
+	" kind TEXT, cost_ms REAL, cost_ms_per_step REAL, share REAL, pids TEXT, ranks TEXT,"
+	" where_frames TEXT, evidence TEXT, fix TEXT);\n"
 	"CREATE TABLE drops(file_id INTEGER, probe TEXT, events INTEGER, drops INTEGER,"
 	" source TEXT);\n"
 	"CREATE TABLE drop_reasons(file_id INTEGER, probe TEXT, reason TEXT, lost TEXT,"
@@ -144,4 +147,6 @@ const char *const sq_stmt_sql[ST_COUNT] = {
 	[ST_RDMA_OP] = "INSERT INTO rdma_ops VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[ST_MEM_SERIES] = "INSERT INTO memory_series VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[ST_MEM_STACK] = "INSERT INTO memory_top_stacks VALUES(?,?,?,?,?,?,?,?,?)",
+	[ST_FINDING] = ("INSERT INTO findings(position,listed,kind,cost_ms,cost_ms_per_step,share,"
+			"pids,ranks,where_frames,evidence,fix) VALUES(?,?,?,?,?,?,?,?,?,?,?)"),
 };

@@ -4,6 +4,7 @@
  * Not for analyses. */
 #include "out_timeline.h"
 #include "cuda_funcs.h"
+#include "model_findings.h"
 #include "model_mem.h"
 #include "hmap.h"
 #include "model_events.h"
@@ -20,6 +21,7 @@
 #define RECENT 32
 #define PID_BITS 22 /* Linux pid_max is at most 2^22 */
 #define STEPS_TID_BIT ((uint64_t)1 << 31)
+#define IDLE_TID_BIT ((uint64_t)1 << 32) /* the "GPU idle" track of a process */
 
 struct thread_state {
 	int64_t start[RECENT], end[RECENT]; /* ns from the origin */
@@ -44,6 +46,7 @@ struct out_timeline {
 	struct hmap step_start;    /* (file, pid) -> start (ns from origin) + 1 */
 	struct hmap step_no;       /* (file, pid) -> steps seen */
 	struct hmap step_tid;      /* (file, pid) -> tid of the last step mark */
+	const void *findings;      /* model_findings state: the GPU-idle intervals */
 	struct out_timeline_stats stats;
 };
 
@@ -410,7 +413,9 @@ int out_timeline_begin(struct trace_set *ts, FILE *out, struct out_timeline **tp
 	 * decoder's align stage runs it) */
 	void *events = trace_set_use_model(ts, "events", NULL);
 	void *mem = trace_set_use_model(ts, "mem", NULL);
-	if (!t->offsets || !events || !mem || !trace_set_use_model(ts, "nccl", NULL) ||
+	/* the GPU-idle intervals with their cause, drawn at the end */
+	t->findings = trace_set_use_model(ts, "findings", NULL);
+	if (!t->offsets || !events || !mem || !t->findings || !trace_set_use_model(ts, "nccl", NULL) ||
 	    model_events_subscribe(events, ts, on_event, t)) {
 		out_timeline_free(t);
 		goto oom;
@@ -459,6 +464,37 @@ static void name_process(struct out_timeline *t, uint32_t fi, const struct trace
 		   has_rank ? rank : (int64_t)jpid(fi, pid) + 1000000, 1);
 }
 
+/* The findings model's idle intervals: one X slice each on the "GPU idle"
+ * track of its process, named by the cause that holds most of it (a
+ * finding kind, or "unexplained"), with every cause's ms in args. */
+static void gpu_idle_slices(struct out_timeline *t)
+{
+	const struct findings_result *r = model_findings_result(t->findings);
+	for (size_t i = 0; i < r->n_procs; i++) {
+		const struct findings_proc *p = &r->procs[i];
+		for (size_t k = 0; k < p->n_idle; k++) {
+			const struct findings_idle_interval *iv = &p->idle[k];
+			enum finding_kind cause = findings_idle_cause(iv);
+			int64_t s = rel(t, p->file, iv->start_ns), e = rel(t, p->file, iv->end_ns);
+			sep(t);
+			fprintf(t->out, "{\"ph\":\"X\",\"cat\":\"gpu_idle\",\"name\":\"%s\",\"pid\":%"
+				PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":",
+				cause == FIND_KINDS ? "unexplained" : finding_kind_name(cause),
+				jpid(p->file, p->pid), IDLE_TID_BIT | jpid(p->file, p->pid));
+			put_us(t->out, s);
+			fputs(",\"dur\":", t->out);
+			put_us(t->out, e - s);
+			fputs(",\"args\":{", t->out);
+			for (int c = 0; c < FIND_IDLE_KINDS; c++)
+				if (iv->kind_ns[c])
+					fprintf(t->out, "\"%s_ms\":%.3f,", finding_kind_name((enum finding_kind)c),
+						(double)iv->kind_ns[c] / 1e6);
+			fprintf(t->out, "\"unexplained_ms\":%.3f}}", (double)iv->unexplained_ns / 1e6);
+			t->stats.gpu_idle++;
+		}
+	}
+}
+
 int out_timeline_end(struct out_timeline *t, struct trace_set *ts, struct frec_error *err)
 {
 	/* the last step of each process runs to its file's last event */
@@ -471,6 +507,7 @@ int out_timeline_end(struct out_timeline *t, struct trace_set *ts, struct frec_e
 		if (f && f->last_event_ns)
 			feed_step(t, fi, (uint32_t)s->key_a, 0, f->last_event_ns);
 	}
+	gpu_idle_slices(t);
 	/* names: every process of the files, every thread that had a slice */
 	for (size_t i = 0; i < trace_set_count(ts); i++) {
 		const struct trace_file *f = trace_set_file(ts, i);
@@ -510,6 +547,16 @@ int out_timeline_end(struct out_timeline *t, struct trace_set *ts, struct frec_e
 			   "steps", 0, 0);
 		meta_event(t, "thread_sort_index", jpid(fi, pid), STEPS_TID_BIT | jpid(fi, pid),
 			   "sort_index", NULL, -1, 1);
+	}
+	const struct findings_result *fr = model_findings_result(t->findings);
+	for (size_t i = 0; i < fr->n_procs; i++) {
+		const struct findings_proc *p = &fr->procs[i];
+		if (!p->n_idle)
+			continue;
+		meta_event(t, "thread_name", jpid(p->file, p->pid), IDLE_TID_BIT | jpid(p->file, p->pid),
+			   "name", "GPU idle", 0, 0);
+		meta_event(t, "thread_sort_index", jpid(p->file, p->pid),
+			   IDLE_TID_BIT | jpid(p->file, p->pid), "sort_index", NULL, -2, 1);
 	}
 	fputs("\n]}\n", t->out);
 	if (fflush(t->out) || ferror(t->out)) {

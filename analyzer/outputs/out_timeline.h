@@ -11,7 +11,12 @@
  * as an async slice ("b"/"e") instead, so the X slices of every thread nest
  * strictly; RDMA work requests are async slices from post to completion;
  * GPU memory in use is a counter ("C") per process and device; steps are
- * slices on a "steps" track of their process.  CPU samples are omitted (the
+ * slices on a "steps" track of their process; the GPU-idle intervals of the
+ * findings model (model_findings.h: findings_proc.idle) are slices on a
+ * "GPU idle" track of their process, category gpu_idle, named by the cause
+ * that holds most of the interval (dataloader, pageable_copy,
+ * sync_checkpoint, host_sync, or "unexplained"; findings_idle_cause), with
+ * each cause's ms in args.  CPU samples are omitted (the
  * flame graph and the report show them).  ts/dur are microseconds from the
  * origin (the earliest event of all files on the common clock,
  * out_clock_offset_ns).  The writer streams in the one pass over the
@@ -38,11 +43,13 @@ struct out_timeline_stats {
 	uint64_t counters;      /* C */
 	uint64_t instants;      /* i */
 	uint64_t steps;
+	uint64_t gpu_idle;      /* X slices on the "GPU idle" tracks */
 };
 
 /* Registers the streaming writer with ts (before trace_set_run; it asks
- * for the nccl model, which aligns the files' clocks, and the mem model,
- * whose ledger gives the memory counters) and writes the document's head
+ * for the nccl model, which aligns the files' clocks, the mem model,
+ * whose ledger gives the memory counters, and the findings model, whose
+ * idle intervals it draws at the end) and writes the document's head
  * to out. */
 int out_timeline_begin(struct trace_set *ts, FILE *out, struct out_timeline **t,
 		       struct frec_error *err);

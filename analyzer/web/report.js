@@ -2,6 +2,7 @@
  *
  * For: drawing the report from the JSON that out_report.c writes into
  * <script type="application/json" id="fr-data">: summary and warnings,
+ * what to fix first (the findings),
  * CPU flame graphs (one per process plus "all", through the one flame
  * renderer, flame.js, which out_report.c wraps as window.FR_FLAME_MOUNT),
  * tables and small inline-SVG charts (report_ui.js draws them; this file
@@ -141,6 +142,93 @@
 			{ title: 'Comm', key: 'comm' },
 			{ title: 'Command', key: 'cmdline', wrap: true }
 		], procs);
+	}
+
+	/* What to fix first: D.findings is `findings --json`'s object (costed
+	 * findings in the CLI's order, then those without an idle cost; GPU
+	 * idle per process and its unexplained part; kinds not evaluated). */
+	var KIND_TITLE = {
+		dataloader: 'Data loading on the training thread', pageable_copy: 'Copies from pageable memory',
+		sync_checkpoint: 'Checkpoint saved on the training thread', host_sync: 'Host work after a synchronize',
+		straggler: 'Straggler rank', oom: 'Out of device memory', memory_leak: 'Device memory leak',
+		rdma_errors: 'RDMA errors'
+	};
+	function fmtMs(v) { return v === null || v === undefined ? '\u2014' : v.toFixed(1) + ' ms'; }
+	function renderFindings() {
+		var s = section('findings', 'What to fix first');
+		var F = D.findings;
+		if (!F) { empty(s, 'The findings model did not run.'); return; }
+		var minPct = Math.round(100 * F.min_share);
+		el('p', 'fr-note', 'Each cause of GPU idle, costed in GPU-idle time summed over its processes, per step ' +
+			'(' + F.steps + ' step' + (F.steps === 1 ? '' : 's') + ', from ' + F.steps_from + ') and as a share of ' +
+			'wall time (' + fmtMs(F.wall_ms) + ') \u00d7 processes; causes under ' + minPct + '% are not listed.', s);
+		var list = el('div', 'fr-findings', null, s);
+		list.id = 'fr-findings-list';
+		var all = (F.findings || []).filter(function (f) { return f.cost_ms !== null; })
+			.concat((F.findings || []).filter(function (f) { return f.cost_ms === null; }));
+		if (!all.length) {
+			el('p', 'fr-ok fr-findings-none', 'No finding above ' + minPct + '% of wall time.', list);
+		}
+		all.forEach(function (f, i) {
+			var box = el('div', 'fr-finding fr-finding-item' + (f.cost_ms === null ? ' fr-nocost' : ' fr-warn'), null, list);
+			box.setAttribute('data-kind', f.kind);
+			var h = el('h3', null, null, box);
+			el('span', 'fr-finding-n', (i + 1) + '. ', h);
+			el('span', 'fr-finding-kind', f.kind, h);
+			el('span', null, ' \u2014 ' + (KIND_TITLE[f.kind] || f.kind), h);
+			var cards = el('div', 'fr-cards', null, box);
+			if (f.cost_ms !== null) {
+				card(cards, 'GPU idle', f.cost_ms.toFixed(3) + ' ms').setAttribute('data-v', String(f.cost_ms));
+				card(cards, 'Per step', f.cost_ms_per_step.toFixed(3) + ' ms').setAttribute('data-v', String(f.cost_ms_per_step));
+				card(cards, 'Share', (100 * f.share).toFixed(2) + '%').setAttribute('data-v', String(f.share));
+			} else {
+				card(cards, 'GPU idle', 'no idle cost');
+			}
+			card(cards, 'Processes', f.pids.join(', ') + (f.ranks.length ? ' (rank ' + f.ranks.join(', ') + ')' : ''));
+			if (f.where.length) {
+				var w = el('div', 'fr-evidence fr-where', null, box);
+				el('strong', null, 'Where (root first): ', w);
+				el('span', null, f.where.join(' \u2192 '), w);
+			}
+			var ev = el('div', 'fr-evidence', null, box);
+			el('strong', null, 'Evidence: ', ev);
+			el('span', null, f.evidence, ev);
+			var fx = el('div', 'fr-evidence fr-fix', null, box);
+			el('strong', null, 'Fix: ', fx);
+			el('span', null, f.fix, fx);
+		});
+		var idle = F.gpu_idle_ms || {}, unexp = F.unexplained_ms || {};
+		var pids = Object.keys(idle);
+		el('h3', null, 'GPU idle per process', s);
+		if (!pids.length) empty(s, 'No process drove a GPU (no CUDA synchronizes or launches in this trace).');
+		else {
+			var procs = S.processes || [];
+			table(s, [
+				{ title: 'PID', key: 'pid', num: true },
+				{ title: 'Process', key: 'comm' },
+				{ title: 'GPU idle', key: 'idle_ms', num: true, fmt: function (v) { return v.toFixed(3) + ' ms'; } },
+				{ title: 'Of wall', key: 'idle_share', num: true, fmt: function (v) { return (100 * v).toFixed(1) + '%'; } },
+				{ title: 'Unexplained', key: 'unexplained_ms', num: true, fmt: function (v) { return v.toFixed(3) + ' ms'; } }
+			], pids.map(function (p) {
+				var pr = null;
+				procs.forEach(function (x) { if (String(x.pid) === p && !pr) pr = x; });
+				return { pid: Number(p), comm: pr ? pr.comm : null, idle_ms: idle[p],
+					idle_share: F.wall_ms > 0 && idle[p] !== null ? idle[p] / F.wall_ms : null,
+					unexplained_ms: unexp[p] };
+			})).id = 'fr-findings-idle';
+		}
+		if ((F.below || []).length) {
+			el('p', 'fr-note fr-findings-below', 'Under ' + minPct + '% (not findings): ' + F.below.map(function (b) {
+				return b.kind + ' ' + fmtMs(b.cost_ms) + ' (' + (100 * b.share).toFixed(1) + '%)';
+			}).join(', ') + '.', s);
+		}
+		if ((F.not_evaluated || []).length) {
+			el('h3', null, 'Not evaluated', s);
+			table(s, [
+				{ title: 'Kind', key: 'kind' },
+				{ title: 'Why', key: 'why', wrap: true }
+			], F.not_evaluated).id = 'fr-findings-not-evaluated';
+		}
 	}
 
 	function renderCpu() {
@@ -607,6 +695,7 @@
 	var navEl = el('nav', 'fr-nav', null, root);
 	renderWarnings();
 	renderSummary();
+	renderFindings();
 	renderCpu();
 	renderMem();
 	renderCuda();

@@ -89,13 +89,13 @@ async function testReport(ctx, state) {
 			h1: document.querySelector('h1').textContent,
 			drops: document.querySelector('.fr-drops') ? document.querySelector('.fr-drops').textContent : null,
 			mem: text('gpu-memory'), strag: text('stragglers'), rdma: text('rdma'),
-			cuda: text('cuda'), copies: text('copies'), sys: text('syscalls'),
+			cuda: text('cuda'), copies: text('copies'), sys: text('syscalls'), findings: text('findings'),
 			options: Array.from(document.querySelectorAll('#fr-cpu-select option')).map((o) => o.textContent),
 			navLinks: document.querySelectorAll('.fr-nav a').length,
 			bars: document.querySelectorAll('#syscalls .fr-bar').length,
 		};
 	});
-	check(JSON.stringify(info.ids) === JSON.stringify(['summary', 'cpu', 'gpu-memory', 'cuda', 'copies',
+	check(JSON.stringify(info.ids) === JSON.stringify(['summary', 'findings', 'cpu', 'gpu-memory', 'cuda', 'copies',
 		'stragglers', 'rdma', 'syscalls']), 'sections in order: ' + JSON.stringify(info.ids));
 	check(info.h1.startsWith('flightrec report: python train.py'), 'title: ' + info.h1);
 	check(info.drops && info.drops.includes('Dropped events: 3'), 'drops warning visible: ' + info.drops);
@@ -106,10 +106,14 @@ async function testReport(ctx, state) {
 	check(info.copies.includes('H2D') && info.copies.includes('3.0 MiB'), 'copies table: ' + info.copies);
 	check(info.sys.includes('read') && info.bars === 2, 'syscalls chart and table');
 	check(info.options.length === 3 && info.options[0] === 'all processes', 'process selector: ' + JSON.stringify(info.options));
-	check(info.navLinks === 8, 'navigation links');
+	check(info.navLinks === 9, 'navigation links');
+	/* what to fix first: this trace's GPU never waits long enough */
+	check(info.findings.includes('What to fix first') && info.findings.includes('No finding above 3% of wall time'),
+		'findings section says none: ' + info.findings);
 	await page.screenshot({ path: path.join(outDir, 'report.png'), fullPage: true });
 
-	/* click a frame: it zooms */
+	/* click a frame: it zooms (the flame graph scrolled into view first) */
+	await page.evaluate(() => document.getElementById('cpu').scrollIntoView());
 	const fs0 = await page.evaluate(frameCenters);
 	const workA = fs0.find((f) => f.label === 'work_a');
 	check(!!workA, 'work_a frame drawn: ' + JSON.stringify(fs0.map((f) => f.label)));

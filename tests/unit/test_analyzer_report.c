@@ -3,11 +3,14 @@
  * `flightrec-analyze report`; checks the page is self-contained (CSP, no
  * external script/style/link), hostile names appear only escaped, the data
  * of every section with data is there and the others say why not, and the
- * size stays bounded for a large flame tree.  Drawing is checked in
+ * size stays bounded for a large flame tree; the "findings" member (what
+ * to fix first) is `findings --json`'s object, on a trace with findings
+ * and on one without.  Drawing is checked in
  * Chromium by tests/browser/report.test.js. */
 #include "check.h"
 #include "test_analyzer_common.h"
 #include "test_analyzer_models_trace.h"
+#include "test_analyzer_findings_trace.h"
 
 #include "commands.h"
 
@@ -56,6 +59,37 @@ static char *report_of(const char *trace, const char *out)
 	return text;
 }
 
+/* `findings TRACE --json` as a string, without its newline. */
+static char *findings_json_of(const char *trace)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	char *argv[] = { "findings", (char *)trace, "--json", NULL };
+	CHECK_EQ_U64(cmd_findings(3, argv, mem, stderr), 0);
+	fclose(mem);
+	if (len && buf[len - 1] == '\n')
+		buf[len - 1] = '\0';
+	return buf;
+}
+
+/* The report's "findings" member is exactly `findings --json`'s object. */
+static void check_findings_member(const char *html, const char *trace)
+{
+	char *json = findings_json_of(trace);
+	CHECK(json && json[0] == '{');
+	size_t n = strlen("\"findings\":") + strlen(json) + 2;
+	char *want = malloc(n);
+	snprintf(want, n, "\"findings\":%s,", json);
+	CHECK(strstr(html, want) != NULL);
+	/* first after the summary */
+	const char *sum = strstr(html, "\"summary\":{"), *fnd = strstr(html, want),
+		   *cpu = strstr(html, "\"cpu\":");
+	CHECK(sum && fnd && cpu && sum < fnd && fnd < cpu);
+	free(want);
+	free(json);
+}
+
 int main(void)
 {
 	char trace[512], out[512];
@@ -101,7 +135,33 @@ int main(void)
 	CHECK(strstr(html, "{\"name\":\"read\",\"count\":2,\"total_ns\":3000000") != NULL);
 	CHECK(strstr(html, "{\"probe\":\"cpu\",\"events\":522,\"drops\":3}") != NULL);
 	CHECK(strstr(html, "\"presence\":{\"cpu_samples\":492,\"cuda_events\":3") != NULL);
+	/* a trace without a finding: the member is there, findings empty */
+	check_findings_member(html, trace);
+	CHECK(strstr(html, "\"findings\":[],\"below\":") != NULL);
 	size_t small = strlen(html);
+	free(html);
+
+	/* what to fix first: a process whose GPU waits on a synchronize, pageable
+	 * copies and a call no rule explains (test_analyzer_findings_trace.h) */
+	char ftrace[512], fout[512];
+	synth_path("analyzer_report_findings.frec", ftrace, sizeof(ftrace));
+	synth_path("analyzer_report_findings.html", fout, sizeof(fout));
+	CHECK_EQ_U64(synth_open(&s, ftrace), 0);
+	findings_trace_body(&s, 2000000000ull);
+	CHECK_EQ_U64(synth_close(&s, 0, 0), 0);
+	html = report_of(ftrace, fout);
+	CHECK(html != NULL);
+	if (!html)
+		return check_finish();
+	check_findings_member(html, ftrace);
+	/* the numbers the trace was built for: 10 intervals of 4 ms */
+	CHECK(strstr(html, "\"findings\":{\"steps\":10,\"steps_from\":\"sync_period\",\"wall_ms\":51.000,") != NULL);
+	CHECK(strstr(html, "\"gpu_idle_ms\":{\"500\":40.000},\"unexplained_ms\":{\"500\":4.000}") != NULL);
+	CHECK(strstr(html, "{\"kind\":\"host_sync\",\"cost_ms\":26.000,\"cost_ms_per_step\":2.600,"
+			   "\"share\":0.5098,\"pids\":[500],\"ranks\":[],"
+			   "\"where\":[\"main\",\"train_step\",\"cudaDeviceSynchronize\"]") != NULL);
+	CHECK(strstr(html, "{\"kind\":\"pageable_copy\",\"cost_ms\":10.000,\"cost_ms_per_step\":1.000,") != NULL);
+	CHECK(strstr(html, "{\"kind\":\"straggler\",\"why\":\"no NCCL calls recorded") != NULL);
 	free(html);
 
 	/* the model sections: GPU memory, CUDA, stragglers, RDMA */

@@ -6,6 +6,7 @@
  * events written. */
 #include "check.h"
 #include "test_analyzer_common.h"
+#include "test_analyzer_findings_trace.h"
 
 #include "commands.h"
 #include "out_sqlite.h"
@@ -217,6 +218,49 @@ static int cmp_value_desc(const void *a, const void *b)
 	return strcmp(x, y);
 }
 
+/* findings: the rows are `findings --json`'s findings (the numbers the
+ * synthetic trace was built for: test_analyzer_findings_trace.h). */
+static void test_findings_table(void)
+{
+	char trace[512], db_path[512];
+	synth_path("analyzer_sqlite_findings.frec", trace, sizeof(trace));
+	synth_path("analyzer_sqlite_findings.db", db_path, sizeof(db_path));
+	struct synth s;
+	CHECK_EQ_U64(synth_open(&s, trace), 0);
+	findings_trace_body(&s, 2000000000ull);
+	CHECK_EQ_U64(synth_close(&s, 0, 0), 0);
+	unlink(db_path);
+	int rc;
+	char *argv[] = { "sqlite", trace, "-o", db_path, NULL };
+	free(run_cmd(cmd_sqlite, argv, 4, &rc));
+	CHECK_EQ_U64(rc, 0);
+	char *fargv[] = { "findings", trace, "--json", NULL };
+	char *json = run_cmd(cmd_findings, fargv, 3, &rc);
+	CHECK_EQ_U64(rc, 0);
+	CHECK(json && strstr(json, "{\"kind\":\"host_sync\",\"cost_ms\":26.000,\"cost_ms_per_step\":2.600,"
+				 "\"share\":0.5098,\"pids\":[500],\"ranks\":[],"
+				 "\"where\":[\"main\",\"train_step\",\"cudaDeviceSynchronize\"]") != NULL);
+	CHECK(json && strstr(json, "},{\"kind\":\"pageable_copy\",\"cost_ms\":10.000,"
+				 "\"cost_ms_per_step\":1.000,\"share\":0.1961,\"pids\":[500],\"ranks\":[],"
+				 "\"where\":[\"main\",\"to_device\",\"cudaMemcpy\"]") != NULL);
+	CHECK(json && strstr(json, "\"below\":[]") != NULL);
+	sqlite3 *db;
+	CHECK(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+	char *v = rows_of(db, doc_query("findings_by_cost"));
+	CHECK_STR(v, "1|host_sync|26.0|2.6|0.5098|500|main;train_step;cudaDeviceSynchronize\n"
+		     "2|pageable_copy|10.0|1.0|0.1961|500|main;to_device;cudaMemcpy\n");
+	free(v);
+	v = rows_of(db, "SELECT finding_id, listed, ranks, evidence FROM findings ORDER BY finding_id");
+	CHECK(v && strncmp(v, "1|1||10 gaps between a synchronize's return", 43) == 0);
+	CHECK(v && strstr(v, "\n2|1||10 copies from pageable host memory") != NULL);
+	free(v);
+	v = rows_of(db, "SELECT count(*) FROM findings WHERE fix IS NULL OR fix = ''");
+	CHECK_STR(v, "0\n");
+	free(v);
+	sqlite3_close(db);
+	free(json);
+}
+
 int main(void)
 {
 	char trace[512], db_path[512];
@@ -236,13 +280,13 @@ int main(void)
 	sqlite3 *db;
 	CHECK(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
 	char *v = rows_of(db, "SELECT value FROM meta WHERE key = 'schema_version'");
-	CHECK_STR(v, "3\n");
+	CHECK_STR(v, "4\n");
 	free(v);
 	v = rows_of(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master "
 			"WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name)");
 	CHECK_STR(v, "allocations,collectives,cpu_samples,cuda_calls,damaged_regions,drop_reasons,drops,"
 		     "enum_copy_kinds,enum_cuda_funcs,enum_nccl_funcs,enum_rdma_funcs,enum_syscalls,"
-		     "enum_wc_status,files,frames,hosts,memory_inuse,memory_series,memory_top_stacks,"
+		     "enum_wc_status,files,findings,frames,hosts,memory_inuse,memory_series,memory_top_stacks,"
 		     "meta,nccl_calls,process_events,"
 		     "processes,rdma_completions,rdma_connections,rdma_ctrl_calls,rdma_ops,rdma_posts,"
 		     "stack_frames,stacks,step_marks,steps,syscalls,threads\n");
@@ -408,7 +452,12 @@ int main(void)
 	v = rows_of(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%'");
 	CHECK_STR(v, "18\n");
 	free(v);
+	/* the failed cudaMalloc: a finding with no idle cost (NULL cost) */
+	v = rows_of(db, "SELECT position, listed, kind, cost_ms, share, pids FROM findings");
+	CHECK_STR(v, "1|1|oom|NULL|NULL|100\n");
+	free(v);
 	sqlite3_close(db);
+	test_findings_table();
 	test_generic_tables(trace, db_path);
 	return check_finish();
 }

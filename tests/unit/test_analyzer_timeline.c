@@ -3,9 +3,12 @@
  * `flightrec-analyze timeline`; the JSON is parsed by a strict validator
  * here and checked: every event has ph, ts, pid, tid, name (dur for X); X
  * slices on one thread nest; counters never go back in time; the crossing
- * slice became async; names of hostile processes are escaped. */
+ * slice became async; names of hostile processes are escaped; the GPU-idle
+ * intervals of the findings model are slices on a "GPU idle" track named
+ * by their cause. */
 #include "check.h"
 #include "test_analyzer_common.h"
+#include "test_analyzer_findings_trace.h"
 
 #include "commands.h"
 
@@ -389,9 +392,59 @@ static void check_aligned(void)
 	free(text);
 }
 
+/* GPU idle: the findings trace's 10 intervals of 4 ms (host_sync 2.6,
+ * pageable_copy 1, unexplained 0.4) as X slices named host_sync on the
+ * process's "GPU idle" track, their sum what `findings` counts. */
+static void check_gpu_idle(void)
+{
+	char trace[512], out[512];
+	synth_path("analyzer_timeline_idle.frec", trace, sizeof(trace));
+	synth_path("analyzer_timeline_idle.json", out, sizeof(out));
+	struct synth s;
+	CHECK_EQ_U64(synth_open(&s, trace), 0);
+	findings_trace_body(&s, 2000000000ull);
+	CHECK_EQ_U64(synth_close(&s, 0, 0), 0);
+	char *argv[] = { "timeline", trace, "-o", out, NULL };
+	CHECK_EQ_U64(cmd_timeline(4, argv, stdout, stderr), 0);
+	FILE *f = fopen(out, "r");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	char *text = calloc(1, 1 << 20);
+	size_t n = fread(text, 1, (1 << 20) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	struct parser ps;
+	CHECK(parse(text, &ps));
+	const double idle_tid = 4294967296.0 + FINDINGS_PID; /* IDLE_TID_BIT | pid */
+	size_t n_idle = 0;
+	double sum_us = 0, last_end = -1;
+	for (size_t i = 0; i < ps.n; i++) {
+		struct ev *e = &ps.evs[i];
+		if (strcmp(e->ph, "X") || e->tid != idle_tid)
+			continue;
+		n_idle++;
+		CHECK(e->pid == FINDINGS_PID && !strcmp(e->name, "host_sync"));
+		CHECK(fabs(e->dur - 4000.0) < 1e-6);
+		CHECK(e->ts >= last_end); /* one track, in time order, disjoint */
+		last_end = e->ts + e->dur;
+		sum_us += e->dur;
+	}
+	CHECK_EQ_U64(n_idle, FINDINGS_STEPS);
+	CHECK(fabs(sum_us / 1000 - 40.0) < 1e-6); /* findings: "gpu_idle_ms":{"500":40.000} */
+	/* the first: 1 ms after the first launch, 2 ms after the earliest event */
+	CHECK(strstr(text, "{\"ph\":\"X\",\"cat\":\"gpu_idle\",\"name\":\"host_sync\",\"pid\":500,"
+			   "\"tid\":4294967796,\"ts\":2000.000,\"dur\":4000.000,\"args\":{"
+			   "\"pageable_copy_ms\":1.000,\"host_sync_ms\":2.600,\"unexplained_ms\":0.400}}") != NULL);
+	CHECK(strstr(text, "\"tid\":4294967796,\"ts\":0,\"args\":{\"name\":\"GPU idle\"}") != NULL);
+	free(ps.evs);
+	free(text);
+}
+
 int main(void)
 {
 	check_aligned();
+	check_gpu_idle();
 
 	char trace[512], out[512];
 	synth_path("analyzer_timeline.frec", trace, sizeof(trace));

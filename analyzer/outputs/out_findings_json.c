@@ -1,0 +1,89 @@
+/* The findings object (see out_findings_json.h): numbers with 3
+ * decimals, null where not finite or where a finding has no idle cost;
+ * every string through out_json_str.  Not for laying out text. */
+#include "out_findings_json.h"
+#include "model_findings.h"
+#include "out_common.h"
+
+#include <math.h>
+
+static void json_num(FILE *out, double v)
+{
+	if (isfinite(v))
+		fprintf(out, "%.3f", v);
+	else
+		fputs("null", out);
+}
+
+static void json_finding(FILE *out, const struct finding *f)
+{
+	fputs("{\"kind\":", out);
+	out_json_str(out, finding_kind_name(f->kind));
+	fputs(",\"cost_ms\":", out);
+	if (f->has_cost) {
+		json_num(out, f->cost_ms);
+		fputs(",\"cost_ms_per_step\":", out);
+		json_num(out, f->cost_ms_per_step);
+		fprintf(out, ",\"share\":%.4f", f->share);
+	} else {
+		fputs("null,\"cost_ms_per_step\":null,\"share\":null", out);
+	}
+	fputs(",\"pids\":[", out);
+	for (size_t i = 0; i < f->n_pids; i++)
+		fprintf(out, "%s%u", i ? "," : "", f->pids[i]);
+	fputs("],\"ranks\":[", out);
+	size_t n_ranks = 0;
+	for (size_t i = 0; i < f->n_pids; i++)
+		if (f->ranks[i] >= 0)
+			fprintf(out, "%s%d", n_ranks++ ? "," : "", f->ranks[i]);
+	fputs("],\"where\":[", out);
+	for (size_t i = 0; i < f->n_where; i++) {
+		if (i)
+			fputc(',', out);
+		out_json_str(out, f->where[i] ? f->where[i] : "[unknown]");
+	}
+	fputs("],\"evidence\":", out);
+	out_json_str(out, f->evidence);
+	fputs(",\"fix\":", out);
+	out_json_str(out, f->fix);
+	fputc('}', out);
+}
+
+void out_findings_json(FILE *out, const struct findings_result *r)
+{
+	fprintf(out, "{\"steps\":%zu,\"steps_from\":", r->steps);
+	out_json_str(out, r->steps_from);
+	fputs(",\"wall_ms\":", out);
+	json_num(out, r->wall_ms);
+	fprintf(out, ",\"min_share\":%.3f,\"gpu_idle_ms\":{", r->min_share);
+	for (size_t i = 0; i < r->n_procs; i++) {
+		fprintf(out, "%s\"%u\":", i ? "," : "", r->procs[i].pid);
+		json_num(out, r->procs[i].idle_ms);
+	}
+	fputs("},\"unexplained_ms\":{", out);
+	for (size_t i = 0; i < r->n_procs; i++) {
+		fprintf(out, "%s\"%u\":", i ? "," : "", r->procs[i].pid);
+		json_num(out, r->procs[i].unexplained_ms);
+	}
+	fputs("},\"not_evaluated\":[", out);
+	for (size_t i = 0; i < r->n_not_evaluated; i++) {
+		fputs(i ? ",{\"kind\":" : "{\"kind\":", out);
+		out_json_str(out, r->not_evaluated[i].kind);
+		fputs(",\"why\":", out);
+		out_json_str(out, r->not_evaluated[i].why);
+		fputc('}', out);
+	}
+	fputs("],\"findings\":[", out);
+	for (size_t i = 0; i < r->n_findings; i++) {
+		if (i)
+			fputc(',', out);
+		json_finding(out, &r->findings[i]);
+	}
+	fputs("],\"below\":[", out);
+	for (size_t i = 0; i < r->n_below; i++) {
+		if (i)
+			fputc(',', out);
+		json_finding(out, &r->below[i]);
+	}
+	fputs("]}", out);
+}

@@ -1,0 +1,646 @@
+/* The summary command on synthetic traces: every section heading in its
+ * order, under the token budget (bytes / 4), numbers equal to the other
+ * commands' own --json (memory's peak, stragglers' rank and cost,
+ * findings' kinds and cost_ms), --format json parses and has the
+ * documented keys, start-up frames dropped from the CPU stacks, the
+ * shortening levels, and two runs byte-identical.  The writers are copies
+ * of test_analyzer_mem.c's and test_analyzer_stragglers.c's. */
+#include "check.h"
+#include "test_analyzer_synth.h"
+
+#include "commands.h"
+#include "out_summary.h"
+#include "model_cpu.h"
+#include "model_findings.h"
+#include "model_mem.h"
+#include "model_rdma.h"
+#include "model_stragglers.h"
+#include "trace_set.h"
+
+#include <ctype.h>
+#include <math.h>
+
+/* ---- a GPU memory trace (test_analyzer_mem.c), with CPU samples whose
+ * stacks start in _start and __libc_start_main ---- */
+
+#define AT_MS(x) (1000000000ull + (uint64_t)(x) * 1000000ull)
+
+static void mem_call(struct synth *s, uint32_t pid, uint16_t func, uint64_t ts, uint64_t ptr,
+		     uint64_t bytes, uint32_t stack, int64_t result, int32_t device)
+{
+	synth_cuda(s, (struct fr_ev_cuda){ .c = { .ts_ns = ts, .pid = pid }, .func = func,
+					   .stack_id = stack, .duration_ns = 1000, .result = result,
+					   .ptr = ptr, .bytes = bytes, .device = device });
+}
+
+static int write_mem_trace(const char *path)
+{
+	struct synth s;
+	if (synth_open(&s, path))
+		return -1;
+	synth_process(&s, 100, 1, "trainer", "python train.py");
+	synth_process(&s, 200, 1, "loader", "python loader.py");
+	synth_mapping(&s, 100, 0x400000, 0x500000, 0, 1, "/usr/bin/trainer");
+	synth_mapping(&s, 200, 0x400000, 0x500000, 0, 1, "/usr/bin/trainer");
+	uint64_t s1[] = { 0x402010, 0x401010 }, s2[] = { 0x403010, 0x401010 },
+		 s3[] = { 0x404010, 0x401010 }, s4[] = { 0x405010, 0x401010 },
+		 s6[] = { 0x402010, 0x401010, 0x407010, 0x406010 },
+		 s7[] = { 0x403010, 0x401010, 0x407010, 0x406010 };
+	synth_stack(&s, 1, 100, s1, 0, 2);
+	synth_stack(&s, 2, 100, s2, 0, 2);
+	synth_stack(&s, 3, 100, s3, 0, 2);
+	synth_stack(&s, 4, 100, s4, 0, 2);
+	synth_stack(&s, 5, 200, s1, 0, 2);
+	synth_stack(&s, 6, 100, s6, 0, 4);
+	synth_stack(&s, 7, 100, s7, 0, 4);
+	mem_call(&s, 100, FR_CUDA_HOST_ALLOC, AT_MS(5), 0x7000000, 4096, 1, 0, 0);
+	mem_call(&s, 100, FR_CUDA_MALLOC, AT_MS(10), 0xA000, 1000, 1, 0, 0);
+	mem_call(&s, 100, FR_CUDA_MALLOC, AT_MS(20), 0xB000, 3000, 2, 0, 0);
+	mem_call(&s, 100, FR_CU_MEM_ALLOC, AT_MS(30), 0xC000, 500, 3, 0, 0);
+	mem_call(&s, 100, FR_CUDA_FREE, AT_MS(40), 0xA000, 0, 1, 0, 0);
+	mem_call(&s, 100, FR_CUDA_MALLOC, AT_MS(50), 0xD000, 2000, 1, 0, 0);
+	mem_call(&s, 100, FR_CUDA_MALLOC, AT_MS(60), 0, 1ull << 40, 4, 2, 0);
+	mem_call(&s, 100, FR_CUDA_FREE, AT_MS(70), 0xB000, 0, 2, 0, 0);
+	mem_call(&s, 100, FR_CUDA_FREE, AT_MS(80), 0xD000, 0, 1, 0, 0);
+	mem_call(&s, 100, FR_CUDA_FREE, AT_MS(90), 0xDEAD, 0, 1, 0, 0);
+	mem_call(&s, 100, FR_CUDA_FREE, AT_MS(95), 0, 0, 1, 0, 0);
+	for (int i = 0; i < 6; i++)
+		mem_call(&s, 200, FR_CUDA_MALLOC, AT_MS(100 + 10 * i), 0x10000000ull * (i + 1),
+			 20ull << 20, 5, 0, 1);
+	synth_samples(&s, 100, 100, 6, 30); /* _start;__libc_start_main;main;alloc_a */
+	synth_samples(&s, 100, 100, 7, 10); /* _start;__libc_start_main;main;alloc_b */
+	static const struct synth_sym syms[] = {
+		{ 0x1000, 0x100, "main" }, { 0x2000, 0x100, "alloc_a" }, { 0x3000, 0x100, "alloc_b" },
+		{ 0x4000, 0x100, "leak_fn" }, { 0x5000, 0x100, "big_fn" }, { 0x6000, 0x100, "_start" },
+		{ 0x7000, 0x100, "__libc_start_main" },
+	};
+	synth_dso(&s, 1, 0, "/usr/bin/trainer", syms, 7);
+	return synth_close(&s, 0, 0);
+}
+
+/* ---- a two-node NCCL job (test_analyzer_stragglers.c) ---- */
+
+#define MAX_NODES 4
+#define MAX_RANKS 16
+#define MAX_K 4
+#define EPOCH_NS 1714564800000000000ull
+#define MS 1000000.0
+
+struct job {
+	int nodes, ranks_per_node, steps, k;   /* k collectives per step */
+	double compute_ms, jitter_ms;          /* uniform +- jitter per rank and step */
+	int slow_rank;                         /* -1: none */
+	double slow_ms;                        /* extra compute of slow_rank */
+	int slow_from_step;
+	double slow_share;                     /* share of steps it is slow in (1: all) */
+	double skew_ms[MAX_NODES];             /* node realtime clock error */
+	int with_init, with_markers;
+	unsigned seed;
+};
+
+static uint64_t rng_state;
+static double rnd(void) /* [0, 1) */
+{
+	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+struct node_out {
+	struct synth s;
+	uint64_t mono_origin;   /* node mono = true_ns + mono_origin */
+	uint64_t last_ns;
+};
+
+static void put_env(struct synth *s, uint32_t pid, int rank, int local, int world)
+{
+	char env[256];
+	int n = snprintf(env, sizeof(env), "RANK=%d%cLOCAL_RANK=%d%cWORLD_SIZE=%d%cMASTER_ADDR=10.0.0.1",
+			 rank, 0, local, 0, world, 0);
+	uint32_t len = (uint32_t)n + 1;
+	uint32_t size = FR_ALIGN8((uint32_t)sizeof(struct fr_rec_proc_env) + len);
+	uint8_t buf[512] = { 0 };
+	struct fr_rec_proc_env r = { .ts_ns = s->ts_ns, .pid = pid, .len = len };
+	memcpy(buf, &r, sizeof(r));
+	memcpy(buf + sizeof(r), env, len);
+	synth_raw(s->meta, buf, size, FR_REC_PROC_ENV, s->ts_ns);
+}
+
+static void put_nccl(struct synth *s, uint32_t pid, uint16_t func, uint64_t ts, uint64_t dur,
+		     uint64_t comm, uint64_t count, int rank, int nranks, uint64_t uid)
+{
+	struct fr_ev_nccl ev = { .c = { .ts_ns = ts, .pid = pid, .tid = pid }, .func = func,
+				 .duration_ns = dur, .comm = comm, .count = count, .peer = -1,
+				 .rank = rank, .nranks = nranks, .uid_hash = uid };
+	synth_raw(s->ev, &ev, sizeof(ev), FR_EV_NCCL, ts);
+}
+
+static void put_sample(struct synth *s, uint32_t pid, uint64_t ts, uint32_t stack_id)
+{
+	struct fr_ev_cpu_sample ev = { .c = { .ts_ns = ts, .pid = pid, .tid = pid },
+				       .stack_id = stack_id };
+	synth_raw(s->ev, &ev, sizeof(ev), FR_EV_CPU_SAMPLE, ts);
+}
+
+#define IP_MAIN 0x401010ull
+#define IP_COMPUTE 0x402010ull
+#define IP_SLOW 0x403010ull
+
+static int write_job(const struct job *j, char paths[][512])
+{
+	struct node_out node[MAX_NODES];
+	memset(node, 0, sizeof(node));
+	int world = j->nodes * j->ranks_per_node;
+	rng_state = j->seed * 2654435761u + 1;
+	static const struct synth_sym syms[] = {
+		{ 0x1000, 0x100, "main" }, { 0x2000, 0x100, "compute_step" },
+		{ 0x3000, 0x100, "slow_data_loader" },
+	};
+	for (int n = 0; n < j->nodes; n++) {
+		char name[64], host[32];
+		snprintf(name, sizeof(name), "summary_node%d.frec", n);
+		synth_path(name, paths[n], 512);
+		snprintf(host, sizeof(host), "node-%c", 'a' + n);
+		node[n].mono_origin = 5000000000ull * (uint64_t)(n + 1) + 777777ull * (uint64_t)n;
+		static const char *const argv[] = { "flightrec", "record", "--freq", "100" };
+		uint64_t real0 = EPOCH_NS + (uint64_t)(int64_t)(j->skew_ms[n] * MS);
+		struct frec_file_info info = { .host = host, .argv = argv, .argc = 4,
+					       .start_mono_ns = node[n].mono_origin, .start_real_ns = real0 };
+		struct frec_writer_opts opts = { .codec = FR_CODEC_ZSTD, .level = 1 };
+		opts.schema = fr_schema_table(&opts.n_schema);
+		struct frec_error err;
+		struct synth *s = &node[n].s;
+		memset(s, 0, sizeof(*s));
+		s->ts_ns = node[n].mono_origin;
+		if (frec_writer_open(paths[n], &info, &opts, &s->w, &err))
+			return -1;
+		s->ev = frec_builder_new(s->w, FR_CHUNK_EVENTS);
+		s->meta = frec_builder_new(s->w, FR_CHUNK_META);
+		synth_dso(s, 1, 0, "/opt/train", syms, 3);
+		for (int l = 0; l < j->ranks_per_node; l++) {
+			uint32_t pid = 1000 + (uint32_t)(n * 100 + l);
+			synth_process(s, pid, 1, "train", "train --steps 30");
+			synth_mapping(s, pid, 0x400000, 0x500000, 0, 1, "/opt/train");
+			put_env(s, pid, n * j->ranks_per_node + l, l, world);
+			uint64_t compute_ips[] = { IP_COMPUTE, IP_MAIN }, slow_ips[] = { IP_SLOW, IP_MAIN };
+			synth_stack(s, 1 + 2 * (uint32_t)l, pid, compute_ips, 0, 2); /* ids: per file */
+			synth_stack(s, 2 + 2 * (uint32_t)l, pid, slow_ips, 0, 2);
+		}
+	}
+	/* true time in ns since the job's start */
+	double t[MAX_RANKS], entry[MAX_RANKS];
+	uint64_t uid = 0x1234abcd5678ef01ull;
+	for (int r = 0; r < world; r++) {
+		t[r] = 50 * MS + rnd() * MS;
+		int n = r / j->ranks_per_node;
+		uint32_t pid = 1000 + (uint32_t)(n * 100 + r % j->ranks_per_node);
+		if (j->with_init)
+			put_nccl(&node[n].s, pid, FR_NCCL_COMM_INIT_RANK,
+				 node[n].mono_origin + (uint64_t)(t[r] - 5 * MS), 2000000,
+				 0x55000000ull + (uint64_t)r, 0, r, world, uid);
+	}
+	static const uint64_t counts[MAX_K] = { 1u << 20, 1u << 18, 4096, 77 };
+	static const uint16_t funcs[MAX_K] = { FR_NCCL_ALL_REDUCE, FR_NCCL_ALL_REDUCE,
+					       FR_NCCL_ALL_GATHER, FR_NCCL_BROADCAST };
+	for (int step = 0; step < j->steps; step++) {
+		for (int r = 0; r < world; r++) {
+			int n = r / j->ranks_per_node;
+			uint32_t pid = 1000 + (uint32_t)(n * 100 + r % j->ranks_per_node);
+			struct synth *s = &node[n].s;
+			uint64_t off = node[n].mono_origin;
+			if (j->with_markers) {
+				struct fr_ev_step ev = { .c = { .ts_ns = off + (uint64_t)t[r], .pid = pid,
+								.tid = pid } };
+				synth_raw(s->ev, &ev, sizeof(ev), FR_EV_STEP, ev.c.ts_ns);
+			}
+			double compute = j->compute_ms * MS + (2 * rnd() - 1) * j->jitter_ms * MS;
+			double slow = 0;
+			if (r == j->slow_rank && step >= j->slow_from_step && rnd() < j->slow_share)
+				slow = j->slow_ms * MS;
+			/* CPU samples every 10 ms: slow part first */
+			for (double x = 5 * MS; x < slow + compute; x += 10 * MS)
+				put_sample(s, pid, off + (uint64_t)(t[r] + x),
+					   (x < slow ? 2 : 1) + 2 * (uint32_t)(r % j->ranks_per_node));
+			if (slow > 0) { /* reads in the slow part */
+				for (double x = 1 * MS; x < slow; x += 2 * MS) {
+					struct fr_ev_syscall ev = {
+						.c = { .ts_ns = off + (uint64_t)(t[r] + x), .pid = pid, .tid = pid },
+						.nr = 0, .ret = 4096, .duration_ns = 300000 };
+					synth_raw(s->ev, &ev, sizeof(ev), FR_EV_SYSCALL, ev.c.ts_ns);
+				}
+			}
+			t[r] += slow + compute;
+		}
+		for (int k = 0; k < j->k; k++) {
+			double release = 0;
+			for (int r = 0; r < world; r++) {
+				if (k)
+					t[r] += 0.2 * MS + rnd() * 0.1 * MS; /* bucketing between calls */
+				entry[r] = t[r];
+				if (t[r] > release)
+					release = t[r];
+			}
+			release += 0.3 * MS; /* transfer */
+			for (int r = 0; r < world; r++) {
+				int n = r / j->ranks_per_node;
+				uint32_t pid = 1000 + (uint32_t)(n * 100 + r % j->ranks_per_node);
+				double exit = release + rnd() * 0.05 * MS; /* wake-up latency */
+				put_nccl(&node[n].s, pid, funcs[k], node[n].mono_origin + (uint64_t)entry[r],
+					 (uint64_t)(exit - entry[r]), 0x55000000ull + (uint64_t)r, counts[k],
+					 -1, -1, 0);
+				t[r] = exit;
+				if ((uint64_t)exit + node[n].mono_origin > node[n].last_ns)
+					node[n].last_ns = (uint64_t)exit + node[n].mono_origin;
+			}
+		}
+	}
+	for (int n = 0; n < j->nodes; n++) {
+		struct synth *s = &node[n].s;
+		/* realtime anchors every second, with this node's error */
+		for (uint64_t x = node[n].mono_origin; x <= node[n].last_ns + 1000000000ull;
+		     x += 1000000000ull) {
+			struct fr_rec_clock c = { .mono_ns = x,
+						  .real_ns = EPOCH_NS + (x - node[n].mono_origin) +
+							     (uint64_t)(int64_t)(j->skew_ms[n] * MS) };
+			synth_raw(s->meta, &c, sizeof(c), FR_REC_CLOCK, x);
+		}
+		s->ts_ns = node[n].last_ns;
+		if (synth_close(s, 0, 0))
+			return -1;
+	}
+	return 0;
+}
+
+
+/* ---- running commands ---- */
+
+struct run {
+	int rc;
+	char *out, *err;
+};
+
+static struct run run(int (*cmd)(int, char **, FILE *, FILE *), char **argv)
+{
+	struct run r = { 0 };
+	size_t ol = 0, el = 0;
+	int argc = 0;
+	while (argv[argc])
+		argc++;
+	FILE *o = open_memstream(&r.out, &ol), *e = open_memstream(&r.err, &el);
+	r.rc = cmd(argc, argv, o, e);
+	fclose(o);
+	fclose(e);
+	return r;
+}
+
+static void run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+/* The text after the first "key": in s (after from, when given), up to
+ * the next ',' or '}' : a number, null or a short string. */
+static char *value_of(const char *s, const char *from, const char *key)
+{
+	if (!s)
+		return NULL;
+	if (from) {
+		s = strstr(s, from);
+		if (!s)
+			return NULL;
+	}
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	const char *p = strstr(s, pat);
+	if (!p)
+		return NULL;
+	p += strlen(pat);
+	size_t n = strcspn(p, ",}");
+	return strndup(p, n);
+}
+
+/* ---- a tiny JSON validator: 0 when s is one JSON value and nothing else ---- */
+
+static const char *js_value(const char *p);
+
+static const char *js_ws(const char *p)
+{
+	while (p && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+		p++;
+	return p;
+}
+
+static const char *js_string(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	while (*p && *p != '"') {
+		if ((unsigned char)*p < 0x20)
+			return NULL;
+		if (*p == '\\') {
+			p++;
+			if (*p == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!isxdigit((unsigned char)p[i]))
+						return NULL;
+				p += 4;
+			} else if (!strchr("\"\\/bfnrt", *p) || !*p) {
+				return NULL;
+			}
+		}
+		p++;
+	}
+	return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *js_value(const char *p)
+{
+	p = js_ws(p);
+	if (!p || !*p)
+		return NULL;
+	if (*p == '{' || *p == '[') {
+		char close = *p == '{' ? '}' : ']';
+		p = js_ws(p + 1);
+		if (*p == close)
+			return p + 1;
+		for (;;) {
+			if (close == '}') {
+				p = js_string(js_ws(p));
+				p = js_ws(p);
+				if (!p || *p != ':')
+					return NULL;
+				p++;
+			}
+			p = js_ws(js_value(p));
+			if (!p)
+				return NULL;
+			if (*p == close)
+				return p + 1;
+			if (*p != ',')
+				return NULL;
+			p++;
+		}
+	}
+	if (*p == '"')
+		return js_string(p);
+	if (!strncmp(p, "null", 4) || !strncmp(p, "true", 4))
+		return p + 4;
+	if (!strncmp(p, "false", 5))
+		return p + 5;
+	char *end;
+	strtod(p, &end);
+	return end > p ? end : NULL;
+}
+
+static int json_ok(const char *s)
+{
+	const char *p = js_ws(js_value(s));
+	return p && !*p;
+}
+
+/* ---- checks shared by both traces ---- */
+
+static const char *const headings[] = {
+	"## Recording\n", "## Findings\n", "## CPU\n", "## GPU memory\n", "## Stragglers\n",
+	"## RDMA\n", "## Drops and damage\n",
+};
+
+static const char *const json_keys[] = {
+	"\"budget\":{\"rule\":\"bytes/4\",\"max_tokens\":2000,", "\"recording\":{", "\"findings\":{",
+	"\"cpu\":{", "\"gpu_memory\":{", "\"stragglers\":{", "\"rdma\":{", "\"drops\":{",
+	"\"files_total\":", "\"ranks\":", "\"losses\":[", "\"damaged_regions\":",
+};
+
+/* md and json of files: headings in order, budget, json parses, keys,
+ * deterministic; *md and *json returned (free them). */
+static void check_summary(char **files, size_t n, char **md, char **json)
+{
+	char *argv[16] = { "summary" };
+	for (size_t i = 0; i < n; i++)
+		argv[1 + i] = files[i];
+	struct run a = run(cmd_summary, argv);
+	struct run b = run(cmd_summary, argv);
+	CHECK(a.rc == 0);
+	CHECK(a.out && b.out && strcmp(a.out, b.out) == 0); /* deterministic */
+	const char *at = a.out ? a.out : "";
+	for (size_t i = 0; i < sizeof(headings) / sizeof(headings[0]); i++) {
+		const char *h = strstr(at, headings[i]);
+		CHECK(h != NULL);
+		if (h)
+			at = h;
+	}
+	CHECK(a.out && summary_tokens(strlen(a.out)) <= SUMMARY_MAX_TOKENS);
+	argv[1 + n] = "--format";
+	argv[2 + n] = "json";
+	struct run j = run(cmd_summary, argv);
+	struct run k = run(cmd_summary, argv);
+	CHECK(j.rc == 0);
+	CHECK(j.out && k.out && strcmp(j.out, k.out) == 0);
+	CHECK(j.out && json_ok(j.out));
+	for (size_t i = 0; i < sizeof(json_keys) / sizeof(json_keys[0]); i++)
+		CHECK(j.out && strstr(j.out, json_keys[i]) != NULL);
+	CHECK(j.out && summary_tokens(strlen(j.out)) <= SUMMARY_MAX_TOKENS);
+	*md = a.out;
+	*json = j.out;
+	free(a.err);
+	run_free(&b);
+	free(j.err);
+	run_free(&k);
+}
+
+/* The findings' kinds and cost_ms in summary --format json equal
+ * findings --json's, in order. */
+static void check_findings_equal(char **files, size_t n, const char *json)
+{
+	char *argv[16] = { "findings" };
+	for (size_t i = 0; i < n; i++)
+		argv[1 + i] = files[i];
+	argv[1 + n] = "--json";
+	struct run f = run(cmd_findings, argv);
+	CHECK(f.rc == 0);
+	const char *fp = f.out ? strstr(f.out, "\"findings\":[") : NULL;
+	const char *sp = json ? strstr(json, "\"findings\":{") : NULL;
+	CHECK(fp && sp);
+	size_t seen = 0;
+	while (fp && sp && seen < 5) {
+		const char *fk = strstr(fp, "{\"kind\":");
+		const char *below = strstr(fp, "\"below\":[");
+		if (!fk || (below && fk > below))
+			break;
+		const char *sk = strstr(sp, "{\"kind\":");
+		CHECK(sk != NULL);
+		if (!sk)
+			break;
+		char *k1 = value_of(fk, NULL, "kind"), *k2 = value_of(sk, NULL, "kind");
+		char *c1 = value_of(fk, NULL, "cost_ms"), *c2 = value_of(sk, NULL, "cost_ms");
+		CHECK(k1 && k2 && !strcmp(k1, k2));
+		CHECK(c1 && c2 && !strcmp(c1, c2));
+		free(k1);
+		free(k2);
+		free(c1);
+		free(c2);
+		fp = fk + 1;
+		sp = sk + 1;
+		seen++;
+	}
+	char *total = value_of(json, "\"findings\":{", "total");
+	char want[32];
+	snprintf(want, sizeof(want), "%zu", seen);
+	CHECK(total && (seen == 5 || !strcmp(total, want)));
+	free(total);
+	run_free(&f);
+}
+
+static void test_memory_trace(void)
+{
+	char path[512];
+	synth_path("summary_mem.frec", path, sizeof(path));
+	CHECK(write_mem_trace(path) == 0);
+	char *files[] = { path };
+	char *md, *json;
+	check_summary(files, 1, &md, &json);
+
+	/* memory --json's numbers */
+	struct run m = run(cmd_memory, (char *[]){ "memory", "--json", path, NULL });
+	CHECK(m.rc == 0);
+	char *p1 = value_of(m.out, "\"files\":[", "peak_bytes");
+	char *p2 = value_of(json, "\"gpu_memory\":{", "peak_bytes");
+	CHECK(p1 && p2 && !strcmp(p1, p2));
+	CHECK(p2 && strcmp(p2, "0"));
+	free(p1);
+	free(p2);
+	p1 = value_of(m.out, "\"files\":[", "peak_s");
+	p2 = value_of(json, "\"gpu_memory\":{", "peak_s");
+	CHECK(p1 && p2 && !strcmp(p1, p2));
+	free(p1);
+	free(p2);
+	p1 = value_of(m.out, NULL, "failed_allocations_total");
+	p2 = value_of(json, "\"gpu_memory\":{", "failed_allocations");
+	CHECK(p1 && p2 && !strcmp(p1, p2) && !strcmp(p2, "1"));
+	free(p1);
+	free(p2);
+	run_free(&m);
+	CHECK(md && strstr(md, "- failed allocations: 1; first: cudaMalloc of 1.0 TiB") != NULL);
+
+	/* CPU: start-up frames dropped, shares of 40 samples */
+	const char *cpu = md ? strstr(md, "## CPU\n") : NULL;
+	CHECK(cpu && strstr(cpu, "- 75.0% (30): main;alloc_a\n") != NULL);
+	CHECK(cpu && strstr(cpu, "- 25.0% (10): main;alloc_b\n") != NULL);
+	CHECK(cpu && !strstr(cpu, "_start"));
+	/* missing data: one line each */
+	CHECK(md && strstr(md, "## Stragglers\nno NCCL calls\n") != NULL);
+	CHECK(md && strstr(md, "## RDMA\nno RDMA verbs calls\n") != NULL);
+	CHECK(json && strstr(json, "\"stragglers\":{\"missing\":\"no NCCL calls\"}") != NULL);
+	check_findings_equal(files, 1, json);
+	free(md);
+	free(json);
+}
+
+static void test_straggler_set(void)
+{
+	struct job j = { .nodes = 2, .ranks_per_node = 2, .steps = 30, .k = 1, .compute_ms = 40,
+			 .jitter_ms = 0.5, .slow_rank = 3, .slow_ms = 10, .slow_share = 1,
+			 .with_init = 1, .with_markers = 0, .seed = 1 };
+	char paths[MAX_NODES][512];
+	CHECK(write_job(&j, paths) == 0);
+	char *files[] = { paths[0], paths[1] };
+	char *md, *json;
+	check_summary(files, 2, &md, &json);
+	struct run s = run(cmd_stragglers, (char *[]){ "stragglers", paths[0], paths[1], "--json", NULL });
+	CHECK(s.rc == 0);
+	char *r1 = value_of(s.out, "\"straggler\":{", "rank"), *r2 = value_of(json, "\"straggler\":{", "rank");
+	CHECK(r1 && r2 && !strcmp(r1, r2) && !strcmp(r2, "3"));
+	char *c1 = value_of(s.out, "\"straggler\":{", "cost_ms_per_step");
+	char *c2 = value_of(json, "\"straggler\":{", "cost_ms_per_step");
+	CHECK(c1 && c2 && !strcmp(c1, c2));
+	char *m1 = value_of(s.out, "\"straggler\":{", "confidence");
+	char *m2 = value_of(json, "\"straggler\":{", "confidence");
+	CHECK(m1 && m2 && !strcmp(m1, m2));
+	free(r1);
+	free(r2);
+	free(c1);
+	free(c2);
+	free(m1);
+	free(m2);
+	run_free(&s);
+	CHECK(md && strstr(md, "- straggler: rank 3 (host node-b") != NULL);
+	CHECK(md && strstr(md, "ranks: 4 (NCCL)") != NULL);
+	CHECK(md && strstr(md, "## GPU memory\nno CUDA events\n") != NULL);
+	CHECK(json && strstr(json, "\"gpu_memory\":{\"missing\":\"no CUDA events\"}") != NULL);
+	check_findings_equal(files, 2, json);
+	free(md);
+	free(json);
+
+	/* no straggler: "none" with the reason */
+	j.slow_rank = -1;
+	CHECK(write_job(&j, paths) == 0);
+	check_summary(files, 2, &md, &json);
+	CHECK(md && strstr(md, "- straggler: none (") != NULL);
+	CHECK(json && strstr(json, "\"straggler\":null,\"no_straggler_reason\":\"") != NULL);
+	free(md);
+	free(json);
+}
+
+/* Every level of the layout: no larger than the one before, every heading
+ * kept, and the shortened list in the heading line. */
+static void test_levels(void)
+{
+	char path[512];
+	synth_path("summary_mem.frec", path, sizeof(path));
+	struct frec_error err;
+	struct trace_set *ts;
+	const char *p[] = { path };
+	CHECK(trace_set_open(p, 1, &ts, &err) == 0);
+	void *cpu = trace_set_use_model(ts, "cpu", NULL), *mem = trace_set_use_model(ts, "mem", NULL);
+	void *st = trace_set_use_model(ts, "stragglers", NULL), *rd = trace_set_use_model(ts, "rdma", NULL);
+	void *fx = trace_set_use_model(ts, "findings", NULL);
+	CHECK(cpu && mem && st && rd && fx && trace_set_run(ts, &err) == 0);
+	struct summary_input in = { ts, model_findings_result(fx), model_cpu_result(cpu),
+				    model_mem_result(mem), model_stragglers_result(st),
+				    model_rdma_result(rd) };
+	size_t prev = SIZE_MAX;
+	for (size_t l = 0; l < summary_levels(); l++) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&text, &len);
+		CHECK(summary_write(&in, SUMMARY_MD, l, m) == 0);
+		fclose(m);
+		/* the body, below the heading line that names what was shortened */
+		const char *body = strstr(text, "## Recording\n");
+		CHECK(body && strlen(body) <= prev);
+		prev = body ? strlen(body) : 0;
+		for (size_t i = 0; i < sizeof(headings) / sizeof(headings[0]); i++)
+			CHECK(strstr(text, headings[i]) != NULL);
+		CHECK(l == 0 || strstr(text, "shortened: cpu_stacks") != NULL);
+		free(text);
+		text = NULL;
+		m = open_memstream(&text, &len);
+		CHECK(summary_write(&in, SUMMARY_JSON, l, m) == 0);
+		fclose(m);
+		CHECK(json_ok(text));
+		free(text);
+	}
+	trace_set_free(ts);
+}
+
+static void test_usage(void)
+{
+	struct run r = run(cmd_summary, (char *[]){ "summary", "--help", NULL });
+	CHECK(r.rc == 0 && r.out && strstr(r.out, "bytes / 4") && strstr(r.out, "never_freed_bytes"));
+	run_free(&r);
+	r = run(cmd_summary, (char *[]){ "summary", NULL });
+	CHECK(r.rc == 2);
+	run_free(&r);
+	r = run(cmd_summary, (char *[]){ "summary", "x.frec", "--format", "html", NULL });
+	CHECK(r.rc == 2 && r.err && strstr(r.err, "unknown format 'html'"));
+	run_free(&r);
+}
+
+int main(void)
+{
+	test_memory_trace();
+	test_straggler_set();
+	test_levels();
+	test_usage();
+	return check_finish();
+}
