@@ -27,6 +27,7 @@ enum fr_rec_type {
 	FR_EV_RDMA_POST = 9,    /* struct fr_ev_rdma_post: one posted work request */
 	FR_EV_RDMA_CQE = 10,    /* struct fr_ev_rdma_cqe: one completion returned */
 	FR_EV_STEP = 11,        /* struct fr_ev_step: a --step-marker call */
+	FR_EV_FD_PATH = 12,     /* struct fr_ev_fd_path: which file an fd names */
 
 	/* ring buffer only, never in a file */
 	FR_RING_USTACK = 0xff00,  /* struct fr_ring_ustack: trailer of its event's ring record */
@@ -126,6 +127,26 @@ struct fr_ev_syscall {
 	fr_u32 _pad;
 };
 FR_STATIC_ASSERT(sizeof(struct fr_ev_syscall) == 72, "fr_ev_syscall");
+
+/* Which file an fd names (syscalls family), so findings can name a
+ * checkpoint or a data file: one per successful open/openat/openat2/creat,
+ * whatever --syscall-min-us says (c.ts_ns: the call's entry), and one per
+ * fd a process already had when the recorder attached (source 1, read from
+ * /proc/PID/fd).  dup/close are the syscall events'.  path: path_len bytes,
+ * NUL-terminated, cut at 255 (as the call passed it: relative paths stay
+ * relative). */
+enum fr_fd_path_source { FR_FD_PATH_OPEN = 0, FR_FD_PATH_AT_ATTACH = 1 };
+#define FR_FD_PATH_MAX 256
+struct fr_ev_fd_path {
+	struct fr_ev_common c;
+	fr_s32 fd;
+	fr_u32 open_flags; /* O_* of the call (0 at attach) */
+	fr_u16 path_len;   /* bytes before the NUL */
+	fr_u16 source;     /* enum fr_fd_path_source */
+	fr_u32 _pad;
+	char path[FR_FD_PATH_MAX];
+};
+FR_STATIC_ASSERT(sizeof(struct fr_ev_fd_path) == 296, "fr_ev_fd_path");
 
 /* Process lifecycle.  For FORK, pid is the child and ppid the parent; for
  * EXEC, comm is the new comm; for EXIT, exit_code is the wait status. */

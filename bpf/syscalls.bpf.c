@@ -38,8 +38,11 @@ struct sys_entry {
 	__u64 ts_ns;
 	__u64 arg0;
 	__u64 arg2;
+	__u64 path;      /* an open's file name (user address), 0 otherwise */
 	__u32 nr;
 	__u32 sc_flags;
+	__u32 open_flags;
+	__u32 _pad;
 };
 
 struct {
@@ -74,6 +77,52 @@ static __always_inline __u32 syscall_arg_flags(__u32 nr)
 	}
 }
 
+/* open, creat, openat, openat2: where the file name is, and the flags. */
+static __always_inline void note_open(struct sys_entry *ent, struct pt_regs *regs)
+{
+	switch (ent->nr) {
+	case 2: /* open(name, flags, mode) */
+		ent->path = BPF_CORE_READ(regs, di);
+		ent->open_flags = (__u32)BPF_CORE_READ(regs, si);
+		break;
+	case 85: /* creat(name, mode) */
+		ent->path = BPF_CORE_READ(regs, di);
+		ent->open_flags = 01 | 0100 | 01000; /* O_WRONLY|O_CREAT|O_TRUNC */
+		break;
+	case 257: /* openat(dirfd, name, flags, mode) */
+		ent->path = BPF_CORE_READ(regs, si);
+		ent->open_flags = (__u32)BPF_CORE_READ(regs, dx);
+		break;
+	case 437: /* openat2(dirfd, name, how, size): flags are how->flags */
+		ent->path = BPF_CORE_READ(regs, si);
+		break;
+	}
+}
+
+/* The file a successful open named, for findings (checkpoints, input):
+ * read at exit, when the kernel has just read the name itself. */
+static __always_inline void emit_fd_path(const struct sys_entry *ent, long ret, __u64 pid_tgid)
+{
+	struct fr_ev_fd_path *e = bpf_ringbuf_reserve(&fr_events, sizeof(*e), 0);
+	if (!e) {
+		fr_count_drop(FR_PROBE_SYSCALLS, FR_DROP_RING_FULL);
+		return;
+	}
+	fr_fill_common(&e->c, FR_EV_FD_PATH, sizeof(*e), 0, pid_tgid);
+	e->c.ts_ns = ent->ts_ns;
+	e->fd = (__s32)ret;
+	e->open_flags = ent->open_flags;
+	e->source = FR_FD_PATH_OPEN;
+	e->_pad = 0;
+	long n = bpf_probe_read_user_str(e->path, sizeof(e->path), (const void *)ent->path);
+	if (n <= 0) {
+		e->path[0] = 0;
+		n = 1;
+	}
+	e->path_len = (__u16)(n - 1);
+	bpf_ringbuf_submit(e, 0);
+}
+
 SEC("raw_tp/sys_enter")
 int BPF_PROG(fr_sys_enter, struct pt_regs *regs, long id)
 {
@@ -92,6 +141,7 @@ int BPF_PROG(fr_sys_enter, struct pt_regs *regs, long id)
 		ent.arg0 = BPF_CORE_READ(regs, di);
 		ent.arg2 = BPF_CORE_READ(regs, dx);
 	}
+	note_open(&ent, regs);
 	bpf_map_update_elem(&fr_sys_inflight, &tid, &ent, BPF_ANY);
 	return 0;
 }
@@ -110,6 +160,9 @@ int BPF_PROG(fr_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	now = bpf_ktime_get_ns();
 	dur = now - ent->ts_ns;
+	/* which file an fd names: whatever --syscall-min-us says */
+	if (ent->path && ret >= 0)
+		emit_fd_path(ent, ret, pid_tgid);
 	if (dur < fr_syscall_min_ns) {
 		bpf_map_delete_elem(&fr_sys_inflight, &tid);
 		return 0;

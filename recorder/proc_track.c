@@ -347,10 +347,45 @@ static void write_existing_maps(struct proc_track *t, uint32_t pid)
 	fclose(f);
 }
 
+/* The files a process already had open when the recorder attached
+ * (FR_EV_FD_PATH, source FR_FD_PATH_AT_ATTACH): opens before the attach
+ * are not seen, and findings name a checkpoint or data file by its fd. */
+static void write_existing_fds(struct proc_track *t, uint32_t pid)
+{
+	char dir_path[64];
+	DIR *dir;
+	struct dirent *de;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	snprintf(dir_path, sizeof(dir_path), "/proc/%u/fd", pid);
+	if (!(dir = opendir(dir_path)))
+		return;
+	while ((de = readdir(dir))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		char link[64 + sizeof(de->d_name)];
+		struct fr_ev_fd_path e = {
+			.c = {.h = {.size = sizeof(e), .type = FR_EV_FD_PATH}, .ts_ns = now,
+			      .pid = pid, .tid = pid},
+			.fd = (int32_t)strtol(de->d_name, NULL, 10),
+			.source = FR_FD_PATH_AT_ATTACH,
+		};
+		snprintf(link, sizeof(link), "%s/%s", dir_path, de->d_name);
+		ssize_t n = readlink(link, e.path, sizeof(e.path) - 1);
+		if (n <= 0)
+			continue;
+		e.path[n] = 0;
+		e.path_len = (uint16_t)n;
+		frec_builder_append(t->builder, &e, sizeof(e), now);
+	}
+	closedir(dir);
+}
+
 void proc_track_add_existing(struct proc_track *t, uint32_t pid)
 {
 	write_process(t, pid, NULL);
 	write_existing_maps(t, pid);
+	write_existing_fds(t, pid);
 }
 
 /* A forked child shares its parent's mappings without any mmap: write them

@@ -14,8 +14,10 @@
 #include "redact_impl.h"
 #include "frec_format.h"
 #include "frec_records.h"
+#include "events.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 int rd_record_redacted(uint16_t type, uint32_t *fixed_size)
@@ -29,6 +31,7 @@ int rd_record_redacted(uint16_t type, uint32_t *fixed_size)
 	case FR_REC_ATTACH: fixed = sizeof(struct fr_rec_attach); break;
 	case FR_REC_PYCODE: fixed = sizeof(struct fr_rec_pycode); break;
 	case FR_REC_USTACK: fixed = sizeof(struct fr_rec_ustack); break;
+	case FR_EV_FD_PATH: fixed = sizeof(struct fr_ev_fd_path); break;
 	default: return 0;
 	}
 	if (fixed_size)
@@ -237,6 +240,31 @@ static int redact_ustack(const uint8_t *rec, uint32_t size, struct rd_buf *out)
 	return 0;
 }
 
+/* The one event with a string: which file an fd names.  The path goes
+ * through the path rule into its fixed 256-byte field (a token with its
+ * extension is short; a kept system path longer than the field is cut as
+ * the recorder cuts it), the record keeps its size. */
+static int redact_fd_path(struct redactor *r, const uint8_t *rec, uint32_t size, struct rd_buf *out)
+{
+	struct fr_ev_fd_path e;
+	memcpy(&e, rec, sizeof(e));
+	size_t n = strnlen(e.path, sizeof(e.path));
+	if (e.path_len < n)
+		n = e.path_len;
+	struct rd_buf tmp = { 0 };
+	if (rd_path(r, e.path, n, &tmp)) {
+		free(tmp.p);
+		return -1;
+	}
+	size_t len = tmp.len < sizeof(e.path) - 1 ? tmp.len : sizeof(e.path) - 1;
+	memset(e.path, 0, sizeof(e.path));
+	if (len)
+		memcpy(e.path, tmp.p, len);
+	free(tmp.p);
+	e.path_len = (uint16_t)len;
+	return rd_put(out, &e, sizeof(e)) || rd_zeros(out, size - sizeof(e));
+}
+
 int rd_record(struct redactor *r, const uint8_t *rec, uint32_t size, struct rd_buf *out)
 {
 	struct fr_rec_hdr h;
@@ -256,6 +284,7 @@ int rd_record(struct redactor *r, const uint8_t *rec, uint32_t size, struct rd_b
 	case FR_REC_PYCODE: rc = redact_pycode(r, rec, size, out); break;
 	case FR_REC_ATTACH: rc = redact_attach(r, rec, size, out); break;
 	case FR_REC_USTACK: rc = redact_ustack(rec, size, out); break;
+	case FR_EV_FD_PATH: rc = redact_fd_path(r, rec, size, out); break;
 	}
 	if (rc == 0 && out->len > FR_MAX_CHUNK_RAW) {
 		/* tokens longer than thousands of tiny values: no chunk could

@@ -278,7 +278,9 @@ static int dump_file(FILE *out, FILE *errout, const struct dump_args *a,
 		return CLI_FAIL;
 	}
 	while ((rc = frec_next_chunk(r, &chunk, &err)) == 1) {
-		if (chunk.hdr.chunk_type != FR_CHUNK_EVENTS)
+		/* events are in EVENTS chunks, and a few the recorder writes
+		 * itself (fds open before it attached) in META chunks */
+		if (chunk.hdr.chunk_type != FR_CHUNK_EVENTS && chunk.hdr.chunk_type != FR_CHUNK_META)
 			continue;
 		size_t cursor = 0;
 		const struct fr_rec_hdr *rec;

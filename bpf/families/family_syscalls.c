@@ -6,6 +6,9 @@ static const struct fr_family_record records[] = {
 	{ FR_EV_SYSCALL, 1, sizeof(struct fr_ev_syscall), "syscall",
 	  FR_COMMON_FIELDS ",nr:u32,stack_id:u32,ret:s64,duration_ns:u64,fd:s64,"
 	  "count:u64,sc_flags:u32,_pad:u32", true },
+	{ FR_EV_FD_PATH, 1, sizeof(struct fr_ev_fd_path), "fd_path",
+	  FR_COMMON_FIELDS ",fd:s32,open_flags:u32,path_len:u16,source:u16,_pad:u32,"
+	  "path:char[256]", false },
 };
 
 static const char *const knobs[] = {
@@ -18,7 +21,8 @@ const struct fr_family fr_family_syscalls = {
 	.name = "syscalls",
 	.selectable = true,
 	.help = "every system call with duration, fd, bytes\n"
-		"and user stack.  While attached, EVERY\n"
+		"and user stack, and the file each opened fd\n"
+		"names.  While attached, EVERY\n"
 		"process on the node pays about 140 ns per\n"
 		"system call (the kernel's tracepoint slow\n"
 		"path), traced or not.",

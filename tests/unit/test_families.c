@@ -36,7 +36,7 @@ static void test_schema(void)
 	static const uint16_t every_type[] = {
 		FR_EV_CPU_SAMPLE, FR_EV_SYSCALL, FR_EV_PROC_FORK, FR_EV_PROC_EXEC,
 		FR_EV_PROC_EXIT, FR_EV_CUDA, FR_EV_NCCL, FR_EV_RDMA_CTRL,
-		FR_EV_RDMA_POST, FR_EV_RDMA_CQE, FR_EV_STEP,
+		FR_EV_RDMA_POST, FR_EV_RDMA_CQE, FR_EV_STEP, FR_EV_FD_PATH,
 		FR_REC_PROCESS, FR_REC_MAPPING, FR_REC_STACK, FR_REC_DSO,
 		FR_REC_CLOCK, FR_REC_STATS, FR_REC_SCHEMA, FR_REC_THREAD,
 		FR_REC_PROC_ENV, FR_REC_ATTACH, FR_REC_RDMA_COUNTERS,
@@ -97,6 +97,8 @@ static void test_field_offsets(void)
 		{ FR_EV_RDMA_POST, "result", offsetof(struct fr_ev_rdma_post, result) },
 		{ FR_EV_RDMA_CQE, "cq", offsetof(struct fr_ev_rdma_cqe, cq) },
 		{ FR_EV_STEP, "stack_id", offsetof(struct fr_ev_step, stack_id) },
+		{ FR_EV_FD_PATH, "path", offsetof(struct fr_ev_fd_path, path) },
+		{ FR_EV_FD_PATH, "source", offsetof(struct fr_ev_fd_path, source) },
 		{ FR_REC_MAPPING, "path_len", offsetof(struct fr_rec_mapping, path_len) },
 		{ FR_REC_USTACK, "regs", offsetof(struct fr_rec_ustack, regs) },
 		{ FR_REC_ATTACH, "gap_ns", offsetof(struct fr_rec_attach, gap_ns) },
