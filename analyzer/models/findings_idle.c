@@ -36,12 +36,13 @@
  *   2. system calls it made, minus what a copy already holds:
  *      read, pread64, readv, preadv(2), recvfrom, recvmsg, futex: dataloader
  *      (reading input, or waiting for loader workers);
- *      write, pwrite64, writev, pwritev(2) to a file descriptor that is
- *      fsync'd (fsync, fdatasync, sync_file_range) in the same interval
- *      with >= 1 MiB written, or with >= 16 MiB written in it, the open
- *      that returned that descriptor and its close, and every fsync:
- *      sync_checkpoint (file paths are not recorded today, so a
- *      checkpoint is told by its shape: large writes made durable);
+ *      write, pwrite64, writev, pwritev(2) to a file descriptor that names
+ *      a checkpoint (FR_EV_FD_PATH: *.pt, *.pth, *.ckpt, *.safetensors,
+ *      *.pkl, *.distcp), or that is fsync'd (fsync, fdatasync,
+ *      sync_file_range) in the same interval with >= 1 MiB written, or
+ *      with >= 16 MiB written in it, the open that returned that
+ *      descriptor and its close, and every fsync: sync_checkpoint (the
+ *      evidence names the files when their opens were recorded);
  *      any other call: unexplained;
  *   3. the rest of the interval (on CPU, or in nothing recorded) split by
  *      the thread's CPU samples in it that fall outside 1 and 2: a sample
@@ -191,6 +192,9 @@ struct ctx {
 	struct seg *segs;         /* claimed by copies and system calls, this interval */
 	size_t n_segs, cap_segs;
 	int have_samples;
+	char *const *paths;       /* the state's FXE_FDPATH names */
+	size_t *fdpath;           /* indexes of p's FXE_FDPATH events, in time order */
+	size_t n_fdpath;
 };
 
 /* leaf: the CUDA function the stack called (its frame is not in the
@@ -272,15 +276,66 @@ struct fd_written {
 	int64_t fd;
 	uint64_t bytes;
 	int fsynced;
+	const char *path;  /* the file it names, when recorded (FR_EV_FD_PATH) */
 };
 
+/* A file name a checkpoint has: PyTorch's, Lightning's, safetensors' and
+ * the pickles torch.save writes (kept by --redact: tokens keep extensions). */
+static int checkpoint_name(const char *path)
+{
+	static const char *const ext[] = { ".pt", ".pth", ".ckpt", ".safetensors", ".pkl", ".distcp" };
+	size_t n = path ? strlen(path) : 0;
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		size_t k = strlen(ext[i]);
+		if (n > k && !strcmp(path + n - k, ext[i]))
+			return 1;
+	}
+	return 0;
+}
+
+/* The file fd named at time t: the latest FXE_FDPATH of fd before t (fds
+ * are per process, so any thread's). */
+static const char *path_of(const struct ctx *c, int64_t fd, uint64_t t)
+{
+	const char *found = NULL;
+	for (size_t i = 0; i < c->n_fdpath; i++) {
+		const struct fx_ev *e = &c->p->ev[c->fdpath[i]];
+		if (e->t0 > t)
+			break;
+		if (e->fd == fd)
+			found = c->paths[e->bytes];
+	}
+	return found;
+}
+
+/* A checkpoint: a file with a checkpoint's name, or large writes made
+ * durable (>= 1 MiB then fsync, or >= 16 MiB to one descriptor). */
 static int fd_is_checkpoint(const struct fd_written *fds, size_t n, int64_t fd)
 {
 	for (size_t i = 0; i < n; i++)
 		if (fds[i].fd == fd)
-			return (fds[i].fsynced && fds[i].bytes >= CKPT_FSYNCED_MIN_BYTES) ||
+			return checkpoint_name(fds[i].path) ||
+			       (fds[i].fsynced && fds[i].bytes >= CKPT_FSYNCED_MIN_BYTES) ||
 			       fds[i].bytes >= CKPT_LARGE_BYTES;
 	return 0;
+}
+
+static const char *fd_path_in(const struct fd_written *fds, size_t n, int64_t fd)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i].fd == fd)
+			return fds[i].path;
+	return NULL;
+}
+
+/* Up to three checkpoint files named in the evidence. */
+static void note_ck_file(struct fx_proc *p, const char *path)
+{
+	for (size_t i = 0; path && i < p->n_ck_files; i++)
+		if (!strcmp(p->ck_files[i], path))
+			return;
+	if (path && p->n_ck_files < sizeof(p->ck_files) / sizeof(p->ck_files[0]))
+		p->ck_files[p->n_ck_files++] = path;
 }
 
 static int attribute(struct ctx *c, const struct interval *iv)
@@ -331,7 +386,8 @@ static int attribute(struct ctx *c, const struct interval *iv)
 		if (j == n_fds) {
 			if (n_fds == FDS_PER_INTERVAL)
 				continue;
-			fds[n_fds++] = (struct fd_written){ .fd = e->fd };
+			fds[n_fds++] = (struct fd_written){ .fd = e->fd,
+							     .path = path_of(c, e->fd, e->t0) };
 		}
 		if (k == SC_WRITE)
 			fds[j].bytes += e->bytes;
@@ -369,9 +425,13 @@ static int attribute(struct ctx *c, const struct interval *iv)
 				p->e.ck_fsyncs++;
 				p->e.ck_fsync_ns += ns;
 			} else if (k == SC_WRITE) {
+				const char *path = fd_path_in(fds, n_fds, e->fd);
 				p->e.ck_writes++;
 				p->e.ck_write_bytes += e->bytes;
 				p->e.ck_write_ns += ns;
+				if (checkpoint_name(path))
+					p->e.ck_named++;
+				note_ck_file(p, path);
 			} else {
 				p->e.ck_openclose_ns += ns;
 			}
@@ -503,11 +563,20 @@ static int closes_at(const struct fx_ev *e, uint64_t *t)
 }
 
 int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer *sym,
-		      int have_samples)
+		      int have_samples, char *const *paths)
 {
 	if (!p->n)
 		return 0;
 	qsort(p->ev, p->n, sizeof(*p->ev), ev_cmp);
+	size_t n_fdpath = 0, *fdpath = NULL;
+	for (size_t i = 0; i < p->n; i++)
+		n_fdpath += p->ev[i].type == FXE_FDPATH;
+	if (n_fdpath && !(fdpath = malloc(n_fdpath * sizeof(*fdpath))))
+		return -1;
+	n_fdpath = 0;
+	for (size_t i = 0; fdpath && i < p->n; i++)
+		if (p->ev[i].type == FXE_FDPATH)
+			fdpath[n_fdpath++] = i;
 	struct mark *marks = NULL;
 	size_t n_marks = 0;
 	for (size_t i = 0; i < p->n; i++) {
@@ -515,11 +584,15 @@ int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer
 		if (opens_at(&p->ev[i], &t) || closes_at(&p->ev[i], &t))
 			n_marks++;
 	}
-	if (!n_marks)
+	if (!n_marks) {
+		free(fdpath);
 		return 0;
+	}
 	marks = malloc(n_marks * sizeof(*marks));
-	if (!marks)
+	if (!marks) {
+		free(fdpath);
 		return -1;
+	}
 	n_marks = 0;
 	for (size_t i = 0; i < p->n; i++) {
 		uint64_t t;
@@ -531,7 +604,8 @@ int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer
 	qsort(marks, n_marks, sizeof(*marks), mark_cmp);
 
 	struct ctx c = { .p = p, .ts = ts, .sym = sym, .have_samples = have_samples,
-			 .f = trace_set_file(ts, p->file) };
+			 .f = trace_set_file(ts, p->file), .paths = paths, .fdpath = fdpath,
+			 .n_fdpath = n_fdpath };
 	hmap_init(&c.sample_class);
 	int rc = 0, idle = 0;
 	struct interval iv = { 0 };
@@ -552,6 +626,7 @@ int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer
 	free(marks);
 	free(c.frames);
 	free(c.segs);
+	free(fdpath);
 	hmap_free(&c.sample_class);
 	return rc;
 }

@@ -281,7 +281,25 @@ static void sum_evidence(struct fx_evidence *sum, const struct fx_evidence *e)
 		d[i] += s[i];
 }
 
-static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t steps)
+/* The checkpoint files the processes of a finding wrote, up to three. */
+struct ck_names {
+	const char *files[3];
+	size_t n;
+};
+
+static void add_ck_names(struct ck_names *c, const struct fx_proc *p)
+{
+	for (size_t i = 0; i < p->n_ck_files; i++) {
+		size_t k = 0;
+		while (k < c->n && strcmp(c->files[k], p->ck_files[i]))
+			k++;
+		if (k == c->n && c->n < sizeof(c->files) / sizeof(c->files[0]))
+			c->files[c->n++] = p->ck_files[i];
+	}
+}
+
+static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t steps,
+			  const struct ck_names *ck)
 {
 	char b1[32], b2[32];
 	switch (f->kind) {
@@ -302,18 +320,24 @@ static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t
 			 e->pg_copies, e->pg_sync, bytes_str(e->pg_bytes, b1, sizeof(b1)),
 			 ms(f->has_cost ? (uint64_t)(f->cost_ms * 1e6) : 0));
 		break;
-	case FIND_SYNC_CHECKPOINT:
+	case FIND_SYNC_CHECKPOINT: {
+		char files[200] = "";
+		size_t at = 0;
+		for (size_t i = 0; i < ck->n && at < sizeof(files); i++)
+			at += (size_t)snprintf(files + at, sizeof(files) - at, "%s%s", i ? ", " : "",
+					       ck->files[i] ? ck->files[i] : "");
 		snprintf(f->evidence, sizeof(f->evidence),
 			 "%" PRIu64 " saves on the training thread while the GPU had no work: %" PRIu64
 			 " writes (%s, %.1f ms), %" PRIu64 " fsync/fdatasync (%.1f ms), open/close of "
-			 "those files %.1f ms, %.1f ms on CPU in *save*/*checkpoint* code; the files are "
-			 "not named: the recorder does not "
-			 "capture open() paths, so a checkpoint is told by large writes made durable "
-			 "(>= 1 MiB then fsync, or >= 16 MiB to one descriptor)",
+			 "those files %.1f ms, %.1f ms on CPU in *save*/*checkpoint* code; %s%s",
 			 e->ck_saves, e->ck_writes, bytes_str(e->ck_write_bytes, b2, sizeof(b2)),
 			 ms(e->ck_write_ns), e->ck_fsyncs, ms(e->ck_fsync_ns), ms(e->ck_openclose_ns),
-			 ms(e->ck_cpu_ns));
+			 ms(e->ck_cpu_ns), ck->n ? "written to " : "the files are not named "
+			 "(no open() of them recorded: the syscalls probe records each open's file), so a "
+			 "checkpoint is told by large writes made durable (>= 1 MiB then fsync, or "
+			 ">= 16 MiB to one descriptor)", files);
 		break;
+	}
 	case FIND_HOST_SYNC:
 		snprintf(f->evidence, sizeof(f->evidence),
 			 "%" PRIu64 " gaps between a synchronize's return and the next launch with only "
@@ -341,6 +365,7 @@ static int idle_findings(struct fx_state *m, struct trace_set *ts, struct symbol
 		if (!f)
 			return -1;
 		struct fx_evidence e = { 0 };
+		struct ck_names ck = { .n = 0 };
 		uint64_t cost = 0;
 		for (size_t i = 0; i < m->n_procs; i++) {
 			const struct fx_proc *p = &m->procs[i];
@@ -351,12 +376,13 @@ static int idle_findings(struct fx_state *m, struct trace_set *ts, struct symbol
 				return -1;
 			cost += p->kind_ns[k];
 			sum_evidence(&e, &p->e);
+			add_ck_names(&ck, p);
 		}
 		f->has_cost = 1;
 		f->cost_ms = ms(cost);
 		f->cost_ms_per_step = f->cost_ms / (double)(r->steps ? r->steps : 1);
 		f->share = wall_ms > 0 ? f->cost_ms / (wall_ms * (double)f->n_pids) : 0;
-		idle_evidence(f, &e, r->steps);
+		idle_evidence(f, &e, r->steps, &ck);
 		if (pick_where(m, ts, sym, (enum finding_kind)k, f))
 			return -1;
 	}

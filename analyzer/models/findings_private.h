@@ -20,6 +20,8 @@ enum fx_type {
 	FXE_WORK,     /* device work queued: a launch or a graph launch */
 	FXE_SYSCALL,
 	FXE_SAMPLE,   /* a CPU sample: t0 == t1 */
+	FXE_FDPATH,   /* which file fd names from t0 on (FR_EV_FD_PATH): bytes
+			 indexes the state's paths; any thread of the process */
 };
 
 /* One event kept, of one process. */
@@ -45,6 +47,7 @@ struct fx_evidence {
 	/* sync_checkpoint */
 	uint64_t ck_writes, ck_write_bytes, ck_write_ns, ck_fsyncs, ck_fsync_ns, ck_openclose_ns;
 	uint64_t ck_cpu_ns, ck_saves;
+	uint64_t ck_named;        /* writes to a file with a checkpoint's name */
 	/* host_sync */
 	uint64_t hs_gaps, hs_ns, hs_max_ns;
 	/* unexplained */
@@ -59,7 +62,9 @@ struct fx_proc {
 	uint64_t idle_ns, intervals;
 	uint64_t kind_ns[FIND_IDLE_KINDS];
 	uint64_t unexplained_ns;
-	struct fx_evidence e;
+	struct fx_evidence e;     /* counters only: summed over processes */
+	const char *ck_files[3];  /* the checkpoint files written, when named */
+	size_t n_ck_files;
 	struct hmap where;        /* (kind << 8 | trim, cuda func << 32 | stack_id) -> ns */
 	struct findings_idle_interval *idle; /* every interval, in time order */
 	size_t n_idle, cap_idle;
@@ -73,7 +78,9 @@ struct fx_state {
 	struct fx_proc *procs;
 	size_t n_procs, cap_procs;
 	struct hmap proc_index;   /* (file, pid) -> index */
-	uint64_t cuda_events, syscalls, samples, nccl_events, rdma_events;
+	uint64_t cuda_events, syscalls, samples, nccl_events, rdma_events, fd_paths;
+	char **paths;             /* FXE_FDPATH's names */
+	size_t n_paths, cap_paths;
 	struct findings_result result;
 };
 
@@ -85,7 +92,7 @@ int fx_push(struct fx_proc *p, const struct fx_ev *e);
  * have_samples: the recording has CPU samples (else on-CPU time is left
  * unexplained).  -1 when memory runs out. */
 int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer *sym,
-		      int have_samples);
+		      int have_samples, char *const *paths);
 /* The innermost user frame of frames[0..n) whose function name matches
  * the rule of kind (dataloader: *load*, *decode*, *collate*, __next__;
  * sync_checkpoint: *save*, *checkpoint*, *serializ*), case-insensitive;

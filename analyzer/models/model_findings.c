@@ -175,6 +175,32 @@ static int fx_feed(void *state, uint32_t file, const struct fr_rec_hdr *rec)
 				   .stack_id = ev.stack_id, .type = FXE_SAMPLE };
 		return p ? fx_push(p, &e) : -1;
 	}
+	case FR_EV_FD_PATH: {
+		struct fr_ev_fd_path ev;
+		memcpy(&ev, rec, sizeof(ev));
+		struct fx_proc *p = fx_proc_get(m, file, pid);
+		if (!p)
+			return -1;
+		if (m->n_paths == m->cap_paths) {
+			size_t cap = m->cap_paths ? 2 * m->cap_paths : 64;
+			char **g = realloc(m->paths, cap * sizeof(*g));
+			if (!g)
+				return -1;
+			m->paths = g;
+			m->cap_paths = cap;
+		}
+		size_t n = strnlen(ev.path, sizeof(ev.path));
+		char *name = malloc(n + 1);
+		if (!name)
+			return -1;
+		memcpy(name, ev.path, n);
+		name[n] = 0;
+		m->paths[m->n_paths] = name;
+		m->fd_paths++;
+		struct fx_ev e = { .t0 = ev.c.ts_ns, .t1 = ev.c.ts_ns, .bytes = m->n_paths++,
+				   .fd = ev.fd, .tid = ev.c.tid, .type = FXE_FDPATH };
+		return fx_push(p, &e);
+	}
 	case FR_EV_STEP: {
 		struct fx_proc *p = fx_proc_get(m, file, pid);
 		if (!p)
@@ -199,7 +225,7 @@ static int fx_finish(void *state, struct trace_set *ts, struct frec_error *err)
 	if (m->n_procs && !(sym = trace_set_symbolizer(ts, err)))
 		return -1;
 	for (size_t i = 0; i < m->n_procs; i++) {
-		if (fx_idle_attribute(&m->procs[i], ts, sym, m->samples > 0))
+		if (fx_idle_attribute(&m->procs[i], ts, sym, m->samples > 0, m->paths))
 			goto oom;
 		fx_steps_of(&m->procs[i]);
 	}
@@ -224,6 +250,9 @@ static void fx_destroy(void *state)
 	free(m->procs);
 	hmap_free(&m->proc_index);
 	fx_result_free(&m->result);
+	for (size_t i = 0; i < m->n_paths; i++)
+		free(m->paths[i]);
+	free(m->paths);
 	free(m);
 }
 

@@ -80,6 +80,10 @@ class Findings(frtest.Case):
                 self.assertEqual(js["findings"][0]["kind"], kind, js["findings"])
                 self.check_found(js, truth, kind)
                 self.assertIn(f"1. {kind}:", text)
+                if kind == "sync_checkpoint":
+                    # the file is named: the syscalls probe records each open's path
+                    self.assertRegex(js["findings"][0]["evidence"], r"written to \S*/train\.pt",
+                                     js["findings"][0])
 
     def test_two_causes_together(self):
         for causes in (["dataloader", "pageable"], ["checkpoint", "host_sync"]):

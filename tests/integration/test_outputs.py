@@ -63,7 +63,7 @@ class Outputs(frtest.Case):
         self.assertGreaterEqual(len(names), 8)
         for name in names:
             con.execute(doc_query(name)).fetchall()
-        self.assertEqual(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0], "3")
+        self.assertEqual(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0], "4")
 
     def test_timeline(self):
         out = os.path.join(self.dir, "cpu.json")
