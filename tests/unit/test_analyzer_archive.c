@@ -188,6 +188,25 @@ static void test_redacted(void)
 	CHECK_EQ_U64(r.rc, 0);
 	CHECK(!strstr(r.out, "alice") && !strstr(r.out, "node-a") && strstr(r.out, "<h:"));
 	aj_run_free(&r);
+	/* none of the names it replaced, wherever the analyzer reads them:
+	 * info --json, dump, the report */
+	static const char *const secrets[] = { "node-a", "node-b", "alice", "train.py", "torchrun" };
+	struct aj_run outs[] = {
+		AJ_RUN(cmd_info, "info", "--json", arch),
+		AJ_RUN(cmd_dump, "dump", arch),
+		AJ_RUN(cmd_report, "report", arch, "-o", "-"),
+	};
+	for (size_t k = 0; k < sizeof(outs) / sizeof(outs[0]); k++) {
+		CHECK_EQ_U64(outs[k].rc, 0);
+		CHECK(outs[k].out && strlen(outs[k].out) > 100);
+		for (size_t i = 0; outs[k].out && i < sizeof(secrets) / sizeof(secrets[0]); i++) {
+			CHECK(!strstr(outs[k].out, secrets[i]));
+			if (strstr(outs[k].out, secrets[i]))
+				fprintf(stderr, "output %zu of the redacted archive names %s\n", k,
+					secrets[i]);
+		}
+		aj_run_free(&outs[k]);
+	}
 
 	/* the same answers minus the names */
 	const char *which[] = { "stragglers", "memory" };
