@@ -126,6 +126,34 @@ class StackPairing(frtest.Case):
             text = frtest.analyze("info", trace).stdout
             self.assertRegex(text, r"syscalls\s+ring_full\s+%d\s+event" % sc["drops"])
 
+    def test_every_call_recorded_or_counted_exactly(self):
+        # a 1 MiB ring and dwarf stacks (16 KiB per call) against a storm of
+        # cudaMalloc/cudaFree linked at build time (attached before main):
+        # every call the program made is either in the trace or counted as
+        # lost, exactly, however many the load makes it lose
+        d = frtest.workdir("stack_pairing_exact")
+        busy = None
+        for run in range(3):
+            if run == 2:  # the last run with a CPU kept busy
+                busy = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+            try:
+                trace = os.path.join(d, f"storm{run}.frec")
+                p = frtest.record(trace, ["--probes", "cuda", "--stack", "dwarf", "--ring-mib", "1"],
+                                  ["--", frtest.sample("cuda_storm"), "30000"])
+            finally:
+                if busy:
+                    busy.kill()
+                    busy.wait()
+            made = int(re.search(r"cuda_storm: (\d+) calls", p.stdout).group(1))
+            info = json.loads(frtest.analyze("info", trace, "--json").stdout)["files"][0]
+            cuda = next(x for x in info["probes"] if x["name"] == "cuda")
+            self.assertEqual(cuda["events"] + cuda["drops"], made, (run, cuda, info["losses"]))
+            in_file = sum(x["count"] for x in info["records_by_type"] if x["name"] == "cuda")
+            self.assertEqual(in_file, cuda["events"], run)
+            for x in info["losses"]:
+                if x["probe"] == "cuda" and x["lost"] == "event":
+                    self.assertIn(x["reason"], ("ring_full", "no_entry"), x)
+
 
 if __name__ == "__main__":
     frtest.main()
