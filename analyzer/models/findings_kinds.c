@@ -694,6 +694,15 @@ int fx_build_findings(struct fx_state *m, struct trace_set *ts, struct symbolize
 	}
 	r->steps = busiest ? busiest->steps : 1;
 	r->steps_from = busiest ? busiest->steps_from : "none";
+	if (!busiest) {
+		/* no process drove a GPU: the job's steps are its collectives' */
+		const struct stragglers_result *s = m->strag ? model_stragglers_result(m->strag) : NULL;
+		for (size_t i = 0; s && s->nccl && i < s->nccl->n_ranks; i++)
+			if (s->nccl->ranks[i].n_steps > r->steps) {
+				r->steps = s->nccl->ranks[i].n_steps;
+				r->steps_from = "collective_period";
+			}
+	}
 
 	if (idle_findings(m, ts, sym, r->wall_ms) || straggler_finding(m, r->wall_ms) ||
 	    oom_finding(m, ts) || leak_finding(m, ts, r->steps, strcmp(r->steps_from, "none") != 0) ||
