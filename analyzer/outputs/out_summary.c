@@ -5,7 +5,8 @@
  *   Findings            the findings model's first five: kind, cost, share,
  *                       where (the innermost frames), fix
  *   CPU                 the cpu model's heaviest stacks, start-up frames
- *                       dropped and cut to the innermost six, merged when
+ *                       dropped and cut to the innermost six user frames
+ *                       (a kernel part: its innermost frame), merged when
  *                       the cut makes two stacks equal
  *   GPU memory          the largest file peak (memory's files[].peak_bytes),
  *                       the top holders of the largest series at its peak,
@@ -100,32 +101,54 @@ static void put_clipped(char *buf, size_t len, size_t *at, const char *s, size_t
 	buf[*at] = '\0';
 }
 
+static int kernel_frame(const char *f)
+{
+	size_t n = f ? strlen(f) : 0;
+	return n > 4 && !strcmp(f + n - 4, "_[k]");
+}
+
 /* frames root first -> "...;a;b;leaf": start-up frames dropped, the
- * innermost keep frames, each cut at FRAME_CHARS. */
+ * innermost keep user frames (a kernel part counts as its innermost frame
+ * alone, the rest of it shown as "..."), each cut at FRAME_CHARS: the
+ * code that asked the kernel matters more than the kernel's own path. */
 static const char *trim_stack(const char *const *frames, size_t n, size_t keep, char *buf,
 			      size_t len)
 {
-	size_t kept = 0, first = n;
-	for (size_t i = n; i-- > 0 && kept < keep;) {
-		if (frames[i] && startup_frame(frames[i]))
+	enum { SKIP = 0, SHOW = 1, GAP = 2 };
+	unsigned char show[512];
+	size_t m = n < sizeof(show) ? n : sizeof(show);
+	const char *const *fr = frames + (n - m);
+	memset(show, SKIP, m);
+	size_t kept = 0, i = m;
+	while (i > 0 && kernel_frame(fr[i - 1]))
+		i--;
+	if (i < m) { /* a kernel part: its innermost frame, and a gap for the rest */
+		show[m - 1] = SHOW;
+		if (m - 1 > i)
+			show[m - 2] = GAP;
+	}
+	for (; i-- > 0 && kept < keep;) {
+		if (fr[i] && startup_frame(fr[i]))
 			continue;
-		first = i;
+		show[i] = SHOW;
 		kept++;
 	}
-	int cut = 0;
-	for (size_t i = 0; i < first; i++)
-		if (!frames[i] || !startup_frame(frames[i]))
-			cut = 1;
 	size_t at = 0;
 	buf[0] = '\0';
-	if (cut)
+	int cut = n > m;
+	for (size_t k = 0; k < m && !cut; k++)
+		cut = show[k] == SKIP && !(fr[k] && startup_frame(fr[k]));
+	if (cut && !(m && show[0] != SKIP))
 		put_clipped(buf, len, &at, "...", 3);
-	for (size_t i = first; i < n; i++) {
-		if (frames[i] && startup_frame(frames[i]))
+	for (size_t k = 0; k < m; k++) {
+		if (show[k] == SKIP)
 			continue;
 		if (at)
 			put_clipped(buf, len, &at, ";", 1);
-		put_clipped(buf, len, &at, frames[i] ? frames[i] : "[unknown]", FRAME_CHARS);
+		if (show[k] == GAP)
+			put_clipped(buf, len, &at, "...", 3);
+		else
+			put_clipped(buf, len, &at, fr[k] ? fr[k] : "[unknown]", FRAME_CHARS);
 	}
 	if (!at)
 		put_clipped(buf, len, &at, "[no frames]", 16);
@@ -447,7 +470,7 @@ static int cpu_section(const struct summary_input *in, const struct summary_limi
 		return -1;
 	if (fmt == SUMMARY_MD)
 		fprintf(out, "%" PRIu64 " samples, %zu distinct stacks (start-up frames dropped, "
-			"innermost %zu kept)\n", total, n, lim->cpu_frames);
+			"innermost %zu user frames kept)\n", total, n, lim->cpu_frames);
 	else
 		fprintf(out, "\"samples\":%" PRIu64 ",\"stacks\":%zu,\"top\":[", total, n);
 	for (size_t i = 0; i < n && i < lim->cpu_stacks; i++) {
