@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""How the analyzer grows with the number of ranks (not a timed test; prints
+a table, writes BUILD/bench/ranks.json, never fails on a number; no root).
+
+For each rank count (8 ranks per node by default) samples/gen_ranks writes
+one synthetic trace per node: every rank computes (CPU samples on two
+stacks) and makes one NCCL allreduce per step; one rank enters every
+collective --late-ms late; each node's realtime clock is off by its own
+skew.  Generation is timed apart from the analysis.  Then, each in a fresh
+process, measured with wait4 (wall time and that process's own peak RSS):
+  stragglers --json     (and whether it names the straggler: printed only)
+  report -o FILE
+  sqlite -o FILE --force
+Growth: the ratio of each number between successive rank counts; with 4x
+the ranks, 4.0 is linear.
+
+usage: tests/bench/bench_ranks.py [--build build] [--ranks 64,256,1024]
+                                  [--ranks-per-node 8] [--steps 200]
+                                  [--late-ms 10] [--out DIR]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def run_measured(cmd, stdout_path):
+    """Runs cmd in a fresh process; returns (wall_s, peak_rss_kib, rc)."""
+    with open(stdout_path, "w") as out, open(stdout_path + ".err", "w") as err:
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.monotonic() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        with open(stdout_path + ".err") as f:
+            print("FAILED (%d): %s\n%s" % (p.returncode, " ".join(cmd), f.read()), file=sys.stderr)
+    return wall, ru.ru_maxrss, p.returncode  # ru_maxrss: KiB on Linux
+
+
+def straggler_named(json_path):
+    try:
+        with open(json_path) as f:
+            s = json.load(f).get("straggler")
+        return s.get("rank") if s else None
+    except (OSError, ValueError, AttributeError):
+        return "unreadable"
+
+
+def ratio(a, b):
+    return b / a if a and b else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--ranks", default="64,256,1024", help="comma-separated rank counts")
+    ap.add_argument("--ranks-per-node", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--late-ms", type=float, default=10)
+    ap.add_argument("--out", default="/tmp/flightrec-bench-ranks")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    gen = os.path.join(build, "samples", "gen_ranks")
+    analyze = os.path.join(build, "analyzer", "flightrec-analyze")
+    for exe in (gen, analyze):
+        if not os.access(exe, os.X_OK):
+            sys.exit("bench_ranks: %s not built (cmake --build %s)" % (exe, a.build))
+    counts = [int(x) for x in a.ranks.split(",") if x]
+
+    results = []
+    rows = []
+    for n in counts:
+        straggler = n * 5 // 8 + 3  # on a node other than the reference one
+        d = os.path.join(a.out, "r%d" % n)
+        subprocess.run(["rm", "-rf", d], check=True)
+        os.makedirs(a.out, exist_ok=True)
+        t0 = time.monotonic()
+        subprocess.run([gen, "--ranks", str(n), "--ranks-per-node", str(a.ranks_per_node),
+                        "--steps", str(a.steps), "--straggler", str(straggler),
+                        "--late-ms", str(a.late_ms), "--out", d], check=True, stdout=subprocess.DEVNULL)
+        gen_s = time.monotonic() - t0
+        files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".frec"))
+        mib = sum(os.path.getsize(f) for f in files) / 2**20
+        print("generated %d ranks: %d files, %.1f MiB in %.1f s" % (n, len(files), mib, gen_s))
+        entry = {"ranks": n, "files": len(files), "trace_mib": mib, "generate_s": gen_s,
+                 "straggler": straggler, "commands": {}}
+        cmds = [("stragglers", [analyze, "stragglers"] + files + ["--json"], os.path.join(d, "stragglers.json")),
+                ("report", [analyze, "report"] + files + ["-o", os.path.join(d, "report.html")], None),
+                ("sqlite", [analyze, "sqlite"] + files + ["-o", os.path.join(d, "trace.db"), "--force"], None)]
+        for name, cmd, stdout_path in cmds:
+            wall, rss_kib, rc = run_measured(cmd, stdout_path or os.path.join(d, name + ".out"))
+            c = {"wall_s": wall, "peak_rss_mib": rss_kib / 1024, "rc": rc, "s_per_rank": wall / n}
+            if name == "stragglers":
+                named = straggler_named(stdout_path)
+                c["straggler_named"] = named
+                c["straggler_right"] = named == straggler
+                print("  stragglers names rank %s (expected %d): %s" %
+                      (named, straggler, "right" if named == straggler else "WRONG"))
+            entry["commands"][name] = c
+            rows.append((n, len(files), mib, name, c))
+        results.append(entry)
+
+    print()
+    print("%6s %6s %9s  %-11s %8s %13s %12s" %
+          ("ranks", "files", "trace MiB", "command", "wall s", "peak RSS MiB", "s per rank"))
+    for n, nfiles, mib, name, c in rows:
+        print("%6d %6d %9.1f  %-11s %8.2f %13.1f %12.5f" %
+              (n, nfiles, mib, name, c["wall_s"], c["peak_rss_mib"], c["s_per_rank"]))
+
+    growth = []
+    if len(results) > 1:
+        print()
+        print("growth (x ranks: %s)" % ", ".join("%d/%d" % (b["ranks"], p["ranks"])
+                                                  for p, b in zip(results, results[1:])))
+        print("%-11s %-8s %s" % ("command", "of", "ratios (ranks ratio, then each number's)"))
+        for p, b in zip(results, results[1:]):
+            g = {"from": p["ranks"], "to": b["ranks"], "ranks": b["ranks"] / p["ranks"],
+                 "trace_mib": ratio(p["trace_mib"], b["trace_mib"]), "commands": {}}
+            for name in b["commands"]:
+                pc, bc = p["commands"][name], b["commands"][name]
+                g["commands"][name] = {"wall_s": ratio(pc["wall_s"], bc["wall_s"]),
+                                       "peak_rss_mib": ratio(pc["peak_rss_mib"], bc["peak_rss_mib"])}
+            growth.append(g)
+        fmt = lambda x: "%.2f" % x if x else "?"
+        for g in growth:
+            label = "%d/%d" % (g["to"], g["from"])
+            print("%-11s %-8s ranks %.1f, trace MiB %s" % ("(input)", label, g["ranks"], fmt(g["trace_mib"])))
+            for name, c in g["commands"].items():
+                print("%-11s %-8s wall %s, peak RSS %s" % (name, label, fmt(c["wall_s"]), fmt(c["peak_rss_mib"])))
+
+    out = os.path.join(build, "bench")
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, "ranks.json")
+    with open(path, "w") as f:
+        json.dump({"ranks_per_node": a.ranks_per_node, "steps": a.steps, "late_ms": a.late_ms,
+                   "runs": results, "growth": growth}, f, indent=1)
+    print("results: " + path)
+
+
+if __name__ == "__main__":
+    main()
