@@ -22,6 +22,7 @@
  * script can compare them as strings.  Not for choosing the budget's level:
  * cmd_summary.c tries the levels in turn. */
 #include "out_summary.h"
+#include "out_summary_text.h"
 #include "model_cpu.h"
 #include "model_cuda.h"
 #include "model_findings.h"
@@ -64,112 +65,10 @@ static const struct summary_limits SUMMARY_LEVELS[] = {
 	{ 2, 2, 60, 2, 1, 3, 0, 1, 2, 60, "everything_but_the_first_lines" },
 };
 #define N_LEVELS (sizeof(SUMMARY_LEVELS) / sizeof(SUMMARY_LEVELS[0]))
-#define FRAME_CHARS 64
 
 size_t summary_levels(void)
 {
 	return N_LEVELS;
-}
-
-/* ---- text helpers ---- */
-
-/* Frames that say only that a program or thread started. */
-static int startup_frame(const char *name)
-{
-	static const char *const startup[] = {
-		"_start", "__libc_start_main", "__libc_start_main_impl", "__libc_start_call_main",
-		"_dl_start_user", "start_thread", "clone", "clone3", "__clone", "__clone3",
-		"__GI___clone3", "__GI___clone",
-	};
-	for (size_t i = 0; i < sizeof(startup) / sizeof(startup[0]); i++)
-		if (!strcmp(name, startup[i]))
-			return 1;
-	return 0;
-}
-
-/* Appends s to buf (at *at, capacity len), at most max bytes of it, with
- * "..." when cut; control characters become '?'. */
-static void put_clipped(char *buf, size_t len, size_t *at, const char *s, size_t max)
-{
-	size_t n = strlen(s), cut = n > max;
-	if (cut)
-		n = max > 3 ? max - 3 : 0;
-	for (size_t i = 0; i < n && *at + 1 < len; i++)
-		buf[(*at)++] = (unsigned char)s[i] < 0x20 ? '?' : s[i];
-	for (size_t i = 0; cut && i < 3 && *at + 1 < len; i++)
-		buf[(*at)++] = '.';
-	buf[*at] = '\0';
-}
-
-static int kernel_frame(const char *f)
-{
-	size_t n = f ? strlen(f) : 0;
-	return n > 4 && !strcmp(f + n - 4, "_[k]");
-}
-
-/* frames root first -> "...;a;b;leaf": start-up frames dropped, the
- * innermost keep user frames (a kernel part counts as its innermost frame
- * alone, the rest of it shown as "..."), each cut at FRAME_CHARS: the
- * code that asked the kernel matters more than the kernel's own path. */
-static const char *trim_stack(const char *const *frames, size_t n, size_t keep, char *buf,
-			      size_t len)
-{
-	enum { SKIP = 0, SHOW = 1, GAP = 2 };
-	unsigned char show[512];
-	size_t m = n < sizeof(show) ? n : sizeof(show);
-	const char *const *fr = frames + (n - m);
-	memset(show, SKIP, m);
-	size_t kept = 0, i = m;
-	while (i > 0 && kernel_frame(fr[i - 1]))
-		i--;
-	if (i < m) { /* a kernel part: its innermost frame, and a gap for the rest */
-		show[m - 1] = SHOW;
-		if (m - 1 > i)
-			show[m - 2] = GAP;
-	}
-	for (; i-- > 0 && kept < keep;) {
-		if (fr[i] && startup_frame(fr[i]))
-			continue;
-		show[i] = SHOW;
-		kept++;
-	}
-	size_t at = 0;
-	buf[0] = '\0';
-	int cut = n > m;
-	for (size_t k = 0; k < m && !cut; k++)
-		cut = show[k] == SKIP && !(fr[k] && startup_frame(fr[k]));
-	if (cut && !(m && show[0] != SKIP))
-		put_clipped(buf, len, &at, "...", 3);
-	for (size_t k = 0; k < m; k++) {
-		if (show[k] == SKIP)
-			continue;
-		if (at)
-			put_clipped(buf, len, &at, ";", 1);
-		if (show[k] == GAP)
-			put_clipped(buf, len, &at, "...", 3);
-		else
-			put_clipped(buf, len, &at, fr[k] ? fr[k] : "[unknown]", FRAME_CHARS);
-	}
-	if (!at)
-		put_clipped(buf, len, &at, "[no frames]", 16);
-	return buf;
-}
-
-/* s cut at max bytes, at a space when one is near, with "..." */
-static const char *clip_text(const char *s, size_t max, char *buf, size_t len)
-{
-	size_t at = 0;
-	if (strlen(s) <= max) {
-		put_clipped(buf, len, &at, s, max);
-		return buf;
-	}
-	size_t n = max > 3 ? max - 3 : 0;
-	while (n > max / 2 && s[n] != ' ')
-		n--;
-	if (s[n] != ' ')
-		n = max > 3 ? max - 3 : 0;
-	put_clipped(buf, len, &at, s, n + 3); /* n bytes, then "..." */
-	return buf;
 }
 
 static void json_key_str(FILE *out, const char *key, const char *v)
@@ -197,7 +96,7 @@ static void recording_md(const struct summary_input *in, const struct summary_li
 	char buf[512], b1[32];
 	fputs("## Recording\n", out);
 	const struct trace_file *f0 = trace_set_file(ts, 0);
-	fprintf(out, "- command: %s\n", f0->cmdline[0] ? clip_text(f0->cmdline, 160, buf, sizeof(buf))
+	fprintf(out, "- command: %s\n", f0->cmdline[0] ? summary_clip_text(f0->cmdline, 160, buf, sizeof(buf))
 							: "(none recorded)");
 	fprintf(out, "- hosts: ");
 	size_t shown = 0;
@@ -227,11 +126,11 @@ static void recording_md(const struct summary_input *in, const struct summary_li
 		trace_file_trouble(f, trouble, sizeof(trouble));
 		const char *slash = strrchr(f->path, '/');
 		fprintf(out, "- %s (%s): %s%s, %zu process%s", host_of(ts, i),
-			clip_text(slash ? slash + 1 : f->path, 40, buf, sizeof(buf)),
+			summary_clip_text(slash ? slash + 1 : f->path, 40, buf, sizeof(buf)),
 			out_duration(d, b1, sizeof(b1)),
 			exact ? "" : " (to the last event)", f->n_procs, f->n_procs == 1 ? "" : "es");
 		if (i && strcmp(f->cmdline, f0->cmdline))
-			fprintf(out, ", command: %s", clip_text(f->cmdline, 80, buf, sizeof(buf)));
+			fprintf(out, ", command: %s", summary_clip_text(f->cmdline, 80, buf, sizeof(buf)));
 		struct out_file_probes pr;
 		out_file_probes_get(f, &pr);
 		if (pr.source) {
@@ -243,7 +142,7 @@ static void recording_md(const struct summary_input *in, const struct summary_li
 			fputs(", probes: unknown (no counters recorded)", out);
 		}
 		free(pr.probes);
-		fprintf(out, "; status: %s\n", trouble[0] ? clip_text(trouble, 160, buf, sizeof(buf))
+		fprintf(out, "; status: %s\n", trouble[0] ? summary_clip_text(trouble, 160, buf, sizeof(buf))
 							 : "intact");
 	}
 	if (n > lim->files)
@@ -318,9 +217,9 @@ static void findings_md(const struct summary_input *in, const struct summary_lim
 		else
 			fputs(" (no idle cost)", out);
 		if (f->n_where)
-			fprintf(out, "; where: %s", trim_stack(f->where, f->n_where, lim->where_frames,
+			fprintf(out, "; where: %s", summary_trim_stack(f->where, f->n_where, lim->where_frames,
 							       where, sizeof(where)));
-		fprintf(out, "; fix: %s\n", clip_text(f->fix, lim->fix_chars, fix, sizeof(fix)));
+		fprintf(out, "; fix: %s\n", summary_clip_text(f->fix, lim->fix_chars, fix, sizeof(fix)));
 	}
 	if (r->n_findings > lim->findings) {
 		fprintf(out, "(%zu more:", r->n_findings - lim->findings);
@@ -352,11 +251,11 @@ static void findings_json(const struct summary_input *in, const struct summary_l
 		else
 			fputs(",\"cost_ms\":null,\"share\":null", out);
 		fputc(',', out);
-		json_key_str(out, "where", f->n_where ? trim_stack(f->where, f->n_where,
+		json_key_str(out, "where", f->n_where ? summary_trim_stack(f->where, f->n_where,
 								   lim->where_frames, where,
 								   sizeof(where)) : NULL);
 		fputc(',', out);
-		json_key_str(out, "fix", clip_text(f->fix, lim->fix_chars, fix, sizeof(fix)));
+		json_key_str(out, "fix", summary_clip_text(f->fix, lim->fix_chars, fix, sizeof(fix)));
 		fputc('}', out);
 	}
 	fputs("]}", out);
@@ -419,7 +318,7 @@ static struct cpu_stack *cpu_stacks(const struct flame_tree *t, size_t keep, siz
 			v = nv;
 			cap = nc;
 		}
-		v[*n].text = strdup(trim_stack(frames, depth, keep, buf, sizeof(buf)));
+		v[*n].text = strdup(summary_trim_stack(frames, depth, keep, buf, sizeof(buf)));
 		if (!v[*n].text)
 			goto fail;
 		v[(*n)++].samples = self;
@@ -562,7 +461,7 @@ static int mem_section(const struct summary_input *in, const struct summary_limi
 		const char **frames = mem_stack_frames(in->ts, s->file, s->top_at_peak[i].stack_id, &nf);
 		if (!frames)
 			return -1;
-		trim_stack(frames, nf, lim->cpu_frames, line, sizeof(line));
+		summary_trim_stack(frames, nf, lim->cpu_frames, line, sizeof(line));
 		free(frames);
 		if (md) {
 			fprintf(out, "  - %s: %s\n", out_bytes(s->top_at_peak[i].bytes, b1, sizeof(b1)), line);
@@ -624,13 +523,13 @@ static void stragglers_section(const struct summary_input *in, const struct summ
 			fprintf(out, ", median step %.2f ms", r->median_step_ms);
 		if (!v->found) {
 			fprintf(out, "\n- straggler: none (%s)\n",
-				clip_text(r->why_none, lim->evidence_chars, ev, sizeof(ev)));
+				summary_clip_text(r->why_none, lim->evidence_chars, ev, sizeof(ev)));
 			return;
 		}
 		fprintf(out, "\n- straggler: rank %d (host %s, pid %u) since step %d, costs %.2f ms per "
 			"step, confidence %.2f\n", rk->rank, rk->host, rk->pid, v->since_step,
 			v->cost_ms_per_step, v->confidence);
-		fprintf(out, "- evidence: %s\n", clip_text(v->evidence, lim->evidence_chars, ev, sizeof(ev)));
+		fprintf(out, "- evidence: %s\n", summary_clip_text(v->evidence, lim->evidence_chars, ev, sizeof(ev)));
 		return;
 	}
 	fprintf(out, "\"ranks\":%zu,\"complete_collectives\":%zu,\"median_step_ms\":", nc->n_ranks,
@@ -646,12 +545,12 @@ static void stragglers_section(const struct summary_input *in, const struct summ
 			v->confidence);
 		json_key_str(out, "host", rk->host);
 		fputc(',', out);
-		json_key_str(out, "evidence", clip_text(v->evidence, lim->evidence_chars, ev, sizeof(ev)));
+		json_key_str(out, "evidence", summary_clip_text(v->evidence, lim->evidence_chars, ev, sizeof(ev)));
 		fputs("},\"no_straggler_reason\":null}", out);
 	} else {
 		fputs("null,", out);
 		json_key_str(out, "no_straggler_reason",
-			     clip_text(r->why_none, lim->evidence_chars, ev, sizeof(ev)));
+			     summary_clip_text(r->why_none, lim->evidence_chars, ev, sizeof(ev)));
 		fputc('}', out);
 	}
 }
