@@ -131,7 +131,10 @@ class EventsAndGraphs(frtest.Case):
                       ("cudaStreamWaitEvent", False): n, ("cudaStreamWaitEvent", True): n}
         for (name, ptsz), count in want_calls.items():  # the program agrees
             self.assertEqual(printed[name + ("_ptsz" if ptsz else "")], count, name)
-        self.assertEqual(printed["not_ready"], n)
+        # poll_step's query is "not ready" unless the process stalled for the
+        # kernels' time: the trace must say what the program saw, however many
+        not_ready = printed["not_ready"]
+        self.assertLessEqual(not_ready, n)
 
         events = frtest.dump(trace, "--type", "cuda")
         new = [e for e in events if e["name"] in {name for name, _ in want_calls}]
@@ -156,11 +159,12 @@ class EventsAndGraphs(frtest.Case):
                 ("cudaEventRecord", False, "mark_step_done", 0, done, main, 0): n,
                 ("cudaEventRecord", False, "upload_then_wait", 0, h["copy_done"], main, 0): 1,
                 ("cudaEventRecord", True, "per_thread_replay", 0, done, 0, 0): n,
-                ("cudaEventQuery", False, "poll_step", NOT_READY, done, 0, 0): n,
+                ("cudaEventQuery", False, "poll_step", NOT_READY, done, 0, 0): not_ready,
+                ("cudaEventQuery", False, "poll_step", 0, done, 0, 0): n - not_ready,
                 ("cudaEventQuery", False, "wait_step", 0, done, 0, 0): n,
                 ("cudaStreamWaitEvent", False, "join_side_stream", 0, done, side, 0): n,
                 ("cudaStreamWaitEvent", True, "per_thread_replay", 0, done, 0, 0): n}
-        self.assertEqual(dict(got), want)
+        self.assertEqual(dict(got), {k: v for k, v in want.items() if v})
         names = collections.Counter(e["name"] for e in events)
         self.assertEqual(names["cudaLaunchKernel"], 3 + n)  # 3 captured, n on the side stream
         self.assertEqual(names["cudaEventSynchronize"], n + 1)
@@ -175,9 +179,10 @@ class EventsAndGraphs(frtest.Case):
             if name != "cudaEventQuery":
                 self.assertEqual(row["errors"], 0, row)
         query = rows["cudaEventQuery"]
-        self.assertEqual(query["errors"], n)
+        self.assertEqual(query["errors"], not_ready)
         self.assertEqual(query["error_codes"],
-                         [{"code": NOT_READY, "name": "cudaErrorNotReady", "count": n}])
+                         [{"code": NOT_READY, "name": "cudaErrorNotReady", "count": not_ready}]
+                         if not_ready else [])
         # An async copy, an event recorded, that event synchronized: the record is
         # looked past, so the pair counts when the synchronize started within the gap.
         copy = next(e for e in events if e["name"] == "cudaMemcpyAsync")

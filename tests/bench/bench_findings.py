@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""How close `flightrec-analyze findings` comes to the truth (root).  Records
+samples/train_causes with each cause alone and two together, and prints each
+finding's cost against the time the sample itself measured spending in the
+cause (its "truth" line).  Prints a table, writes build/bench/findings.json,
+never fails on a number: tests/integration/test_findings.py asserts only
+which findings come out, where, and that their costs are part of the idle
+time.
+
+usage: sudo tests/bench/bench_findings.py [--build build] [--runs 3] [--steps 40]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+KIND_OF = {"dataloader": "dataloader", "pageable": "pageable_copy",
+           "checkpoint": "sync_checkpoint", "host_sync": "host_sync"}
+CASES = [["dataloader"], ["pageable"], ["checkpoint"], ["host_sync"],
+         ["dataloader", "pageable"], ["checkpoint", "host_sync"]]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=40)
+    a = ap.parse_args()
+    rec = os.path.join(a.build, "recorder", "flightrec")
+    ana = os.path.join(a.build, "analyzer", "flightrec-analyze")
+    sample = os.path.join(a.build, "samples", "train_causes")
+    if not os.path.exists(sample):
+        sys.exit(f"bench_findings: {sample} not built")
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        for causes in CASES:
+            for run in range(a.runs):
+                trace = os.path.join(d, "run.frec")
+                args = [sample, "--steps", str(a.steps), "--dir", d]
+                args += ["--" + c.replace("_", "-") for c in causes]
+                p = subprocess.run([rec, "record", "-q", "-o", trace, "--force", "--probes",
+                                    "cpu,syscalls,cuda", "--freq", "999", "--"] + args,
+                                   capture_output=True, text=True, timeout=300)
+                if p.returncode:
+                    sys.exit(f"bench_findings: record failed:\n{p.stderr}")
+                line = [x for x in p.stdout.splitlines() if x.startswith("truth ")][-1]
+                truth = {KIND_OF[k[:-3]]: float(v) for k, v in re.findall(r"(\w+_ms)=(\S+)", line)}
+                js = json.loads(subprocess.run([ana, "findings", trace, "--json"], check=True,
+                                               capture_output=True, text=True).stdout)
+                for c in causes:
+                    kind = KIND_OF[c]
+                    f = next((x for x in js["findings"] if x["kind"] == kind), None)
+                    rows.append({"case": "+".join(causes), "run": run, "kind": kind,
+                                 "truth_ms": truth.get(kind), "cost_ms": f and f["cost_ms"]})
+    print(f"{'case':<22} {'kind':<16} {'truth ms':>9} {'cost ms':>9} {'cost/truth':>10}")
+    for case in dict.fromkeys(r["case"] for r in rows):
+        for kind in dict.fromkeys(r["kind"] for r in rows if r["case"] == case):
+            rs = [r for r in rows if r["case"] == case and r["kind"] == kind]
+            truth = statistics.median(r["truth_ms"] for r in rs)
+            got = [r["cost_ms"] for r in rs if r["cost_ms"] is not None]
+            cost = statistics.median(got) if got else float("nan")
+            print(f"{case:<22} {kind:<16} {truth:>9.1f} {cost:>9.1f} {cost / truth:>10.3f}"
+                  f"{'' if len(got) == len(rs) else '  (not found in some runs)'}")
+    os.makedirs(os.path.join(a.build, "bench"), exist_ok=True)
+    out = os.path.join(a.build, "bench", "findings.json")
+    with open(out, "w") as fh:
+        json.dump(rows, fh, indent=1)
+    print(f"(medians of {a.runs} runs; every run in {out})")
+
+
+if __name__ == "__main__":
+    main()
