@@ -294,18 +294,24 @@ static int checkpoint_name(const char *path)
 }
 
 /* The file fd named at time t: the latest FXE_FDPATH of fd before t (fds
- * are per process, so any thread's). */
+ * are per process, so any thread's), found from the last one before t
+ * backwards (the list is in time order). */
 static const char *path_of(const struct ctx *c, int64_t fd, uint64_t t)
 {
-	const char *found = NULL;
-	for (size_t i = 0; i < c->n_fdpath; i++) {
-		const struct fx_ev *e = &c->p->ev[c->fdpath[i]];
-		if (e->t0 > t)
-			break;
-		if (e->fd == fd)
-			found = c->paths[e->bytes];
+	size_t lo = 0, hi = c->n_fdpath; /* first entry after t */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->p->ev[c->fdpath[mid]].t0 <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return found;
+	while (lo-- > 0) {
+		const struct fx_ev *e = &c->p->ev[c->fdpath[lo]];
+		if (e->fd == fd)
+			return c->paths[e->bytes];
+	}
+	return NULL;
 }
 
 /* A checkpoint: a file with a checkpoint's name, or large writes made
