@@ -11,8 +11,10 @@
  *
  * Usage: train_causes [--steps N] [--kernel-us U] [--dir DIR]
  *                     [--dataloader] [--pageable] [--checkpoint] [--host-sync]
+ *                     [--launch-bound]
  *   --steps N      steps (default 40)
- *   --kernel-us U  each kernel's time on the fake GPU (default 1000)
+ *   --kernel-us U  each kernel's time on the fake GPU (default 1000; 20
+ *                  with --launch-bound: the stand-in has one kernel time)
  *   --dir DIR      where the input file and train.pt go (default .)
  *
  * One step, on the legacy default stream (every cause off: the clean run):
@@ -27,6 +29,14 @@
  *                   [--host-sync] after each of the first 3 launches
  *                   read_loss calls cudaStreamSynchronize (like .item()), so
  *                   the GPU waits for prepare_launch
+ *   [--launch-bound] optimizer_step: 32 small kernels (20 us each unless
+ *                   --kernel-us says otherwise), each after dispatch_op
+ *                   spends 300 us of CPU (an eager optimizer's per-parameter
+ *                   updates and the framework's dispatch): the host issues
+ *                   kernels slower than the GPU runs them.  Ten times a real
+ *                   framework's dispatch: the stand-in's synchronize wakes
+ *                   tens of us late, and the findings rule reads the last
+ *                   kernel's time from it
  *   end_of_step:    cudaStreamSynchronize (the step's loss read once)
  *   [--checkpoint]  in steps 5, 15, 25 ... save_checkpoint: DIR/train.pt, 32 MiB
  *                   written with write() in 4 MiB pieces, fsync, close (never
@@ -34,9 +44,20 @@
  *
  * The truth line, last on stdout, in milliseconds summed over the steps:
  *   truth steps=N dataloader_ms=A pageable_ms=B checkpoint_ms=C host_sync_ms=D
+ *         launch_bound_ms=E
  *   dataloader: load_batch's start to decode_batch's end; pageable: the
  *   cudaMemcpy call; checkpoint: save_checkpoint; host_sync: from each
- *   read_loss synchronize's return to the next launch.  Causes off read 0.
+ *   read_loss synchronize's return to the next launch; launch_bound: the
+ *   fake GPU's idle between launches with no synchronize between them,
+ *   replayed here as the stand-in runs them (each kernel starts at its
+ *   launch or when the one before it ends, and runs --kernel-us).  Causes
+ *   off read 0; launch_bound reads near 0 (300 us between 1000 us kernels
+ *   leaves the fake GPU no gap, unless the host is descheduled for longer).
+ *
+ * The thread's timer slack is 1 ns: the stand-in's synchronize sleeps until
+ * its fake GPU is done, and the default 50 us of slack would make every
+ * synchronize wait that much past it (a real one spins, or blocks on an
+ * interrupt, and returns when the work is done).
  *
  * Every function named above is noinline and calls out of itself (no leaf
  * whose frame pointer GCC would drop), so each shows in the stacks.
@@ -53,6 +74,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,14 +93,17 @@
 #define CHECKPOINT_EVERY 10
 #define CHECKPOINT_BYTES (32 * MiB)
 #define CHECKPOINT_PIECE (4 * MiB)
+#define SMALL_OPS 32
+#define SMALL_KERNEL_US 20
+#define DISPATCH_US 300
 
 struct truth {
-	uint64_t dataloader_ns, pageable_ns, checkpoint_ns, host_sync_ns;
+	uint64_t dataloader_ns, pageable_ns, checkpoint_ns, host_sync_ns, launch_bound_ns;
 };
 
 struct job {
 	int steps;
-	int dataloader, pageable, checkpoint, host_sync;
+	int dataloader, pageable, checkpoint, host_sync, launch_bound;
 	const char *dir;
 	int input_fd;
 	unsigned char *input;     /* read into, then decoded */
@@ -86,6 +111,9 @@ struct job {
 	unsigned char *ckpt;      /* the "state" saved */
 	void *dev;
 	uint64_t sync_returned_ns; /* read_loss's last return, 0: none pending */
+	uint64_t kernel_ns;       /* each kernel's time on the fake GPU */
+	uint64_t gpu_done_ns;     /* when the kernels launched since the last
+				     synchronize end, as replayed; 0: none */
 	struct truth truth;
 };
 
@@ -120,6 +148,7 @@ static NOINLINE uint64_t spin_over(const unsigned char *buf, size_t len, unsigne
 
 /* Kernel stubs: their addresses are the kernels launched. */
 NOINLINE void layer_kernel(void) { puts("layer_kernel"); }
+NOINLINE void small_kernel(void) { puts("small_kernel"); }
 
 static NOINLINE uint64_t decode_batch(struct job *job)
 {
@@ -146,6 +175,27 @@ static NOINLINE void load_batch(struct job *job)
 	job->truth.dataloader_ns += mono_ns() - t0;
 }
 
+/* Every synchronize leaves the fake GPU empty: the replay starts over. */
+static void synchronized(struct job *job)
+{
+	job->gpu_done_ns = 0;
+}
+
+/* Just before a launch: the fake GPU's idle since its last kernel ended
+ * (none before the first launch after a synchronize: that idle is another
+ * cause's), then this kernel queued behind it. */
+static void replay_launch(struct job *job)
+{
+	uint64_t now = mono_ns(), start = now;
+	if (job->gpu_done_ns) {
+		if (now > job->gpu_done_ns)
+			job->truth.launch_bound_ns += now - job->gpu_done_ns;
+		else
+			start = job->gpu_done_ns;
+	}
+	job->gpu_done_ns = start + job->kernel_ns;
+}
+
 static NOINLINE void stage_input_pageable(struct job *job)
 {
 	job->pageable_host[0]++;
@@ -153,12 +203,14 @@ static NOINLINE void stage_input_pageable(struct job *job)
 	check(cudaMemcpy(job->dev, job->pageable_host, PAGEABLE_BYTES, cudaMemcpyHostToDevice),
 	      "stage_input_pageable: cudaMemcpy");
 	job->truth.pageable_ns += mono_ns() - t0;
+	synchronized(job); /* cudaMemcpy waits for the queued kernels */
 }
 
 static NOINLINE void read_loss(struct job *job)
 {
 	check(cudaStreamSynchronize(0), "read_loss: cudaStreamSynchronize");
 	job->sync_returned_ns = mono_ns();
+	synchronized(job);
 }
 
 static NOINLINE void prepare_launch(struct job *job)
@@ -174,8 +226,32 @@ static NOINLINE void launch_layer(struct job *job)
 		job->truth.host_sync_ns += mono_ns() - job->sync_returned_ns;
 		job->sync_returned_ns = 0;
 	}
+	replay_launch(job);
 	check(cudaLaunchKernel((const void *)layer_kernel, grid, block, args, 0, 0),
 	      "launch_layer: cudaLaunchKernel");
+}
+
+/* The framework's work before each small op: CPU only. */
+static NOINLINE void dispatch_op(struct job *job)
+{
+	job->input[2] ^= (unsigned char)spin_over(job->input, 4096, DISPATCH_US);
+}
+
+static NOINLINE void launch_small_op(struct job *job)
+{
+	dim3 grid = { 1, 1, 1 }, block = { 128, 1, 1 };
+	void *args[] = { &job->dev };
+	replay_launch(job);
+	check(cudaLaunchKernel((const void *)small_kernel, grid, block, args, 0, 0),
+	      "launch_small_op: cudaLaunchKernel");
+}
+
+static NOINLINE void optimizer_step(struct job *job)
+{
+	for (int k = 0; k < SMALL_OPS; k++) {
+		dispatch_op(job);
+		launch_small_op(job);
+	}
 }
 
 static NOINLINE void forward_backward(struct job *job)
@@ -190,9 +266,10 @@ static NOINLINE void forward_backward(struct job *job)
 	}
 }
 
-static NOINLINE void end_of_step(void)
+static NOINLINE void end_of_step(struct job *job)
 {
 	check(cudaStreamSynchronize(0), "end_of_step: cudaStreamSynchronize");
+	synchronized(job);
 }
 
 static NOINLINE void save_checkpoint(struct job *job, int step)
@@ -228,7 +305,9 @@ NOINLINE void train_step(struct job *job, int step)
 	if (job->pageable)
 		stage_input_pageable(job);
 	forward_backward(job);
-	end_of_step();
+	if (job->launch_bound)
+		optimizer_step(job);
+	end_of_step(job);
 	if (job->checkpoint && step % CHECKPOINT_EVERY == CHECKPOINT_EVERY / 2 &&
 	    step + 1 < job->steps)
 		save_checkpoint(job, step);
@@ -278,7 +357,7 @@ static double ms(uint64_t ns)
 int main(int argc, char **argv)
 {
 	struct job job = { .steps = 40, .dir = ".", .input_fd = -1 };
-	int kernel_us = 1000;
+	int kernel_us = 0; /* 0: the default, which depends on the causes */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--steps") && i + 1 < argc && !parse_int(argv[i + 1], 1, &job.steps))
@@ -296,12 +375,22 @@ int main(int argc, char **argv)
 			job.checkpoint = 1;
 		else if (!strcmp(a, "--host-sync"))
 			job.host_sync = 1;
+		else if (!strcmp(a, "--launch-bound"))
+			job.launch_bound = 1;
 		else {
 			fprintf(stderr, "usage: train_causes [--steps N] [--kernel-us U] [--dir DIR] "
-				"[--dataloader] [--pageable] [--checkpoint] [--host-sync]\n");
+				"[--dataloader] [--pageable] [--checkpoint] [--host-sync] "
+				"[--launch-bound]\n");
 			return 2;
 		}
 	}
+	if (!kernel_us)
+		kernel_us = job.launch_bound ? SMALL_KERNEL_US : 1000;
+	job.kernel_ns = (uint64_t)kernel_us * 1000ull;
+	/* the synchronize wakes when the fake GPU is done (see the top) */
+	if (prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL))
+		fprintf(stderr, "train_causes: PR_SET_TIMERSLACK: %s (synchronizes may return late)\n",
+			strerror(errno));
 	char us[32];
 	snprintf(us, sizeof(us), "%d", kernel_us);
 	setenv("FLIGHTREC_FAKE_KERNEL_US", us, 1); /* read at the first CUDA call */
@@ -310,7 +399,8 @@ int main(int argc, char **argv)
 		train_step(&job, step);
 	check(cudaFree(job.dev), "cudaFree");
 	printf("truth steps=%d dataloader_ms=%.3f pageable_ms=%.3f checkpoint_ms=%.3f "
-	       "host_sync_ms=%.3f\n", job.steps, ms(job.truth.dataloader_ns),
-	       ms(job.truth.pageable_ns), ms(job.truth.checkpoint_ns), ms(job.truth.host_sync_ns));
+	       "host_sync_ms=%.3f launch_bound_ms=%.3f\n", job.steps, ms(job.truth.dataloader_ns),
+	       ms(job.truth.pageable_ns), ms(job.truth.checkpoint_ns), ms(job.truth.host_sync_ns),
+	       ms(job.truth.launch_bound_ns));
 	return g_failed;
 }

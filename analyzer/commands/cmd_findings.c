@@ -32,15 +32,23 @@ static const char findings_help[] =
 	"  sync_checkpoint  saving state (large writes, fsync) on the training thread\n"
 	"  host_sync        synchronizing calls inside the step (.item()): the host's\n"
 	"                   own work between a synchronize and the next launch\n"
+	"  launch_bound     the host issues many small kernels slower than the GPU runs\n"
+	"                   them: runs of >= 16 launches on one stream whose closing\n"
+	"                   synchronize waits less than the median gap between launches;\n"
+	"                   the gaps the GPU idled in if no kernel ran longer than the\n"
+	"                   run's last one (kernel times are not recorded)\n"
 	"  straggler        the rank the others wait for (stragglers model)\n"
 	"  oom, memory_leak, rdma_errors   no idle cost; listed after the others\n"
 	"\n"
 	"Each finding: its cost in GPU-idle ms (summed over its processes), per step,\n"
 	"and as a share of wall time x processes; findings under 3% are not listed.\n"
+	"small_batch is not evaluated: no host signal measures GPU occupancy.  Idle\n"
+	"is read per process: with several streams or devices a synchronize is taken\n"
+	"to empty them all (the output says so under not evaluated, per_stream_idle).\n"
 	"\n"
 	"options:\n"
 	"  --json      one JSON object (steps, wall_ms, gpu_idle_ms, unexplained_ms,\n"
-	"              not_evaluated, findings)\n"
+	"              streams, devices, not_evaluated, findings)\n"
 	"  --pid PID   only this process\n"
 	"\n"
 	"examples:\n"
@@ -97,8 +105,12 @@ static void findings_text(const struct findings_result *r, FILE *out)
 		if (p->rank >= 0)
 			fprintf(out, " (rank %d)", p->rank);
 		fprintf(out, ": GPU idle %.1f ms in %" PRIu64 " intervals (%.1f%% of wall), "
-			"unexplained %.1f ms\n", p->idle_ms, p->intervals,
+			"unexplained %.1f ms", p->idle_ms, p->intervals,
 			r->wall_ms > 0 ? 100 * p->idle_ms / r->wall_ms : 0.0, p->unexplained_ms);
+		if (p->streams > 1 || p->devices > 1)
+			fprintf(out, "; %u streams, %u device%s (see per_stream_idle below)",
+				p->streams, p->devices, p->devices == 1 ? "" : "s");
+		fputc('\n', out);
 	}
 	if (!r->n_findings)
 		fprintf(out, "\nno finding above %.0f%% of wall time\n", 100 * r->min_share);

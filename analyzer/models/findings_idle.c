@@ -55,7 +55,42 @@
  *      for unexplained when an implicit synchronize or a copy opened it.
  *      Without samples in the interval the rest goes to host_sync (or
  *      unexplained) alike; without any CPU samples in the recording it is
- *      unexplained. */
+ *      unexplained.
+ *
+ * Launch-bound steps.  Between the launch that ends an idle interval and
+ * the synchronize that opens the next, the GPU has work queued, and host
+ * signals alone cannot say whether it ran all along: no kernel's GPU time
+ * is recorded.  One case can be read.  When the host, not the GPU, sets
+ * the pace, the synchronize that ends the run finds (almost) nothing left
+ * to wait for.  So a run counts as launch-bound when
+ *   - it has at least LB_MIN_LAUNCHES launches (many kernels; nested driver
+ *     launches inside a runtime launch count once) and no graph launch;
+ *   - every launch and pinned async copy of it went to one stream of one
+ *     device, and the run ends with a synchronize of that stream (or a
+ *     cudaDeviceSynchronize of that device): a synchronize of another
+ *     stream, or an event synchronize, says nothing about these kernels;
+ *   - that synchronize waited less than the median time between the run's
+ *     launches (the queue held less than one launch's worth of work when
+ *     the host reached it).
+ * The synchronize proves that the run's last kernel ran within `bound` =
+ * its return minus that launch's entry.  Assuming no kernel of the run ran
+ * longer than that (the many small kernels of a launch-bound step; a run
+ * that mixes long kernels with a short last one is overstated), the GPU is
+ * replayed with every kernel taking `bound`, queued at its launch's entry
+ * and started when the one before it ends: each stretch from a replayed
+ * kernel's end to the next launch's entry is GPU idle, at least.  Each
+ * such gap is attributed like an idle interval (pageable copies, system
+ * calls, CPU samples of the thread that made the next launch), and what
+ * step 3 would give host_sync goes to launch_bound (the host issuing
+ * work: the launch calls and the dispatch code between them).  The run
+ * before the first idle interval is not read: what the GPU held when the
+ * recording began is not known.
+ *
+ * Streams and devices.  Idle intervals are read per process: a synchronize
+ * of any stream is taken to empty the process's device(s), so time another
+ * stream or device was still busy counts as idle (fx_streams_of counts the
+ * streams and devices so the output can say so).  Only launch-bound runs
+ * check the stream, as said above. */
 #include "findings_private.h"
 #include "fr_family.h"
 #include "symbolize.h"
@@ -344,12 +379,24 @@ static void note_ck_file(struct fx_proc *p, const char *path)
 		p->ck_files[p->n_ck_files++] = path;
 }
 
-static int attribute(struct ctx *c, const struct interval *iv)
+/* What the rest of an interval (step 3: the thread's own work, not a
+ * loader's or a checkpoint's) is charged to: host_sync after a
+ * synchronize, launch_bound in a launch-bound run's gap, FIND_KINDS
+ * (unexplained) after an implicit synchronize or a copy; and the stack
+ * (with its CUDA leaf) that names it. */
+struct rest_to {
+	enum finding_kind kind;
+	uint32_t stack_id;
+	uint16_t leaf;
+};
+
+/* The idle interval [a, b) of thread tid: its causes, kept in p->idle
+ * (callers go in time order) and summed into p. */
+static int attribute(struct ctx *c, uint64_t a, uint64_t b, uint32_t tid,
+		     const struct rest_to *rest_to)
 {
 	struct fx_proc *p = c->p;
-	const struct fx_ev *opener = &p->ev[iv->opener];
-	uint32_t tid = opener->tid;
-	uint64_t a = iv->a, b = iv->b, len = b - a;
+	uint64_t len = b - a;
 	size_t first = lower_bound(p->ev, p->n, a);
 	uint64_t kind_ns[FIND_IDLE_KINDS] = { 0 };
 	uint64_t claimed = 0, other_sc = 0;
@@ -496,20 +543,25 @@ static int attribute(struct ctx *c, const struct interval *iv)
 	saved |= ck_ns > 0;
 	p->e.ck_saves += (uint64_t)saved;
 	uint64_t unexplained = other_sc;
-	if (opener->type == FXE_SYNC && c->have_samples) {
-		kind_ns[FIND_HOST_SYNC] += other_ns;
+	if (rest_to->kind != FIND_KINDS && c->have_samples) {
+		kind_ns[rest_to->kind] += other_ns;
 		if (other_ns) {
-			p->e.hs_gaps++;
-			p->e.hs_ns += other_ns;
-			if (other_ns > p->e.hs_max_ns)
-				p->e.hs_max_ns = other_ns;
-			if (add_where(p, FIND_HOST_SYNC, FX_WHERE_WHOLE, opener->stack_id,
-				      opener->what, other_ns))
+			if (rest_to->kind == FIND_HOST_SYNC) {
+				p->e.hs_gaps++;
+				p->e.hs_ns += other_ns;
+				if (other_ns > p->e.hs_max_ns)
+					p->e.hs_max_ns = other_ns;
+			} else {
+				p->e.lb_gaps++;
+				p->e.lb_gap_ns += other_ns;
+			}
+			if (add_where(p, rest_to->kind, FX_WHERE_WHOLE, rest_to->stack_id,
+				      rest_to->leaf, other_ns))
 				return -1;
 		}
 	} else {
 		unexplained += other_ns;
-		if (opener->type != FXE_SYNC)
+		if (rest_to->kind == FIND_KINDS)
 			p->e.implicit_ns += other_ns;
 		else
 			p->e.no_sample_ns += other_ns;
@@ -546,6 +598,140 @@ enum finding_kind findings_idle_cause(const struct findings_idle_interval *iv)
 			best_ns = iv->kind_ns[k];
 		}
 	return iv->unexplained_ns > best_ns ? FIND_KINDS : best;
+}
+
+/* ---- launch-bound runs ------------------------------------------------------------ */
+
+#define LB_MIN_LAUNCHES 16
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Whether the synchronize sync waited for the work of stream `stream` on
+ * `device` (-1: unknown, taken to match). */
+static int sync_covers(const struct fx_ev *sync, uint64_t stream, int16_t device)
+{
+	int same_device = sync->device < 0 || device < 0 || sync->device == device;
+	if (sync->what == FR_CUDA_DEVICE_SYNC)
+		return same_device;
+	if (sync->what == FR_CUDA_STREAM_SYNC)
+		return same_device && sync->stream == stream;
+	return 0; /* an event's stream is not known here */
+}
+
+/* The run of device work from marks[from] (the launch that ended an idle
+ * interval) to marks[to] (the synchronize `opener`, which opens the next):
+ * when the host set its pace (the rule at the top), the gaps the replayed
+ * GPU idled in, attributed.  Not a launch-bound run: nothing. */
+static int launch_run(struct ctx *c, const struct mark *marks, size_t from, size_t to,
+		      const struct fx_ev *opener)
+{
+	struct fx_proc *p = c->p;
+	size_t n = 0;
+	for (size_t i = from; i < to; i++)
+		n += !marks[i].open;
+	if (opener->type != FXE_SYNC || n < LB_MIN_LAUNCHES)
+		return 0;
+	uint32_t *items = malloc(n * sizeof(*items));
+	uint64_t *gaps = malloc(n * sizeof(*gaps));
+	int rc = -1;
+	if (!items || !gaps)
+		goto out;
+	n = 0;
+	int mixed = 0;
+	const struct fx_ev *outer = NULL;
+	for (size_t i = from; i < to; i++) {
+		if (marks[i].open)
+			continue;
+		const struct fx_ev *e = &p->ev[marks[i].ev];
+		if (outer && e->tid == outer->tid && e->t0 < outer->t1)
+			continue; /* a driver launch inside the runtime's: one launch */
+		outer = e;
+		if (e->type == FXE_WORK &&
+		    fr_func_class_of(FR_PROBE_CUDA, e->what) == FR_FN_GRAPH_LAUNCH)
+			mixed = 1; /* a graph is many kernels in one launch */
+		if (n && (e->stream != p->ev[items[0]].stream || e->device != p->ev[items[0]].device))
+			mixed = 1;
+		items[n++] = marks[i].ev;
+	}
+	rc = 0;
+	if (n < LB_MIN_LAUNCHES)
+		goto out;
+	const struct fx_ev *first = &p->ev[items[0]], *last = &p->ev[items[n - 1]];
+	if (mixed || !sync_covers(opener, first->stream, first->device)) {
+		p->e.lb_mixed++;
+		goto out;
+	}
+	for (size_t i = 0; i + 1 < n; i++)
+		gaps[i] = p->ev[items[i + 1]].t0 - p->ev[items[i]].t0;
+	qsort(gaps, n - 1, sizeof(*gaps), u64_cmp);
+	uint64_t wait = opener->t1 - opener->t0, median_gap = gaps[(n - 1) / 2];
+	if (wait >= median_gap || opener->t1 <= last->t0)
+		goto out; /* work was still queued: the GPU, not the host, set the pace */
+	uint64_t bound = opener->t1 - last->t0, end = 0, launch_ns = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct fx_ev *e = &p->ev[items[i]];
+		launch_ns += e->t1 - e->t0;
+		uint64_t start = e->t0 > end ? e->t0 : end;
+		end = start + bound;
+		if (i + 1 == n)
+			break;
+		const struct fx_ev *next = &p->ev[items[i + 1]];
+		struct rest_to rest = { .kind = FIND_LAUNCH_BOUND, .stack_id = next->stack_id,
+					.leaf = next->what };
+		if (next->t0 > end)
+			rc = attribute(c, end, next->t0, next->tid, &rest);
+	}
+	p->e.lb_steps++;
+	p->e.lb_launches += n;
+	p->e.lb_launch_ns += launch_ns;
+	p->e.lb_span_ns += last->t0 - first->t0;
+	p->e.lb_wait_ns += wait;
+	p->e.lb_bound_ns += bound;
+out:
+	free(items);
+	free(gaps);
+	return rc;
+}
+
+/* ---- streams and devices ---------------------------------------------------------- */
+
+/* The events are sorted by entry (fx_idle_attribute).  A driver call
+ * inside a runtime call of the same thread is the same work: only the
+ * outer one counts, so a handle the runtime hands the driver in another
+ * form cannot make a second stream. */
+int fx_streams_of(struct fx_proc *p)
+{
+	struct hmap streams, devices, outer_end; /* outer_end: tid -> the outer call's return */
+	hmap_init(&streams);
+	hmap_init(&devices);
+	hmap_init(&outer_end);
+	int rc = 0;
+	for (size_t i = 0; i < p->n && !rc; i++) {
+		const struct fx_ev *e = &p->ev[i];
+		if (e->type > FXE_WORK)
+			continue; /* not a CUDA call */
+		uint64_t *end = hmap_slot(&outer_end, e->tid, 0, NULL);
+		if (!end || !hmap_slot(&devices, (uint64_t)(int64_t)e->device, 0, NULL)) {
+			rc = -1;
+			break;
+		}
+		if (e->t0 < *end)
+			continue; /* nested */
+		*end = e->t1;
+		if ((e->type == FXE_WORK || (e->type == FXE_COPY && e->async)) &&
+		    !hmap_slot(&streams, (uint64_t)(int64_t)e->device, e->stream, NULL))
+			rc = -1;
+	}
+	p->streams = (uint32_t)streams.count;
+	p->devices = (uint32_t)devices.count;
+	hmap_free(&streams);
+	hmap_free(&devices);
+	hmap_free(&outer_end);
+	return rc;
 }
 
 /* ---- the process ---------------------------------------------------------------- */
@@ -615,9 +801,13 @@ int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer
 	hmap_init(&c.sample_class);
 	int rc = 0, idle = 0;
 	struct interval iv = { 0 };
+	size_t run_from = SIZE_MAX; /* the mark that ended the last interval */
 	for (size_t i = 0; i < n_marks && !rc; i++) {
 		if (marks[i].open) {
 			if (!idle) {
+				/* the run of work since the last interval, before this one */
+				if (run_from != SIZE_MAX)
+					rc = launch_run(&c, marks, run_from, i, &p->ev[marks[i].ev]);
 				idle = 1;
 				iv.a = marks[i].t;
 				iv.opener = marks[i].ev;
@@ -625,8 +815,14 @@ int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer
 		} else if (idle) {
 			idle = 0;
 			iv.b = marks[i].t;
+			run_from = i;
+			const struct fx_ev *opener = &p->ev[iv.opener];
+			struct rest_to to = {
+				.kind = opener->type == FXE_SYNC ? FIND_HOST_SYNC : FIND_KINDS,
+				.stack_id = opener->stack_id, .leaf = opener->what,
+			};
 			if (iv.b > iv.a)
-				rc = attribute(&c, &iv);
+				rc = attribute(&c, iv.a, iv.b, opener->tid, &to);
 		}
 	}
 	free(marks);

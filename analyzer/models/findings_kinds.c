@@ -2,9 +2,10 @@
  * and the order of /work/shared/CLI.md.  Not the idle analysis
  * (findings_idle.c) nor output (cmd_findings.c).
  *
- *   dataloader, pageable_copy, sync_checkpoint, host_sync
- *                 idle time findings_idle.c attributed to them; a process
- *                 is named when the kind takes >= 1% of its wall time
+ *   dataloader, pageable_copy, sync_checkpoint, host_sync, launch_bound
+ *                 idle time findings_idle.c attributed to them (its rules,
+ *                 launch_bound's included); a process is named when the
+ *                 kind takes >= 1% of its wall time
  *   straggler     the stragglers model's verdict: the other ranks wait
  *                 cost_ms_per_step in every step since it began, each
  *   oom           failed device allocations (model_mem)
@@ -12,9 +13,13 @@
  *                 device allocations it made (8 when the steps are
  *                 unknown): memory that grows with the steps (model_mem)
  *   rdma_errors   error completions, flushes excluded (model_rdma)
- * The last three have no idle cost (cost_ms null).  Findings with a cost
- * come first, most costly first, those under FINDINGS_MIN_SHARE are kept
- * apart (`below`); then oom, rdma_errors, memory_leak (most severe first).
+ * The last three have no idle cost (cost_ms null).  small_batch is never
+ * evaluated (list_not_evaluated says why).  Findings with a cost come
+ * first, most costly first, those under FINDINGS_MIN_SHARE are kept apart
+ * (`below`); then oom, rdma_errors, memory_leak (most severe first).  The
+ * threshold holds for every costed kind alike; launch_bound stays at 0 in
+ * a healthy run because a GPU-bound step's closing synchronize waits
+ * longer than a launch gap.
  * Steps: step markers, else the NCCL collective period (stragglers
  * model), else the period of the synchronizing calls, else 1 (the whole
  * run, said as steps_from "none"). */
@@ -38,7 +43,7 @@
 const char *finding_kind_name(enum finding_kind k)
 {
 	static const char *const names[FIND_KINDS] = {
-		"dataloader", "pageable_copy", "sync_checkpoint", "host_sync",
+		"dataloader", "pageable_copy", "sync_checkpoint", "host_sync", "launch_bound",
 		"straggler", "oom", "memory_leak", "rdma_errors",
 	};
 	return (unsigned)k < FIND_KINDS ? names[k] : "?";
@@ -62,6 +67,11 @@ static const char *const fixes[FIND_KINDS] = {
 		".cpu(), .tolist() or printing tensors each step; read metrics every N steps), "
 		"and order work with events (cudaEventRecord/cudaStreamWaitEvent) instead of "
 		"stream or device synchronizes",
+	[FIND_LAUNCH_BOUND] =
+		"issue fewer, larger kernels: capture the step in a CUDA graph "
+		"(torch.compile(mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), fuse small ops "
+		"(torch.compile; fused/foreach optimizers: Adam(fused=True)), or give each kernel "
+		"more work (a larger batch per step)",
 	[FIND_STRAGGLER] =
 		"make the slow rank as fast as the others: balance its input and work, and check "
 		"its node (CPU contention, throttling, its NIC and links) with the evidence above",
@@ -346,6 +356,25 @@ static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t
 			 e->hs_gaps, steps ? (double)e->hs_gaps / (double)steps : 0.0,
 			 e->hs_gaps ? ms(e->hs_ns) / (double)e->hs_gaps : 0.0, ms(e->hs_max_ns));
 		break;
+	case FIND_LAUNCH_BOUND: {
+		double runs = e->lb_steps ? (double)e->lb_steps : 1.0;
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "%" PRIu64 " runs of launches paced by the host: their closing synchronize "
+			 "waited %.3f ms on average, less than the median time between launches; %.0f "
+			 "launches per run, %.3f ms apart on average (the launch calls %.1f us each), "
+			 "while each run's last kernel ran within %.3f ms; %" PRIu64 " gaps left the GPU "
+			 "idle (%.2f ms) if no kernel ran longer than that (kernel times are not recorded)",
+			 e->lb_steps, ms(e->lb_wait_ns) / runs, (double)e->lb_launches / runs,
+			 e->lb_launches > e->lb_steps
+				 ? ms(e->lb_span_ns) / (double)(e->lb_launches - e->lb_steps) : 0.0,
+			 e->lb_launches ? ms(e->lb_launch_ns) * 1e3 / (double)e->lb_launches : 0.0,
+			 ms(e->lb_bound_ns) / runs, e->lb_gaps, ms(e->lb_gap_ns));
+		if (e->lb_mixed)
+			appendf(f->evidence, sizeof(f->evidence), "; %" PRIu64 " runs of as many launches "
+				"not read (several streams, a graph launch, or a synchronize of another "
+				"stream or of an event)", e->lb_mixed);
+		break;
+	}
 	default:
 		break;
 	}
@@ -581,13 +610,39 @@ static int finding_cmp(const void *a, const void *b)
 	return (int)x->kind - (int)y->kind;
 }
 
-static void not_evaluated(struct findings_result *r, enum finding_kind k, const char *why)
+static void not_evaluated_named(struct findings_result *r, const char *kind, const char *why)
 {
 	if (r->n_not_evaluated == FINDINGS_MAX_NOT_EVALUATED)
 		return;
 	struct findings_not_evaluated *n = &r->not_evaluated[r->n_not_evaluated++];
-	n->kind = k == FIND_KINDS ? "nccl_wait" : finding_kind_name(k);
+	n->kind = kind;
 	snprintf(n->why, sizeof(n->why), "%s", why);
+}
+
+static void not_evaluated(struct findings_result *r, enum finding_kind k, const char *why)
+{
+	not_evaluated_named(r, finding_kind_name(k), why);
+}
+
+/* What is done when one process drives several streams or devices: said
+ * once, for the process with the most streams. */
+static void several_streams(struct findings_result *r)
+{
+	const struct findings_proc *most = NULL;
+	for (size_t i = 0; i < r->n_procs; i++) {
+		const struct findings_proc *p = &r->procs[i];
+		if ((p->streams > 1 || p->devices > 1) &&
+		    (!most || p->streams + p->devices > most->streams + most->devices))
+			most = p;
+	}
+	if (!most)
+		return;
+	char why[256];
+	snprintf(why, sizeof(why), "pid %u queued work on %u streams of %u device%s: idle is read "
+		 "per process, any synchronize taken to empty them all, so time another stream or "
+		 "device still ran counts as idle; launch_bound counts only one-stream runs",
+		 most->pid, most->streams, most->devices, most->devices == 1 ? "" : "s");
+	not_evaluated_named(r, "per_stream_idle", why);
 }
 
 static void list_not_evaluated(struct fx_state *m)
@@ -610,9 +665,12 @@ static void list_not_evaluated(struct fx_state *m)
 			not_evaluated(r, FIND_DATALOADER, "no CPU samples (--probes without cpu): "
 				      "decoding on the training thread not seen, only its reads and waits");
 		}
-		if (!m->samples)
+		if (!m->samples) {
 			not_evaluated(r, FIND_HOST_SYNC, "no CPU samples (--probes without cpu): the "
 				      "host's own work after a synchronize cannot be told from other waits");
+			not_evaluated(r, FIND_LAUNCH_BOUND, "no CPU samples (--probes without cpu): the "
+				      "host's work between launches cannot be told from other waits");
+		}
 	}
 	const struct stragglers_result *s = m->strag ? model_stragglers_result(m->strag) : NULL;
 	if (!m->nccl_events)
@@ -621,10 +679,16 @@ static void list_not_evaluated(struct fx_state *m)
 		not_evaluated(r, FIND_STRAGGLER, "fewer than two NCCL ranks in these traces "
 			      "(give one trace per node)");
 	if (m->nccl_events)
-		not_evaluated(r, FIND_KINDS, "idle inside blocking NCCL calls is not attributed "
-			      "yet: their time is neither a cause nor idle here");
+		not_evaluated_named(r, "nccl_wait", "idle inside blocking NCCL calls is not "
+				    "attributed yet: their time is neither a cause nor idle here");
 	if (!m->rdma_events)
 		not_evaluated(r, FIND_RDMA_ERRORS, "no RDMA verbs calls recorded (rdma probe)");
+	/* a small batch shows on the GPU (occupancy, kernel time per sample),
+	 * which no host signal measures */
+	not_evaluated_named(r, "small_batch", "kernel grid sizes and GPU occupancy are not "
+			    "recorded, and bytes copied or read per step do not tell a small batch "
+			    "from a small model; a launch_bound finding is the symptom host signals see");
+	several_streams(r);
 }
 
 static void steps_from_nccl(struct fx_state *m)
@@ -687,6 +751,8 @@ int fx_build_findings(struct fx_state *m, struct trace_set *ts, struct symbolize
 		o->unexplained_ms = ms(p->unexplained_ns);
 		o->steps = p->steps;
 		o->steps_from = p->steps_from;
+		o->streams = p->streams;
+		o->devices = p->devices;
 		o->idle = p->idle;
 		o->n_idle = p->n_idle;
 		if (!busiest || p->idle_ns > busiest->idle_ns)

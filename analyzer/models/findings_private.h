@@ -24,16 +24,32 @@ enum fx_type {
 			 indexes the state's paths; any thread of the process */
 };
 
-/* One event kept, of one process. */
+/* One event kept, of one process (48 bytes: one union instead of two
+ * fields keeps it so; the findings model holds every one in memory). */
 struct fx_ev {
 	uint64_t t0, t1;      /* entry and return, CLOCK_MONOTONIC of the file */
 	uint64_t bytes;       /* copies: bytes; syscalls: bytes transferred (ret) */
-	int64_t fd;           /* syscalls: -1 when none */
+	union {
+		int64_t fd;   /* syscalls, FXE_FDPATH: -1 when none */
+		uint64_t stream; /* CUDA calls: fx_stream_key(); a stream synchronize's
+				    is the stream it waited for */
+	};
 	uint32_t tid, stack_id;
 	uint16_t type;        /* enum fx_type */
 	uint16_t what;        /* CUDA function or syscall number */
 	uint8_t pageable, async;
+	int16_t device;       /* CUDA calls: the thread's device, -1 unknown */
 };
+
+/* A stream handle as one key: the legacy default stream (handle 0, or
+ * cudaStreamLegacy 0x1) is 0, the per-thread default stream (handle 0 in a
+ * _ptsz call, or cudaStreamPerThread 0x2) is 2, any other handle itself. */
+static inline uint64_t fx_stream_key(uint64_t handle, int ptsz)
+{
+	if (handle == 0)
+		return ptsz ? 2 : 0;
+	return handle == 1 ? 0 : handle;
+}
 
 /* Where idle went, per (kind, stack): value ns; a sample-based entry is
  * trimmed after the frame that matched its rule. */
@@ -50,6 +66,12 @@ struct fx_evidence {
 	uint64_t ck_named;        /* writes to a file with a checkpoint's name */
 	/* host_sync */
 	uint64_t hs_gaps, hs_ns, hs_max_ns;
+	/* launch_bound: the steps whose pace the host set (findings_idle.c) */
+	uint64_t lb_steps, lb_launches, lb_launch_ns, lb_wait_ns, lb_bound_ns;
+	uint64_t lb_span_ns;              /* first launch to last, summed over the runs */
+	uint64_t lb_gaps, lb_gap_ns;      /* the gaps that left the GPU idle, their idle */
+	uint64_t lb_mixed;                /* long runs of launches skipped: several streams,
+					     a graph launch, or a synchronize of another stream */
 	/* unexplained */
 	uint64_t other_syscall_ns, implicit_ns, no_sample_ns;
 };
@@ -70,6 +92,7 @@ struct fx_proc {
 	size_t n_idle, cap_idle;
 	size_t steps;
 	const char *steps_from;
+	uint32_t streams, devices; /* fx_streams_of() */
 };
 
 struct fx_state {
@@ -101,6 +124,8 @@ size_t fx_frame_match(const char *const *frames, size_t n, enum finding_kind kin
 /* p->steps and p->steps_from from its own events (markers, else the
  * period of its synchronizing calls, else 1). */
 void fx_steps_of(struct fx_proc *p);
+/* p->streams and p->devices from its CUDA calls; -1 when memory runs out. */
+int fx_streams_of(struct fx_proc *p);
 
 /* findings_kinds.c: the findings, not_evaluated and the order. */
 int fx_build_findings(struct fx_state *m, struct trace_set *ts, struct symbolizer *sym);

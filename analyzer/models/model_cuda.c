@@ -550,9 +550,10 @@ static int cuda_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *
 		if (m->on_copy) {
 			struct cuda_copy_seen seen = {
 				.file = file_index, .pid = ev.c.pid, .tid = ev.c.tid,
-				.stack_id = ev.stack_id, .func = ev.func, .dir = cell->dir,
+				.stack_id = ev.stack_id, .func = ev.func, .flags = ev.flags,
+				.device = ev.device, .dir = cell->dir,
 				.host = cell->host, .mode = cell->mode, .start_ns = start,
-				.duration_ns = dur, .bytes = ev.bytes,
+				.duration_ns = dur, .bytes = ev.bytes, .stream = ev.stream,
 			};
 			if (m->on_copy(m->on_copy_ctx, &seen))
 				return -1;

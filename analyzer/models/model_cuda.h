@@ -91,10 +91,13 @@ const struct cuda_result *model_cuda_result(const void *state);
 struct cuda_copy_seen {
 	uint32_t file, pid, tid, stack_id;
 	uint16_t func;
+	uint16_t flags;     /* the call's enum fr_cuda_flags (_ptsz variant) */
+	int32_t device;     /* the thread's device, -1 unknown */
 	enum cuda_dir dir;
 	enum cuda_host host;
 	enum cuda_mode mode;
 	uint64_t start_ns, duration_ns, bytes;
+	uint64_t stream;    /* the stream handle an async copy names (0 for the others) */
 };
 /* A nonzero return stops the pass as out of memory would. */
 typedef int (*cuda_copy_fn)(void *ctx, const struct cuda_copy_seen *c);

@@ -5,7 +5,7 @@
  * copies, system calls and CPU samples.  The analysis is in
  * findings_idle.c, the rules in findings_kinds.c.
  *
- * Memory: the kept events grow with the recording (about 56 bytes each);
+ * Memory: the kept events grow with the recording (48 bytes each);
  * they are sorted at finish because the recorder writes a call when it
  * returns, not when it starts.  A streaming version would close an idle
  * interval once every thread's events are past it. */
@@ -86,6 +86,12 @@ static int is_implicit_sync(uint16_t func)
 	return 0;
 }
 
+/* Device ordinals fit 16 bits; anything else reads as unknown. */
+static int16_t device16(int32_t device)
+{
+	return device >= 0 && device <= INT16_MAX ? (int16_t)device : -1;
+}
+
 static int on_copy(void *ctx, const struct cuda_copy_seen *c)
 {
 	struct fx_state *m = ctx;
@@ -93,9 +99,11 @@ static int on_copy(void *ctx, const struct cuda_copy_seen *c)
 	if (!p)
 		return -1;
 	struct fx_ev e = {
-		.t0 = c->start_ns, .t1 = c->start_ns + c->duration_ns, .bytes = c->bytes, .fd = -1,
+		.t0 = c->start_ns, .t1 = c->start_ns + c->duration_ns, .bytes = c->bytes,
+		.stream = fx_stream_key(c->stream, c->flags & FR_CUDAF_PTSZ),
 		.tid = c->tid, .stack_id = c->stack_id, .type = FXE_COPY, .what = c->func,
 		.pageable = c->host == CUDA_HOST_PAGEABLE, .async = c->mode == CUDA_MODE_ASYNC,
+		.device = device16(c->device),
 	};
 	return fx_push(p, &e);
 }
@@ -133,9 +141,12 @@ static int feed_cuda(struct fx_state *m, uint32_t file, const struct fr_rec_hdr 
 	struct fx_proc *p = fx_proc_get(m, file, ev.c.pid);
 	if (!p)
 		return -1;
+	/* the stream: a stream synchronize names the one it waited for in ptr */
+	uint64_t handle = ev.func == FR_CUDA_STREAM_SYNC ? ev.ptr : ev.stream;
 	struct fx_ev e = {
-		.t0 = ev.c.ts_ns, .t1 = ev.c.ts_ns + ev.duration_ns, .fd = -1, .tid = ev.c.tid,
-		.stack_id = ev.stack_id, .type = type, .what = ev.func,
+		.t0 = ev.c.ts_ns, .t1 = ev.c.ts_ns + ev.duration_ns,
+		.stream = fx_stream_key(handle, ev.flags & FR_CUDAF_PTSZ), .tid = ev.c.tid,
+		.stack_id = ev.stack_id, .type = type, .what = ev.func, .device = device16(ev.device),
 	};
 	return fx_push(p, &e);
 }
@@ -225,7 +236,8 @@ static int fx_finish(void *state, struct trace_set *ts, struct frec_error *err)
 	if (m->n_procs && !(sym = trace_set_symbolizer(ts, err)))
 		return -1;
 	for (size_t i = 0; i < m->n_procs; i++) {
-		if (fx_idle_attribute(&m->procs[i], ts, sym, m->samples > 0, m->paths))
+		if (fx_idle_attribute(&m->procs[i], ts, sym, m->samples > 0, m->paths) ||
+		    fx_streams_of(&m->procs[i]))
 			goto oom;
 		fx_steps_of(&m->procs[i]);
 	}

@@ -18,7 +18,10 @@ extern const struct model_ops model_findings_ops;
  * processes is not listed: on the stand-in, the clean run of
  * samples/train_causes leaves under 1% of residual idle (loop overhead
  * between a synchronize and the next launch), so 3% separates a cause
- * from that noise with room for a recorder's overhead. */
+ * from that noise with room for a recorder's overhead.  launch_bound
+ * needs no other threshold: in a healthy (GPU-bound) step the closing
+ * synchronize waits longer than a launch gap, and the run is not counted
+ * at all (test_analyzer_findings: the GPU-bound run). */
 #define FINDINGS_MIN_SHARE 0.03
 
 enum finding_kind {
@@ -26,6 +29,7 @@ enum finding_kind {
 	FIND_PAGEABLE_COPY,
 	FIND_SYNC_CHECKPOINT,
 	FIND_HOST_SYNC,
+	FIND_LAUNCH_BOUND,
 	FIND_IDLE_KINDS,           /* the kinds above are costed in idle time */
 	FIND_STRAGGLER = FIND_IDLE_KINDS,
 	FIND_OOM,
@@ -76,6 +80,9 @@ struct findings_proc {
 	double unexplained_ms;     /* idle_ms minus every kind_ms */
 	size_t steps;
 	const char *steps_from;    /* "marker", "collective_period", "sync_period", "none" */
+	uint32_t streams;          /* distinct (device, stream) its launches and async
+				      copies went to */
+	uint32_t devices;          /* distinct devices of its CUDA calls (-1, unknown, is one) */
 	/* its idle intervals in time order (intervals of them), owned by the
 	 * model: for outputs that draw them (the timeline) */
 	const struct findings_idle_interval *idle;

@@ -65,6 +65,14 @@ void out_findings_json(FILE *out, const struct findings_result *r)
 		fprintf(out, "%s\"%u\":", i ? "," : "", r->procs[i].pid);
 		json_num(out, r->procs[i].unexplained_ms);
 	}
+	/* what each process drove: with more than one stream or device its
+	 * idle is an upper bound (not_evaluated's per_stream_idle says why) */
+	fputs("},\"streams\":{", out);
+	for (size_t i = 0; i < r->n_procs; i++)
+		fprintf(out, "%s\"%u\":%u", i ? "," : "", r->procs[i].pid, r->procs[i].streams);
+	fputs("},\"devices\":{", out);
+	for (size_t i = 0; i < r->n_procs; i++)
+		fprintf(out, "%s\"%u\":%u", i ? "," : "", r->procs[i].pid, r->procs[i].devices);
 	fputs("},\"not_evaluated\":[", out);
 	for (size_t i = 0; i < r->n_not_evaluated; i++) {
 		fputs(i ? ",{\"kind\":" : "{\"kind\":", out);

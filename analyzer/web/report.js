@@ -150,6 +150,7 @@
 	var KIND_TITLE = {
 		dataloader: 'Data loading on the training thread', pageable_copy: 'Copies from pageable memory',
 		sync_checkpoint: 'Checkpoint saved on the training thread', host_sync: 'Host work after a synchronize',
+		launch_bound: 'Kernels launched slower than the GPU runs them',
 		straggler: 'Straggler rank', oom: 'Out of device memory', memory_leak: 'Device memory leak',
 		rdma_errors: 'RDMA errors'
 	};
@@ -197,7 +198,7 @@
 			el('strong', null, 'Fix: ', fx);
 			el('span', null, f.fix, fx);
 		});
-		var idle = F.gpu_idle_ms || {}, unexp = F.unexplained_ms || {};
+		var idle = F.gpu_idle_ms || {}, unexp = F.unexplained_ms || {}, streams = F.streams || {};
 		var pids = Object.keys(idle);
 		el('h3', null, 'GPU idle per process', s);
 		if (!pids.length) empty(s, 'No process drove a GPU (no CUDA synchronizes or launches in this trace).');
@@ -208,13 +209,14 @@
 				{ title: 'Process', key: 'comm' },
 				{ title: 'GPU idle', key: 'idle_ms', num: true, fmt: function (v) { return v.toFixed(3) + ' ms'; } },
 				{ title: 'Of wall', key: 'idle_share', num: true, fmt: function (v) { return (100 * v).toFixed(1) + '%'; } },
-				{ title: 'Unexplained', key: 'unexplained_ms', num: true, fmt: function (v) { return v.toFixed(3) + ' ms'; } }
+				{ title: 'Unexplained', key: 'unexplained_ms', num: true, fmt: function (v) { return v.toFixed(3) + ' ms'; } },
+				{ title: 'Streams', key: 'streams', num: true }
 			], pids.map(function (p) {
 				var pr = null;
 				procs.forEach(function (x) { if (String(x.pid) === p && !pr) pr = x; });
 				return { pid: Number(p), comm: pr ? pr.comm : null, idle_ms: idle[p],
 					idle_share: F.wall_ms > 0 && idle[p] !== null ? idle[p] / F.wall_ms : null,
-					unexplained_ms: unexp[p] };
+					unexplained_ms: unexp[p], streams: streams[p] === undefined ? null : streams[p] };
 			})).id = 'fr-findings-idle';
 		}
 		if ((F.below || []).length) {

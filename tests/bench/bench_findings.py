@@ -19,9 +19,10 @@ import sys
 import tempfile
 
 KIND_OF = {"dataloader": "dataloader", "pageable": "pageable_copy",
-           "checkpoint": "sync_checkpoint", "host_sync": "host_sync"}
-CASES = [["dataloader"], ["pageable"], ["checkpoint"], ["host_sync"],
-         ["dataloader", "pageable"], ["checkpoint", "host_sync"]]
+           "checkpoint": "sync_checkpoint", "host_sync": "host_sync",
+           "launch_bound": "launch_bound"}
+CASES = [["dataloader"], ["pageable"], ["checkpoint"], ["host_sync"], ["launch_bound"],
+         ["dataloader", "pageable"], ["checkpoint", "host_sync"], ["launch_bound", "dataloader"]]
 
 
 def main():

@@ -1,11 +1,17 @@
 /* Writes the traces tests/browser/report.test.js turns into reports:
  * OUTDIR/report.frec (the standard synthetic trace of the unit tests plus
- * CUDA copies and drops) and OUTDIR/hostile.frec (a process whose function,
- * command line and library path are markup).  Not a test itself. */
+ * CUDA copies and drops), OUTDIR/hostile.frec (a process whose function,
+ * command line and library path are markup), OUTDIR/models.frec (every
+ * model section), OUTDIR/findings.frec (the findings trace's pid 500 and
+ * the launch-bound pid 510 of test_analyzer_findings_trace.h: host_sync
+ * 26 + 10.84 ms, launch_bound 14.25 ms, pageable_copy 10 ms) and
+ * OUTDIR/healthy.frec (pid 510 with the GPU behind: no finding above the
+ * threshold, host_sync under it).  Not a test itself. */
 #include <stdio.h>
 
 #include "test_analyzer_common.h"
 #include "test_analyzer_models_trace.h"
+#include "test_analyzer_findings_trace.h"
 
 #define HOSTILE "<img src=x onerror=alert(1)>"
 
@@ -60,5 +66,20 @@ int main(int argc, char **argv)
 		return 1;
 	std_trace_body(&s);
 	models_trace_body(&s);
+	if (synth_close(&s, 0, 0))
+		return 1;
+	/* what to fix first: three findings, in cost order */
+	snprintf(path, sizeof(path), "%s/findings.frec", argv[1]);
+	if (synth_open(&s, path))
+		return 1;
+	findings_trace_body(&s, 2000000000ull);
+	findings_launch_body(&s, 2000000000ull, LAUNCH_BOUND, 1);
+	if (synth_close(&s, 0, 0))
+		return 1;
+	/* and none */
+	snprintf(path, sizeof(path), "%s/healthy.frec", argv[1]);
+	if (synth_open(&s, path))
+		return 1;
+	findings_launch_body(&s, 2000000000ull, LAUNCH_GPU_BOUND, 1);
 	return synth_close(&s, 0, 0) ? 1 : 0;
 }

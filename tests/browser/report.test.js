@@ -11,8 +11,14 @@
  * slider moves the instant of the in-use flame graph), CUDA (self time,
  * pinned/pageable copies, async-then-sync), stragglers (verdict, rank x step
  * heatmap) and RDMA (connections, latency chart).
+ * What to fix first: the findings trace (test_analyzer_findings_trace.h)
+ * shows its three findings in cost order (host_sync 36.84 ms, launch_bound
+ * 14.25 ms, pageable_copy 10 ms), each with its kind, cost, per step,
+ * share and the fix `findings --json` gives; the healthy trace says no
+ * finding is above the threshold (and names what is under it).
  * Screenshots land in OUTDIR (report.png, report-zoomed.png, hostile.png,
- * models.png, models-memory.png, models-stragglers.png, models-rdma.png).
+ * models.png, models-memory.png, models-stragglers.png, models-rdma.png,
+ * findings.png, findings-healthy.png).
  *
  * Not for: the numbers (tests/unit/test_analyzer_report.c) or downloading
  * browsers: exits 77 (ctest SKIP) without /usr/bin/chromium (or
@@ -56,9 +62,12 @@ function check(cond, what) {
 
 fs.mkdirSync(outDir, { recursive: true });
 execFileSync(makeTrace, [outDir], { stdio: 'inherit' });
-for (const name of ['report', 'hostile', 'models'])
+for (const name of ['report', 'hostile', 'models', 'findings', 'healthy'])
 	execFileSync(analyze, ['report', path.join(outDir, name + '.frec'), '-o', path.join(outDir, name + '.html')],
 		{ stdio: 'inherit' });
+/* what the CLI says of the findings trace: the page must show the same */
+const findingsJson = JSON.parse(execFileSync(analyze, ['findings', path.join(outDir, 'findings.frec'), '--json'],
+	{ encoding: 'utf8' }));
 
 async function openPage(ctx, file, state) {
 	const page = await ctx.newPage();
@@ -233,6 +242,74 @@ async function testModels(ctx, state) {
 	await page.close();
 }
 
+/* The findings section as a user sees it: each finding's box in page order. */
+function findingBoxes() {
+	const text = (e, sel) => { const x = e.querySelector(sel); return x ? x.textContent : null; };
+	const card = (box, label) => {
+		const c = Array.from(box.querySelectorAll('.fr-card')).find((k) => k.querySelector('.fr-k').textContent === label);
+		return c ? { v: c.getAttribute('data-v'), shown: c.querySelector('.fr-v').textContent } : null;
+	};
+	const sec = document.getElementById('findings');
+	return {
+		title: text(sec, 'h2'),
+		none: text(sec, '.fr-findings-none'),
+		below: text(sec, '.fr-findings-below'),
+		notEvaluated: text(sec, '#fr-findings-not-evaluated'),
+		idleTable: text(sec, '#fr-findings-idle'),
+		boxes: Array.from(sec.querySelectorAll('#fr-findings-list .fr-finding-item')).map((b) => ({
+			kind: b.getAttribute('data-kind'),
+			heading: text(b, 'h3'),
+			n: text(b, '.fr-finding-n'),
+			shownKind: text(b, '.fr-finding-kind'),
+			cost: card(b, 'GPU idle'), perStep: card(b, 'Per step'), share: card(b, 'Share'),
+			procs: card(b, 'Processes'),
+			where: text(b, '.fr-where span'),
+			fix: text(b, '.fr-fix span'),
+			visible: b.getBoundingClientRect().height > 0,
+		})),
+	};
+}
+
+async function testFindings(ctx, state) {
+	const page = await openPage(ctx, 'findings.html', state);
+	const f = await page.evaluate(findingBoxes);
+	const want = [['host_sync', 36.84], ['launch_bound', 14.25], ['pageable_copy', 10]];
+	check(f.title === 'What to fix first', 'findings section title: ' + f.title);
+	check(f.none === null, 'findings trace: no "no finding" line: ' + f.none);
+	check(JSON.stringify(f.boxes.map((b) => b.kind)) === JSON.stringify(want.map((w) => w[0])),
+		'findings in cost order: ' + JSON.stringify(f.boxes.map((b) => b.kind)));
+	const costs = f.boxes.map((b) => (b.cost ? Number(b.cost.v) : NaN));
+	check(costs.every((c, i) => i === 0 || c <= costs[i - 1]), 'costs descend: ' + JSON.stringify(costs));
+	f.boxes.forEach((b, i) => {
+		const w = want[i] || [], cli = findingsJson.findings[i] || {};
+		check(b.visible && b.n === (i + 1) + '. ' && b.shownKind === w[0], 'finding ' + (i + 1) + ' numbered, kind shown: ' + b.heading);
+		check(b.heading.includes('— ') && !b.heading.endsWith('— ' + w[0]), 'finding ' + (i + 1) + ' has a title: ' + b.heading);
+		check(b.cost && Math.abs(Number(b.cost.v) - w[1]) < 1e-9 && b.cost.shown === w[1].toFixed(3) + ' ms',
+			'finding ' + (i + 1) + ' cost ' + w[1] + ' ms: ' + JSON.stringify(b.cost));
+		check(b.perStep && Number(b.perStep.v) === cli.cost_ms_per_step && b.share && Number(b.share.v) === cli.share,
+			'finding ' + (i + 1) + ' per step and share as the CLI: ' + JSON.stringify([b.perStep, b.share]));
+		check(b.fix && b.fix === cli.fix && b.fix.length > 40, 'finding ' + (i + 1) + ' fix as the CLI: ' + b.fix);
+		check(b.where === cli.where.join(' → '), 'finding ' + (i + 1) + ' where: ' + b.where);
+	});
+	check(f.boxes.length === 3 && f.boxes[1].fix.startsWith('issue fewer, larger kernels') &&
+		f.boxes[1].where.includes('run_small_ops') && f.boxes[1].procs.shown === '510',
+		'launch_bound: its fix, culprit and process');
+	check(f.boxes.length === 3 && f.boxes[2].fix.includes('pin_memory=True'), 'pageable_copy fix');
+	check(f.idleTable && f.idleTable.includes('500') && f.idleTable.includes('510') && f.idleTable.includes('40.000 ms'),
+		'GPU idle per process: ' + f.idleTable);
+	check(f.notEvaluated && f.notEvaluated.includes('small_batch'), 'small_batch listed as not evaluated');
+	await (await page.$('#findings')).screenshot({ path: path.join(outDir, 'findings.png') });
+	await page.close();
+
+	const healthy = await openPage(ctx, 'healthy.html', state);
+	const h = await healthy.evaluate(findingBoxes);
+	check(h.boxes.length === 0, 'healthy: no finding box: ' + h.boxes.length);
+	check(h.none === 'No finding above 3% of wall time.', 'healthy: says no finding: ' + h.none);
+	check(h.below && h.below.includes('host_sync 1.0 ms (2.0%)'), 'healthy: what is under the threshold: ' + h.below);
+	await (await healthy.$('#findings')).screenshot({ path: path.join(outDir, 'findings-healthy.png') });
+	await healthy.close();
+}
+
 async function main() {
 	const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'flightrec-chromium-'));
 	const state = { errors: [], requests: [], dialogs: [], blocked: 0 };
@@ -253,6 +330,7 @@ async function main() {
 		await testReport(ctx, state);
 		await testHostile(ctx, state);
 		await testModels(ctx, state);
+		await testFindings(ctx, state);
 	} finally {
 		if (ctx) await ctx.close();
 		fs.rmSync(profile, { recursive: true, force: true });

@@ -1,12 +1,14 @@
 """`flightrec-analyze findings` on real recordings of samples/train_causes
 (the stand-in libcudart's fake GPU runs each kernel for a fixed time):
-each cause switched on alone is the first finding and names its culprit
-function in `where`, with a cost that is part of its process's GPU idle
-time; two causes together are both found and costed; the clean run has no
-finding above the threshold.  How close each cost comes to the time the
-sample measured spending in the cause is a measurement, made by
-tests/bench/bench_findings.py, not asserted here.  Recorded with
---probes cpu,syscalls,cuda --freq 999, as `findings --help` advises."""
+each cause switched on alone (launch_bound too: many small kernels issued
+slower than the fake GPU runs them) is the first finding and names its
+culprit function in `where`, with a cost that is part of its process's GPU
+idle time; two causes together are both found and costed; the clean run has
+no finding above the threshold, and no launch_bound even under it.  How
+close each cost comes to the time the sample measured spending in the cause
+is a measurement, made by tests/bench/bench_findings.py, not asserted here.
+Recorded with --probes cpu,syscalls,cuda --freq 999, as `findings --help`
+advises."""
 import json
 import os
 import re
@@ -14,9 +16,11 @@ import frtest
 
 STEPS = 40
 KIND_OF = {"dataloader": "dataloader", "pageable": "pageable_copy",
-           "checkpoint": "sync_checkpoint", "host_sync": "host_sync"}
+           "checkpoint": "sync_checkpoint", "host_sync": "host_sync",
+           "launch_bound": "launch_bound"}
 CULPRIT = {"dataloader": "decode_batch", "pageable_copy": "stage_input_pageable",
-           "sync_checkpoint": "save_checkpoint", "host_sync": "read_loss"}
+           "sync_checkpoint": "save_checkpoint", "host_sync": "read_loss",
+           "launch_bound": "optimizer_step"}
 CLI_KEYS = {"steps", "wall_ms", "gpu_idle_ms", "unexplained_ms", "not_evaluated", "findings"}
 FINDING_KEYS = {"kind", "cost_ms", "cost_ms_per_step", "share", "pids", "ranks", "where",
                 "evidence", "fix"}
@@ -65,11 +69,13 @@ class Findings(frtest.Case):
         self.check_shape(js)
         self.assertEqual(js["findings"], [], js)
         self.assertIn("no finding above 3%", text)
+        # launch_bound too stays away: 4 launches a step, and the GPU is behind
+        self.assertNotIn("launch_bound", [f["kind"] for f in js["below"]], js["below"])
         kinds = {n["kind"] for n in js["not_evaluated"]}
         self.assertIn("straggler", kinds)  # no NCCL in this job, and it says so
 
     def test_each_cause_alone_is_first(self):
-        for cause in ["dataloader", "pageable", "checkpoint", "host_sync"]:
+        for cause in ["dataloader", "pageable", "checkpoint", "host_sync", "launch_bound"]:
             with self.subTest(cause=cause):
                 js, truth, text = run_case(cause, [cause])
                 self.check_shape(js)
@@ -84,7 +90,8 @@ class Findings(frtest.Case):
                                      js["findings"][0])
 
     def test_two_causes_together(self):
-        for causes in (["dataloader", "pageable"], ["checkpoint", "host_sync"]):
+        for causes in (["dataloader", "pageable"], ["checkpoint", "host_sync"],
+                       ["launch_bound", "dataloader"]):
             with self.subTest(causes=causes):
                 js, truth, _ = run_case("_".join(causes), causes)
                 self.check_shape(js)

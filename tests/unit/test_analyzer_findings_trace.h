@@ -1,5 +1,5 @@
-/* A process that makes its GPU wait, for the outputs' findings tests
- * (report, sqlite, timeline).  Not a test itself.
+/* Processes that make their GPU wait, for the findings tests (the model's,
+ * report, sqlite, timeline, the browser's).  Not a test itself.
  *
  * pid 500 ("gpujob"), one thread, FINDINGS_STEPS steps of 5 ms from base:
  * a launch, a cudaDeviceSynchronize returning 1 ms in (the device is empty:
@@ -62,6 +62,105 @@ static inline void findings_trace_body(struct synth *s, uint64_t base)
 		}
 	}
 	uint64_t end = base + (uint64_t)FINDINGS_STEPS * 5 * ms + 10000;
+	if (end > s->ts_ns)
+		s->ts_ns = end;
+}
+
+/* A process that issues many small kernels (findings_launch_body), pid
+ * LAUNCH_PID ("smallops"), LAUNCH_STEPS steps from base, on one thread.
+ * Before the first step a cudaDeviceSynchronize returns 90 us before base
+ * (an idle interval of 90 us, host_sync: no sample in it).  Each step k,
+ * from t = base + k * step:
+ *   20 cudaLaunchKernel 100 us apart (5 us each; the 11th carries stack
+ *   main;train_step;run_small_ops, the others none, as unsampled launches
+ *   do), a CPU sample in dispatch_op 50 us after each launch;
+ *   cudaStreamSynchronize 10 us after the last launch, then an idle
+ *   interval to the next step's first launch (a CPU sample in train_step
+ *   in its middle: host_sync); a last launch after the last step.
+ * LAUNCH_BOUND: steps of 3 ms, the synchronize waits 15 us (less than the
+ *   100 us between launches: the host set the pace), so the last kernel
+ *   ran within 25 us; replayed at 25 us each, every one of the 19 gaps
+ *   leaves 75 us idle: launch_bound 1.425 ms a step, 14.25 ms in all;
+ *   host_sync 0.09 + 10 x 1.075 = 10.84 ms; wall 30.1 ms.
+ * LAUNCH_GPU_BOUND (a healthy run): steps of 5 ms, the synchronize waits
+ *   3 ms (the GPU was behind): no launch_bound; host_sync 0.09 + 10 x 0.09
+ *   = 0.99 ms of 50.1 ms wall (2%: under the threshold).
+ * Without samples (samples = 0) the idle is the same and unexplained: no
+ *   CPU sample says the host was working rather than waiting.
+ * LAUNCH_TWO_STREAMS: LAUNCH_BOUND's times, but every other launch goes to
+ *   a second stream and the synchronize waits for the first only: no
+ *   launch_bound (the synchronize says nothing of the other stream's
+ *   kernels), and the process counts 2 streams.
+ * LAUNCH_NESTED: LAUNCH_BOUND with a cuLaunchKernel inside each
+ *   cudaLaunchKernel (1 us in, 3 us long) naming the stream in another
+ *   form, as a runtime calling the probed driver does: the same answers
+ *   (one launch each, one stream). */
+#define LAUNCH_PID 510
+#define LAUNCH_STEPS 10
+enum launch_mode { LAUNCH_BOUND, LAUNCH_GPU_BOUND, LAUNCH_TWO_STREAMS, LAUNCH_NESTED };
+
+static inline void launch_cuda(struct synth *s, uint16_t func, uint64_t ts, uint64_t dur,
+			       uint32_t stack, uint64_t stream, uint64_t ptr)
+{
+	int launch = func == FR_CUDA_LAUNCH_KERNEL || func == FR_CU_LAUNCH_KERNEL;
+	struct fr_ev_cuda ev = { .c = { .ts_ns = ts, .pid = LAUNCH_PID, .tid = LAUNCH_PID },
+				 .func = func, .duration_ns = dur, .stack_id = stack,
+				 .flags = launch && !stack ? FR_CUDAF_UNSAMPLED : 0,
+				 .ptr = ptr, .stream = stream, .device = -1 };
+	synth_raw(s->ev, &ev, sizeof(ev), FR_EV_CUDA, ts);
+}
+
+static inline void launch_sample(struct synth *s, uint64_t ts, uint32_t stack)
+{
+	struct fr_ev_cpu_sample cs = { .c = { .ts_ns = ts, .pid = LAUNCH_PID, .tid = LAUNCH_PID },
+				       .stack_id = stack };
+	synth_raw(s->ev, &cs, sizeof(cs), FR_EV_CPU_SAMPLE, ts);
+}
+
+/* samples: 0 leaves the CPU samples out (a recording without the cpu probe). */
+static inline void findings_launch_body(struct synth *s, uint64_t base, enum launch_mode mode,
+					int samples)
+{
+	synth_process(s, LAUNCH_PID, 1, "smallops", "python smallops.py");
+	synth_thread(s, LAUNCH_PID, LAUNCH_PID, "smallops");
+	synth_mapping(s, LAUNCH_PID, 0xa00000, 0xb00000, 0, 21, "/usr/bin/smallops");
+	uint64_t launch[] = { 0xa03010, 0xa02010, 0xa01010 };
+	uint64_t dispatch[] = { 0xa04010, 0xa03010, 0xa02010, 0xa01010 };
+	uint64_t step[] = { 0xa02010, 0xa01010 };
+	synth_stack(s, 80, LAUNCH_PID, launch, 0, 3);
+	synth_stack(s, 81, LAUNCH_PID, dispatch, 0, 4);
+	synth_stack(s, 82, LAUNCH_PID, step, 0, 2);
+	static const struct synth_sym syms[] = {
+		{ 0x1000, 0x100, "main" }, { 0x2000, 0x100, "train_step" },
+		{ 0x3000, 0x100, "run_small_ops" }, { 0x4000, 0x100, "dispatch_op" },
+	};
+	synth_dso(s, 21, 0, "/usr/bin/smallops", syms, 4);
+	const uint64_t us = 1000, stream_a = 0x7100, stream_b = 0x7200;
+	const uint64_t step_ns = (mode == LAUNCH_GPU_BOUND ? 5000 : 3000) * us;
+	const uint64_t wait_ns = (mode == LAUNCH_GPU_BOUND ? 3000 : 15) * us;
+	launch_cuda(s, FR_CUDA_DEVICE_SYNC, base - 100 * us, 10 * us, 82, 0, 0);
+	for (int k = 0; k <= LAUNCH_STEPS; k++) {
+		uint64_t t = base + (uint64_t)k * step_ns;
+		if (k == LAUNCH_STEPS) {
+			launch_cuda(s, FR_CUDA_LAUNCH_KERNEL, t, 5 * us, 0, stream_a, 0x401000);
+			break;
+		}
+		for (int i = 0; i < 20; i++) {
+			uint64_t l = t + (uint64_t)i * 100 * us;
+			uint64_t stream = mode == LAUNCH_TWO_STREAMS && i % 2 ? stream_b : stream_a;
+			launch_cuda(s, FR_CUDA_LAUNCH_KERNEL, l, 5 * us, i == 10 ? 80 : 0, stream,
+				    0x401000 + 0x100 * (uint64_t)(i % 4));
+			if (mode == LAUNCH_NESTED)
+				launch_cuda(s, FR_CU_LAUNCH_KERNEL, l + us, 3 * us, 0, 0x7f00, 0x401000);
+			if (i < 19 && samples)
+				launch_sample(s, l + 50 * us, 81);
+		}
+		uint64_t sync = t + 1910 * us;
+		launch_cuda(s, FR_CUDA_STREAM_SYNC, sync, wait_ns, 82, 0, stream_a);
+		if (samples)
+			launch_sample(s, (sync + wait_ns + t + step_ns) / 2, 82);
+	}
+	uint64_t end = base + (uint64_t)LAUNCH_STEPS * step_ns + 5 * us;
 	if (end > s->ts_ns)
 		s->ts_ns = end;
 }
