@@ -267,13 +267,27 @@ enum fr_nccl_func {
 	FR_NCCL_COMM_INIT_ALL = 12,
 	FR_NCCL_COMM_SPLIT = 13,            /* comm = the new one, count = the parent, peer = color, rank = key */
 	FR_NCCL_COMM_DESTROY = 14,
+	/* comm = the communicator, count = the asynchronous error it reported
+	 * (ncclResult_t); recorded only when that or the call itself is an
+	 * error: a watchdog asks often, and a healthy answer is no event */
+	FR_NCCL_COMM_GET_ASYNC_ERROR = 15,
 };
 
 /* One NCCL call: entry in c.ts_ns, leaving at c.ts_ns + duration_ns.
  * Collectives: comm, count (elements), datatype (ncclDataType_t), op
  * (ncclRedOp_t), root (broadcast/reduce) or peer (send/recv), stream.
  * Communicator init: comm, rank, nranks, uid_hash (FNV-1a 64 of the 128-byte
- * ncclUniqueId, the same on every rank of one communicator). */
+ * ncclUniqueId, the same on every rank of one communicator).
+ * seq (schema version 2): counted in the kernel at entry per (process,
+ * communicator), from 1 after the communicator's init or split returned:
+ * collectives in one sequence (every rank calls them in the same order, so
+ * (communicator, seq) names one collective on every rank), send/recv in
+ * another (per process: ranks send and receive different numbers).  A group
+ * changes nothing: each call in it is numbered at its own entry; the
+ * outermost ncclGroupEnd carries the comm and seq of the first call queued
+ * in the group by its thread and, in count, how many were queued (a group
+ * that never completes names the call it is stuck on).  0: none (other
+ * functions, and traces before version 2). */
 struct fr_ev_nccl {
 	struct fr_ev_common c;
 	fr_u16 func;        /* enum fr_nccl_func */
@@ -288,7 +302,7 @@ struct fr_ev_nccl {
 	fr_s32 peer;        /* root or peer rank, -1 when none */
 	fr_s32 rank;        /* init: this rank; else -1 */
 	fr_s32 nranks;      /* init: communicator size; else -1 */
-	fr_u32 _pad;
+	fr_u32 seq;         /* number on its communicator (see above); 0 none */
 	fr_u64 stream;
 	fr_u64 uid_hash;
 };

@@ -6,7 +6,28 @@
  * table (FR_RDMA_OPS), and the recorder attaches the data-path programs at
  * those addresses.  One event per work request posted and per completion
  * returned; empty polls (a proxy thread busy-polls millions of times a
- * second) only bump a counter. */
+ * second) only bump a counter.
+ *
+ * The attach takes the recorder milliseconds (more on a busy node), and a
+ * program may post right after opening its device: whatever it posts
+ * meanwhile goes straight to the provider, unseen and uncounted.  So the
+ * return probe that reports an ops table whose provider is not attached yet
+ * stops the process (SIGSTOP, delivered before the caller runs another
+ * instruction) and the recorder continues it (SIGCONT) once the three
+ * functions are attached; a guardian process continues it if the recorder
+ * dies or takes longer than the hold's bound (recorder/rdma_hold.c).  Why a
+ * stop: a uprobe program cannot sleep or spin, nor make the thread wait in
+ * the kernel; a stop is the one wait it can impose, and the kernel keeps it
+ * exact (the caller stops at the return, every other thread at its next
+ * return to user space, so nobody posts).  Why at open_device: it is the
+ * one call every verbs user makes before it can post (QPs can be created
+ * through calls that are not exported: ibv_create_qp_ex is inline,
+ * mlx5dv_create_qp lives in the provider).  A provider is attached once per
+ * file for every process (map fr_rdma_ready), so each provider is held for
+ * once per recording, not once per process or device.  A process whose stop
+ * its parent would see as job control (a foreground job of a terminal) or
+ * that a debugger traces is not stopped: its QPs created before the attach
+ * are counted as FR_DROP_NOT_ATTACHED instead. */
 #include "uprobe_common.bpf.h"
 #include "verbs_abi.h"
 
@@ -27,6 +48,31 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } fr_rdma_empty_polls SEC(".maps");
+
+/* the data-path hold: see the top of this file and verbs_abi.h */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, struct rdma_held);
+} fr_rdma_held SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct rdma_ready_key);
+	__type(value, __u8);
+} fr_rdma_ready SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rdma_hold_cfg);
+} fr_rdma_hold_cfg SEC(".maps");
+
+#define SIG_STOP 19 /* SIGSTOP, SIGCONT on x86-64 */
+#define SIG_CONT 18
 
 static __always_inline __u32 read_u32(__u64 addr)
 {
@@ -67,13 +113,95 @@ int BPF_KPROBE(fr_rdma_enter_modify)
 	return save(ctx, true);
 }
 
-static __always_inline void emit_ops(__u64 id, __u64 context)
+struct vma_lookup {
+	__u64 addr;
+	struct rdma_ready_key key;
+	bool found;
+};
+
+/* post_send's file and offset: the provider is attached per file, so this
+ * names it for every process that maps it */
+static long ready_key_of_vma(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct vma_lookup *l = data;
+	struct file *f = BPF_CORE_READ(vma, vm_file);
+
+	if (!f)
+		return 0;
+	l->key.ino = BPF_CORE_READ(f, f_inode, i_ino);
+	l->key.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	l->key.offset = l->addr - BPF_CORE_READ(vma, vm_start) + (BPF_CORE_READ(vma, vm_pgoff) << 12);
+	l->found = true;
+	return 0;
+}
+
+/* Whether stopping this process is invisible to everyone but the recorder.
+ * Not when a debugger traces it (the stop would go to the debugger, which
+ * would keep it), nor when it is a foreground job of a terminal started by
+ * a job-control shell (its parent, in another process group): the shell
+ * would see the job stop, take the terminal back, and the job would go on
+ * in the background.  A launcher's workers share the launcher's process
+ * group, and nobody else waits for stops (waitpid without WUNTRACED). */
+static __always_inline bool may_hold(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct tty_struct *tty;
+	struct pid *pgrp, *fg, *parent_pgrp;
+
+	if (BPF_CORE_READ(t, ptrace))
+		return false;
+	tty = BPF_CORE_READ(t, signal, tty);
+	if (!tty)
+		return true;
+	pgrp = BPF_CORE_READ(t, signal, pids[PIDTYPE_PGID]);
+	fg = BPF_CORE_READ(tty, ctrl.pgrp);
+	parent_pgrp = BPF_CORE_READ(t, real_parent, signal, pids[PIDTYPE_PGID]);
+	return !(fg == pgrp && parent_pgrp != pgrp);
+}
+
+/* Stops the calling process until the recorder releases it; returns the
+ * hold's id (its start), 0 when it is not held. */
+static __always_inline __u64 hold_process(__u32 tgid)
+{
+	__u32 zero = 0;
+	const struct rdma_hold_cfg *cfg = bpf_map_lookup_elem(&fr_rdma_hold_cfg, &zero);
+	struct rdma_held *h, v = {};
+
+	if (!cfg || !cfg->enabled)
+		return 0;
+	/* another thread's stop is pending: this thread stops with it */
+	h = bpf_map_lookup_elem(&fr_rdma_held, &tgid);
+	if (h && h->state == RDMA_HELD_HOLDING)
+		return h->held_ns;
+	if (!may_hold())
+		return 0;
+	/* The stop is sent before the entry is made: an entry always means a
+	 * stop was sent, so whoever continues the entries (the recorder, its
+	 * guardian) leaves nobody stopped.  The stop takes effect only when
+	 * this thread returns to user space, after this program. */
+	if (bpf_send_signal(SIG_STOP))
+		return 0;
+	v.held_ns = bpf_ktime_get_ns();
+	v.state = RDMA_HELD_HOLDING;
+	if (bpf_map_update_elem(&fr_rdma_held, &tgid, &v, BPF_ANY)) {
+		bpf_send_signal(SIG_CONT); /* discards the pending stop */
+		return 0;
+	}
+	return v.held_ns;
+}
+
+static __always_inline void emit_ops(__u64 id, __u64 context, __u16 func)
 {
 	struct fr_ev_rdma_ctrl *e;
 	__u64 ops = context + VERBS_CONTEXT_OPS;
+	struct vma_lookup l = {};
+	bool ready;
+	__u64 held = 0;
 
 	if (!context)
 		return;
+	/* the ring record first: a process is never stopped for an ops table
+	 * the recorder will not see */
 	e = fr_reserve(sizeof(*e), FR_PROBE_RDMA);
 	if (!e)
 		return;
@@ -84,7 +212,32 @@ static __always_inline void emit_ops(__u64 id, __u64 context)
 	e->addr = read_user_u64(ops + VERBS_OPS_POST_SEND);
 	e->length = read_user_u64(ops + VERBS_OPS_POST_RECV);
 	e->obj = read_user_u64(ops + VERBS_OPS_POLL_CQ);
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	l.addr = e->addr;
+	if (l.addr)
+		bpf_find_vma(bpf_get_current_task_btf(), l.addr, ready_key_of_vma, &l, 0);
+	ready = l.found && bpf_map_lookup_elem(&fr_rdma_ready, &l.key);
+	if (l.found) {
+		e->flags |= RDMA_OPS_KEYED;
+		__builtin_memcpy(e->gid, &l.key.ino, 8);
+		__builtin_memcpy(e->gid + 8, &l.key.offset, 8);
+		e->lkey = l.key.dev;
+	}
+	if (ready) {
+		e->flags |= RDMA_OPS_READY;
+	} else if (e->addr) {
+		held = hold_process(id >> 32);
+		if (held) {
+			e->flags |= RDMA_OPS_HELD;
+			e->duration_ns = held;
+		} else if (func != FR_RDMA_OPEN_DEVICE) {
+			/* a QP the program may post to before the attach: each
+			 * one counted (its work requests cannot be, unseen) */
+			fr_count_drop(FR_PROBE_RDMA, FR_DROP_NOT_ATTACHED);
+		}
+	}
+	/* a held process's ops table must reach the recorder now, not at its
+	 * next timed drain */
+	bpf_ringbuf_submit(e, held ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
 SEC("uretprobe")
@@ -178,7 +331,7 @@ int BPF_KRETPROBE(fr_rdma_exit)
 	bpf_map_delete_elem(&fr_rdma_calls, &k);
 	fr_emit(ctx, e, sizeof(*e), FR_PROBE_RDMA, FR_STACK_USER);
 	if (ops_context)
-		emit_ops(id, ops_context);
+		emit_ops(id, ops_context, func);
 	return 0;
 }
 

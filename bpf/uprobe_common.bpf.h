@@ -7,17 +7,7 @@
 #define FLIGHTREC_UPROBE_COMMON_BPF_H
 
 #include "common.bpf.h"
-
-struct call_key {
-	__u32 tid;
-	__u32 cookie_lo; /* low 32 bits of the cookie: function id and flags */
-};
-
-struct call_state {
-	__u64 ts_ns;
-	__u64 arg[6];
-	__u64 extra[2]; /* values read at entry from the stack or memory */
-};
+#include "call_state.h" /* struct call_key, call_state: the recorder reads them too */
 
 static __always_inline struct call_key call_key_of(void *ctx, __u64 pid_tgid)
 {
@@ -31,6 +21,8 @@ static __always_inline struct call_key call_key_of(void *ctx, __u64 pid_tgid)
 static __always_inline void save_args(struct pt_regs *ctx, struct call_state *st)
 {
 	st->ts_ns = bpf_ktime_get_ns();
+	st->pid = bpf_get_current_pid_tgid() >> 32;
+	st->seq = 0;
 	st->arg[0] = PT_REGS_PARM1(ctx);
 	st->arg[1] = PT_REGS_PARM2(ctx);
 	st->arg[2] = PT_REGS_PARM3(ctx);

@@ -5,6 +5,8 @@
 #ifndef FLIGHTREC_VERBS_ABI_H
 #define FLIGHTREC_VERBS_ABI_H
 
+#include "events.h"
+
 #define VERBS_CONTEXT_OPS 8          /* struct ibv_context.ops */
 #define VERBS_OPS_POLL_CQ 88         /* struct ibv_context_ops.poll_cq */
 #define VERBS_OPS_POST_SEND 200      /* .post_send */
@@ -49,4 +51,45 @@
 #define RDMA_DP_POST_SEND 100
 #define RDMA_DP_POST_RECV 101
 #define RDMA_DP_POLL_CQ 102
+
+/* ---- the data-path hold (bpf/rdma.bpf.c, recorder/rdma_hold.c) ----------
+ * A context handed back by ibv_open_device (or a QP by ibv_create_qp) whose
+ * provider functions are not probed yet would post unseen work requests
+ * while the recorder attaches them: the return probe stops the process
+ * (SIGSTOP) and the recorder continues it once they are attached.  Shared
+ * by the BPF side and the recorder; not part of the trace format. */
+
+/* Map fr_rdma_ready: post_send's file and offset, as the kernel names it
+ * (the mapping's inode), once the data path of that provider is attached.
+ * Uprobes belong to a file, not a process: every process that maps the
+ * provider is covered from then on, and is not held again. */
+struct rdma_ready_key {
+	fr_u64 ino;
+	fr_u64 offset;
+	fr_u32 dev; /* kernel dev_t (MAJOR << 20 | MINOR) */
+	fr_u32 _pad;
+};
+
+/* Map fr_rdma_held, keyed by tgid: a process stopped for the attach. */
+struct rdma_held {
+	fr_u64 held_ns; /* CLOCK_MONOTONIC when the stop was sent: the hold's id */
+	fr_u32 state;   /* RDMA_HELD_* */
+	fr_u32 _pad;
+};
+#define RDMA_HELD_HOLDING 0
+#define RDMA_HELD_RELEASING 1 /* being continued: a new hold must stop it again */
+
+/* Map fr_rdma_hold_cfg[0]: holds are off until the recorder has a guardian
+ * that continues held processes if the recorder dies. */
+struct rdma_hold_cfg {
+	fr_u32 enabled;
+	fr_u32 _pad;
+};
+
+/* How FR_RDMA_OPS events (struct fr_ev_rdma_ctrl) carry the hold, in fields
+ * that event does not otherwise use: flags, the hold's id in duration_ns,
+ * and the ready key of post_send in gid (ino, offset) and lkey (dev). */
+#define RDMA_OPS_HELD 1  /* flags: the process is stopped until released */
+#define RDMA_OPS_READY 2 /* flags: the data path was attached already */
+#define RDMA_OPS_KEYED 4 /* flags: gid and lkey hold post_send's ready key */
 #endif

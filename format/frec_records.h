@@ -54,6 +54,10 @@ enum fr_meta_type {
 	FR_REC_UNWIND = 0x10c,    /* struct fr_rec_unwind + reduced ELF image */
 	FR_REC_PYCODE = 0x10d,    /* struct fr_rec_pycode + names + line table */
 	FR_REC_PYTHON = 0x10e,    /* struct fr_rec_python: a process's interpreter */
+	FR_REC_SNAPSHOT = 0x110,  /* struct fr_rec_snapshot + detail text: why and what a
+				     flight-recorder snapshot holds */
+	FR_REC_INFLIGHT = 0x11a,  /* struct fr_rec_inflight + calls[]: calls entered and not
+				     returned when the recorder looked */
 };
 
 struct fr_rec_hdr {
@@ -81,6 +85,13 @@ enum fr_drop_reason {
 				    keep (queue over its limit, write error) */
 	FR_DROP_NO_MEMORY = 5,   /* event lost: the recorder could not allocate
 				    room for it */
+	FR_DROP_NOT_ATTACHED = 6, /* events of a probe attached at run time may be
+				     lost: a program could use what the probe watches
+				     before it was attached (rdma: one per QP created,
+				     or context handed back, while the provider's
+				     data path was not attached and the process was
+				     not held for it); the events themselves were
+				     never seen, so they are not counted one by one */
 	FR_DROP_REASON_MAX = 8,
 };
 /* ---- user-space metadata records --------------------------------------- */
@@ -319,6 +330,84 @@ struct fr_rec_python {
 };
 FR_STATIC_ASSERT(sizeof(struct fr_rec_python) == 32, "fr_rec_python");
 
+/* What wrote a flight-recorder snapshot (flightrec record --ring). */
+enum fr_snapshot_trigger {
+	FR_TRIGGER_SIGNAL = 1,     /* SIGUSR2 to the recorder */
+	FR_TRIGGER_OOM = 2,        /* a CUDA allocation returned out-of-memory */
+	FR_TRIGGER_NCCL_ERROR = 3, /* an NCCL call or its async error check failed */
+	FR_TRIGGER_HANG = 4,       /* a collective or synchronize did not complete */
+	FR_TRIGGER_EXIT = 5,       /* a traced process died on a signal or exited non-zero */
+};
+
+/* What came after an out-of-memory allocation (a caching allocator frees
+ * its cache and retries). */
+enum fr_oom_retry {
+	FR_OOM_RETRY_NONE = 0,    /* not an OOM snapshot */
+	FR_OOM_RETRY_UNSEEN = 1,  /* the thread allocated nothing more before the snapshot */
+	FR_OOM_RETRY_OK = 2,      /* its next allocation of at least that size succeeded */
+	FR_OOM_RETRY_FAILED = 3,  /* its next allocation failed too */
+};
+
+/* One per snapshot, in a META chunk: the trigger, the window of events the
+ * ring still held, and what was carried over from before it.  detail_len
+ * bytes of text follow (what triggered, in words). */
+struct fr_rec_snapshot {
+	struct fr_rec_hdr h;
+	fr_u64 trigger_ns;        /* CLOCK_MONOTONIC of the trigger */
+	fr_u64 window_first_ns;   /* first event the ring held (0: none) */
+	fr_u64 window_last_ns;    /* last event */
+	fr_u64 evicted_records;   /* records that left the ring before it, whole run */
+	fr_u64 carried_bytes;     /* device bytes of the allocations carried over */
+	fr_u32 carried_allocs;    /* allocations live at the window's start, written
+				     ahead of the window's events (their own records) */
+	fr_u32 number;            /* N of FILE-N.ext */
+	fr_u16 trigger;           /* enum fr_snapshot_trigger */
+	fr_u16 oom_retry;         /* enum fr_oom_retry */
+	fr_u32 suppressed;        /* triggers not written since the previous snapshot
+				     (rate limit, caps) */
+	fr_u32 pid;               /* process that triggered (0: none, SIGUSR2) */
+	fr_u32 detail_len;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_rec_snapshot) == 72, "fr_rec_snapshot");
+
+/* ---- calls in flight ------------------------------------------------------ */
+
+/* One call the recorder found entered and not returned (read from the BPF
+ * per-call entry state, bpf/call_state.h): an NCCL collective, send/recv,
+ * outermost group end or communicator init, or a CUDA synchronize. */
+struct fr_inflight_call {
+	fr_u64 entry_ns;   /* CLOCK_MONOTONIC of the entry */
+	fr_u32 pid;
+	fr_u32 tid;
+	fr_u16 probe;      /* enum fr_probe_id: FR_PROBE_NCCL or FR_PROBE_CUDA */
+	fr_u16 func;       /* the family's function (enum fr_nccl_func, fr_cuda_func) */
+	fr_u32 seq;        /* nccl: the call's number on its communicator, as
+			      FR_EV_NCCL.seq; 0 none */
+	fr_u64 comm;       /* nccl: ncclComm_t */
+	fr_u64 count;      /* nccl: elements; group end: calls queued in the group */
+	fr_u64 handle;     /* nccl: the stream; cuda: the stream or event synchronized
+			      (0: device synchronize) */
+	fr_u32 datatype;   /* nccl: ncclDataType_t */
+	fr_u32 op;         /* nccl: ncclRedOp_t */
+	fr_s32 peer;       /* nccl: root or peer rank, -1 none */
+	fr_u16 named_func; /* nccl group end: the function of the call (comm, seq)
+			      names; else func */
+	fr_u16 _pad;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_inflight_call) == 64, "fr_inflight_call");
+
+/* What the recorder found in flight when it looked (at the end of a
+ * recording, in a snapshot): n x struct fr_inflight_call follow.  Written
+ * with n = 0 too: "looked at seen_ns, nothing was waiting" tells the
+ * analyzer that this node's ranks were not inside a call then. */
+struct fr_rec_inflight {
+	struct fr_rec_hdr h;
+	fr_u64 seen_ns;    /* CLOCK_MONOTONIC when the recorder looked */
+	fr_u32 n;
+	fr_u32 _pad;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_rec_inflight) == 24, "fr_rec_inflight");
+
 /* A clock anchor: the same instant read on both clocks. */
 struct fr_rec_clock {
 	struct fr_rec_hdr h;
@@ -381,6 +470,7 @@ static inline const char *fr_drop_reason_name(unsigned reason)
 		[FR_DROP_RING_FULL] = "ring_full",   [FR_DROP_STACK_BUSY] = "stack_busy",
 		[FR_DROP_NO_ENTRY] = "no_entry",     [FR_DROP_MALFORMED] = "malformed",
 		[FR_DROP_CHUNK_LOST] = "chunk_lost", [FR_DROP_NO_MEMORY] = "no_memory",
+		[FR_DROP_NOT_ATTACHED] = "not_attached",
 	};
 	return reason < FR_DROP_REASON_MAX && names[reason] ? names[reason] : "unknown";
 }

@@ -105,6 +105,7 @@ struct frec_writer_stats {
 				      dropped and close seals the file as it was */
 	uint64_t stop_mono_ns;
 	uint64_t queue_bytes_peak;
+	uint64_t queue_bytes;      /* sealed, not yet written (or kept) now */
 };
 void frec_writer_stats(struct frec_writer *w, struct frec_writer_stats *out);
 
@@ -143,6 +144,96 @@ int frec_writer_set_drops(struct frec_writer *w, const struct fr_drop_count *dro
  * Chunks already queued are still written first, so tests are deterministic;
  * no fsync.  Frees w. */
 void frec_writer_abandon(struct frec_writer *w);
+
+/* ---- flight-recorder ring (flightrec record --ring) -------------------------
+ *
+ * A writer without a file: sealed chunks are compressed as usual and kept in
+ * memory.  EVENTS chunks form a ring of at most `bytes` compressed bytes, the
+ * oldest leaving first; META chunks are all kept.  A chunk that leaves the
+ * ring is decompressed once on the writer thread: its metadata records
+ * (types 0x100 and up other than USTACK: stacks, symbols ... that events
+ * still held may name) are kept, a USTACK that ends it is kept for the event
+ * that opens the next chunk, and the caller's evicted() sees its raw payload
+ * (to keep the state that the evicted events leave behind, such as the live
+ * allocations).  frec_writer_snapshot writes what the ring holds as a
+ * complete trace. */
+typedef void (*frec_evict_fn)(void *ctx, const uint8_t *raw, size_t len);
+
+struct frec_ring_opts {
+	size_t bytes;          /* compressed EVENTS bytes kept (at least one chunk) */
+	frec_evict_fn evicted; /* on the writer thread; may be NULL */
+	void *ctx;
+};
+
+int frec_writer_open_ring(const struct frec_writer_opts *opts,
+			  const struct frec_ring_opts *ring, struct frec_writer **out,
+			  struct frec_error *err);
+
+/* Records the caller carries into a snapshot ahead of the window's events:
+ * the state at the window's start (records of allocations still live).
+ * Filled on the writer thread by frec_snapshot.carry; raw points at
+ * len bytes of whole records the caller owns until the next call. */
+struct frec_carried {
+	const uint8_t *raw;
+	size_t len;
+	uint32_t count;
+	uint32_t allocs;       /* for the snapshot record */
+	uint64_t alloc_bytes;
+	uint64_t first_ts_ns;  /* earliest record time (0: none) */
+};
+
+struct frec_snapshot {
+	int fd;                /* an empty file the writer owns from here (closes it) */
+	const char *name;      /* what errors and messages call it */
+	const struct frec_file_info *info; /* the recording's: argv, host and start
+					      anchors, which move to the window */
+	int (*carry)(void *ctx, struct frec_carried *out); /* may be NULL */
+	void *carry_ctx;
+	/* the snapshot record: the caller fills trigger, trigger_ns, number,
+	 * oom_retry, suppressed and pid; the writer the window, evicted and
+	 * carried counts */
+	struct fr_rec_snapshot rec;
+	const char *detail;
+	/* more META records of the caller's (in-flight calls ...); may be NULL */
+	const uint8_t *meta;
+	size_t meta_len;
+	uint32_t meta_count;
+	/* END: counters of the whole run so far */
+	const struct fr_end *end;
+	const struct fr_probe_stats *probes;
+	uint32_t n_probes;
+	const struct fr_drop_count *drops;
+	uint32_t n_drops;
+};
+
+struct frec_snapshot_result {
+	uint64_t window_first_ns, window_last_ns;
+	uint64_t bytes;          /* file size */
+	uint64_t event_chunks;   /* EVENTS chunks of the window */
+};
+
+/* Writes the snapshot after every chunk sealed before this call has reached
+ * the ring, on the writer thread (the ring does not move meanwhile), and
+ * waits for it.  The file holds: header, SCHEMA, every META chunk, the
+ * metadata kept from evicted chunks, the carried records, the ring's EVENTS
+ * chunks in order, the snapshot record and the caller's META records, INDEX,
+ * END.  Returns 0, or -1 with err filled (the file is then incomplete). */
+int frec_writer_snapshot(struct frec_writer *w, const struct frec_snapshot *s,
+			 struct frec_snapshot_result *res, struct frec_error *err);
+
+/* Keeps every EVENTS chunk whose events reach since_ns or later, and
+ * does not count them against the ring's size, until released (since_ns
+ * 0): a trigger's own event and its aftermath stay for its snapshot, with
+ * the ring's size of history before them.  Any thread. */
+void frec_writer_ring_hold(struct frec_writer *w, uint64_t since_ns);
+
+struct frec_ring_stats {
+	uint64_t event_bytes, meta_bytes; /* compressed, held now */
+	uint64_t event_chunks, meta_chunks;
+	uint64_t chunks_evicted, records_evicted;
+	uint64_t window_first_ns;         /* first event still held */
+};
+void frec_writer_ring_stats(struct frec_writer *w, struct frec_ring_stats *out);
 
 /* For tests: hold != 0 keeps the writer thread from taking the next queued
  * chunk (so the queue fills and overflows deterministically); 0 releases it.

@@ -92,9 +92,8 @@ static int ensure_out(struct frec_writer *w, size_t need)
 
 /* Compress into w->out when that makes the payload smaller; otherwise the
  * raw bytes are stored (codec none).  Sets *stored / *stored_len. */
-static uint8_t compress_payload(struct frec_writer *w, int codec,
-				const uint8_t *raw, size_t raw_len,
-				const uint8_t **stored, size_t *stored_len)
+uint8_t wr_compress(struct frec_writer *w, int codec, const uint8_t *raw, size_t raw_len,
+		    const uint8_t **stored, size_t *stored_len)
 {
 	*stored = raw;
 	*stored_len = raw_len;
@@ -195,9 +194,18 @@ int wr_write_chunk(struct frec_writer *w, uint16_t type, int codec,
 {
 	const uint8_t *stored;
 	size_t stored_len;
+	uint8_t used = wr_compress(w, codec, raw, raw_len, &stored, &stored_len);
+	return wr_write_stored(w, type, used, stored, stored_len, raw_len, count, first_ts,
+			       last_ts);
+}
+
+int wr_write_stored(struct frec_writer *w, uint16_t type, uint8_t stored_codec,
+		    const uint8_t *stored, size_t stored_len, size_t raw_len,
+		    uint32_t count, uint64_t first_ts, uint64_t last_ts)
+{
 	struct fr_chunk_hdr h;
 	memset(&h, 0, sizeof(h));
-	h.codec = compress_payload(w, codec, raw, raw_len, &stored, &stored_len);
+	h.codec = stored_codec;
 	h.magic = FR_CHUNK_MAGIC;
 	h.chunk_type = type;
 	h.header_size = sizeof(h);
@@ -293,6 +301,13 @@ static void *writer_main(void *arg)
 		w->head = c->next;
 		if (!w->head)
 			w->tail = NULL;
+		if (c->snap) {
+			/* every chunk queued before it is in the ring now */
+			pthread_mutex_unlock(&w->mu);
+			wr_ring_snapshot(w, c->snap);
+			pthread_mutex_lock(&w->mu);
+			continue;
+		}
 		/* Once writing stopped, only metadata chunks are still tried (and
 		 * cut away again if they do not fit): processes, mappings, symbols
 		 * and unwind data are what make the events already in the file
@@ -301,7 +316,9 @@ static void *writer_main(void *arg)
 					      c->chunk_type != FR_CHUNK_META);
 		pthread_mutex_unlock(&w->mu);
 
-		if (!failed)
+		if (!failed && w->ring)
+			failed = wr_ring_add(w, c) < 0;
+		else if (!failed)
 			failed = wr_write_chunk(w, c->chunk_type, w->codec, c->buf,
 						c->len, c->record_count,
 						c->first_ts_ns, c->last_ts_ns) < 0;
@@ -485,6 +502,7 @@ void wr_free_writer(struct frec_writer *w)
 	}
 	if (w->fd >= 0)
 		close(w->fd);
+	wr_ring_free(w->ring);
 	ZSTD_freeCCtx(w->zc);
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mu);
@@ -495,9 +513,8 @@ void wr_free_writer(struct frec_writer *w)
 	free(w);
 }
 
-static int open_writer(const char *path, int given_fd, const struct frec_file_info *info,
-		       const struct frec_writer_opts *opts, struct frec_writer **out,
-		       struct frec_error *err)
+struct frec_writer *wr_new(const char *path, const struct frec_writer_opts *opts,
+			   struct frec_error *err)
 {
 	struct frec_writer_opts o;
 	frec_writer_opts_default(&o);
@@ -515,11 +532,10 @@ static int open_writer(const char *path, int given_fd, const struct frec_file_in
 		o.schema = opts->schema;
 		o.n_schema = opts->schema ? opts->n_schema : 0;
 	}
-	*out = NULL;
 	if (o.codec != FR_CODEC_NONE && o.codec != FR_CODEC_ZSTD &&
 	    o.codec != FR_CODEC_ZLIB) {
 		frec_error_set(err, path, -1, EINVAL, "unknown codec %d", o.codec);
-		return -1;
+		return NULL;
 	}
 	if (o.codec == FR_CODEC_ZLIB && (o.level < 1 || o.level > 9))
 		o.level = o.level < 1 ? 1 : 9;
@@ -533,7 +549,7 @@ static int open_writer(const char *path, int given_fd, const struct frec_file_in
 	if (!w || !(w->path = strdup(path))) {
 		free(w);
 		frec_error_set(err, path, -1, ENOMEM, "out of memory");
-		return -1;
+		return NULL;
 	}
 	w->fd = -1;
 	w->codec = o.codec;
@@ -544,6 +560,43 @@ static int open_writer(const char *path, int given_fd, const struct frec_file_in
 	w->n_schema = o.n_schema;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
+	if (w->codec == FR_CODEC_ZSTD && !(w->zc = ZSTD_createCCtx())) {
+		frec_error_set(err, path, -1, ENOMEM, "cannot create zstd context");
+		wr_free_writer(w);
+		return NULL;
+	}
+	return w;
+}
+
+int wr_start_thread(struct frec_writer *w, struct frec_error *err)
+{
+	/* The recorder's signal handling belongs to its main thread. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&w->thread, NULL, writer_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		frec_error_set(err, w->path, -1, rc, "cannot start writer thread: %s",
+			       strerror(rc));
+		return -1;
+	}
+	w->thread_started = 1;
+	return 0;
+}
+
+int wr_open(const char *path, int given_fd, const struct frec_file_info *info,
+	    const struct frec_writer_opts *opts, int start_thread,
+	    struct frec_writer **out, struct frec_error *err)
+{
+	*out = NULL;
+	struct frec_writer *w = wr_new(path, opts, err);
+	if (!w) {
+		if (given_fd >= 0)
+			close(given_fd);
+		return -1;
+	}
+	int set_owner = opts && opts->set_owner;
 
 	/* Often run as root: never through a symbolic link planted where the
 	 * trace goes, and mode 0644 whatever the umask.  An fd given by the
@@ -561,35 +614,17 @@ static int open_writer(const char *path, int given_fd, const struct frec_file_in
 		return -1;
 	}
 	if ((given_fd < 0 && fchmod(w->fd, 0644)) ||
-	    (o.set_owner && fchown(w->fd, (uid_t)o.owner_uid, (gid_t)o.owner_gid))) {
+	    (set_owner && fchown(w->fd, (uid_t)opts->owner_uid, (gid_t)opts->owner_gid))) {
 		frec_error_set(err, path, -1, errno, "cannot set the trace's owner and mode: %s",
 			       strerror(errno));
 		wr_free_writer(w);
 		return -1;
 	}
-	if (w->codec == FR_CODEC_ZSTD && !(w->zc = ZSTD_createCCtx())) {
-		frec_error_set(err, path, -1, ENOMEM, "cannot create zstd context");
+	if (write_file_header(w, info, err) < 0 || write_schema_chunk(w, err) < 0 ||
+	    (start_thread && wr_start_thread(w, err) < 0)) {
 		wr_free_writer(w);
 		return -1;
 	}
-	if (write_file_header(w, info, err) < 0 || write_schema_chunk(w, err) < 0) {
-		wr_free_writer(w);
-		return -1;
-	}
-
-	/* The recorder's signal handling belongs to its main thread. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&w->thread, NULL, writer_main, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		frec_error_set(err, path, -1, rc, "cannot start writer thread: %s",
-			       strerror(rc));
-		wr_free_writer(w);
-		return -1;
-	}
-	w->thread_started = 1;
 	*out = w;
 	return 0;
 }
@@ -600,6 +635,7 @@ void frec_writer_stats(struct frec_writer *w, struct frec_writer_stats *out)
 {
 	pthread_mutex_lock(&w->mu);
 	*out = w->st;
+	out->queue_bytes = w->queued_bytes;
 	pthread_mutex_unlock(&w->mu);
 }
 
@@ -617,7 +653,7 @@ int frec_writer_open(const char *path, const struct frec_file_info *info,
 		     const struct frec_writer_opts *opts,
 		     struct frec_writer **out, struct frec_error *err)
 {
-	return open_writer(path, -1, info, opts, out, err);
+	return wr_open(path, -1, info, opts, 1, out, err);
 }
 
 int frec_writer_open_fd(int fd, const char *name, const struct frec_file_info *info,
@@ -628,5 +664,5 @@ int frec_writer_open_fd(int fd, const char *name, const struct frec_file_info *i
 		frec_error_set(err, name, -1, EBADF, "no file to write the trace to");
 		return -1;
 	}
-	return open_writer(name, fd, info, opts, out, err);
+	return wr_open(name, fd, info, opts, 1, out, err);
 }

@@ -160,6 +160,10 @@ int frec_writer_close(struct frec_writer *w, const struct fr_end *end,
 		return -1;
 	}
 	stop_thread(w);
+	if (w->ring) { /* nothing was written but snapshots, each sealed already */
+		wr_free_writer(w);
+		return 0;
+	}
 	int rc = 0;
 	if (!w->io_failed) {
 		uint64_t index_offset = 0;

@@ -20,9 +20,15 @@
 #include <time.h>
 #include <zstd.h>
 
-/* A chunk's raw payload on its way from a builder to the file. */
+struct wr_snap_req;
+struct wr_ring;
+
+/* A chunk's raw payload on its way from a builder to the file.  Or, with
+ * snap set and no payload, a snapshot request (writer_ring.c) queued behind
+ * the chunks sealed before it; its caller owns and waits for it. */
 struct sealed {
 	struct sealed *next;
+	struct wr_snap_req *snap;
 	uint8_t *buf;
 	size_t len, cap;
 	uint16_t chunk_type;
@@ -40,6 +46,7 @@ struct frec_writer {
 	int copy_stopped;          /* frec_writer_set_stopped: a copy's stop, not a
 				      failure here; chunks are still written */
 	size_t n_schema;
+	struct wr_ring *ring;      /* ring mode: no file (writer_ring.c) */
 
 	pthread_t thread;
 	int thread_started;
@@ -102,6 +109,37 @@ static inline void free_sealed(struct sealed *c)
 int wr_write_chunk(struct frec_writer *w, uint16_t type, int codec,
 		   const uint8_t *raw, size_t raw_len, uint32_t count,
 		   uint64_t first_ts, uint64_t last_ts);
+
+/* writer.c: the same for a payload compressed already (stored_codec over
+ * raw_len bytes): a chunk kept by the ring goes to a snapshot as it is. */
+int wr_write_stored(struct frec_writer *w, uint16_t type, uint8_t stored_codec,
+		    const uint8_t *stored, size_t stored_len, size_t raw_len,
+		    uint32_t count, uint64_t first_ts, uint64_t last_ts);
+
+/* writer.c: compress raw into w->out when that makes it smaller; returns
+ * the codec used and where the stored bytes are. */
+uint8_t wr_compress(struct frec_writer *w, int codec, const uint8_t *raw, size_t raw_len,
+		    const uint8_t **stored, size_t *stored_len);
+
+/* writer.c: a writer on path (fd < 0: created) or on fd, with its file
+ * header and SCHEMA chunk written; its thread started when start_thread. */
+int wr_open(const char *path, int fd, const struct frec_file_info *info,
+	    const struct frec_writer_opts *opts, int start_thread,
+	    struct frec_writer **out, struct frec_error *err);
+
+/* writer.c: a writer's fields from opts (defaults, clamping) and its zstd
+ * context; no file.  NULL with err filled. */
+struct frec_writer *wr_new(const char *name, const struct frec_writer_opts *opts,
+			   struct frec_error *err);
+
+/* writer.c: starts the writer thread with every signal blocked. */
+int wr_start_thread(struct frec_writer *w, struct frec_error *err);
+
+/* writer_ring.c, on the writer thread: keep one sealed chunk in the ring
+ * (evicting what no longer fits); run one snapshot request; free the ring. */
+int wr_ring_add(struct frec_writer *w, const struct sealed *c);
+void wr_ring_snapshot(struct frec_writer *w, struct wr_snap_req *rq);
+void wr_ring_free(struct wr_ring *r);
 
 /* writer.c: the file cannot be sealed; the first failure is the one kept
  * in w->io_err for close to report. */

@@ -91,7 +91,7 @@ static int size_shared_maps(struct bpf_object *obj, const struct record_opts *o)
 	struct bpf_map *scratch = bpf_object__find_map_by_name(obj, "fr_ustack_scratch");
 	if (!events || !scratch)
 		return -ENOENT;
-	bpf_map__set_max_entries(events, o->ring_mib << 20);
+	bpf_map__set_max_entries(events, o->buffer_mib << 20);
 	/* FR_USTACK_SLOTS raw-stack scratch slots per CPU in dwarf mode (~36 KiB
 	 * each): one per level of programs nesting on a CPU */
 	return bpf_map__set_max_entries(scratch, o->stack_dwarf ?
@@ -446,6 +446,18 @@ void bpf_probes_drops(const struct bpf_probes *p,
 		}
 	}
 	free(vals);
+}
+
+int bpf_probes_calls_fd(const struct bpf_probes *p, enum fr_probe_id id)
+{
+	const struct fr_family *f = fr_family_by_id(id);
+	char name[64];
+	if (!f || id >= FR_PROBE_MAX || !p->objs[id] || f->attach != FR_ATTACH_LIBRARY)
+		return -1;
+	/* named after the family, as in every uprobe family's BPF object */
+	snprintf(name, sizeof(name), "fr_%s_calls", f->name);
+	struct bpf_map *map = bpf_object__find_map_by_name(p->objs[id], name);
+	return map ? bpf_map__fd(map) : -1;
 }
 
 /* rdma only: poll_cq calls that found nothing are counted in the kernel

@@ -70,6 +70,11 @@ void bpf_probes_drops(const struct bpf_probes *p,
 		      struct fr_drop_slot out[FR_PROBE_MAX][FR_DROP_REASON_MAX]);
 /* The map the Python frame walker reads per-process settings from. */
 int bpf_probes_py_procs_fd(const struct bpf_probes *p);
+/* The per-call entry map (fr_<family>_calls: struct call_key ->
+ * struct call_state, bpf/call_state.h) of a loaded uprobe family, for
+ * reading the calls in flight (inflight.c); -1 when the family is not
+ * loaded or has none. */
+int bpf_probes_calls_fd(const struct bpf_probes *p, enum fr_probe_id id);
 /* poll_cq calls that returned no completion (counted in the kernel). */
 uint64_t bpf_probes_rdma_empty_polls(const struct bpf_probes *p);
 

@@ -118,8 +118,11 @@ static int on_event(void *ctx, void *data, size_t size)
 	struct drain *d = ctx;
 	const struct fr_ev_common *c = data;
 
-	if (!ring_sink_record(&d->sink, data, size))
+	const struct fr_ev_common *written = ring_sink_record(&d->sink, data, size);
+	if (!written)
 		return 0;
+	if (d->on_commit)
+		d->on_commit(d->on_commit_ctx, written);
 	if (c->h.type == FR_EV_PROC_FORK) {
 		const struct fr_ev_proc *p = data;
 		d->parents[c->pid & 1023] = (struct pid_parent){c->pid, p->ppid};
@@ -175,11 +178,37 @@ static void *drain_main(void *arg)
 		ring_buffer__consume(d->rb);
 		if (d->n_ops_retry)
 			retry_rdma_ops(d);
+		unsigned req = atomic_load(&d->flush_req);
+		if (req != atomic_load(&d->flush_done)) {
+			ring_buffer__consume(d->rb);
+			frec_builder_flush(d->builder);
+			d->last_flush_ns = mono_ns();
+			atomic_store(&d->flush_done, req);
+		}
 		maybe_flush(d);
 	}
 	ring_buffer__consume(d->rb);
 	frec_builder_flush(d->builder);
 	return NULL;
+}
+
+void drain_watch(struct drain *d, drain_event_cb fn, void *ctx)
+{
+	d->on_commit = fn;
+	d->on_commit_ctx = ctx;
+}
+
+int drain_flush_sync(struct drain *d, uint64_t timeout_ns)
+{
+	unsigned req = atomic_fetch_add(&d->flush_req, 1) + 1;
+	uint64_t give_up = mono_ns() + timeout_ns;
+	struct timespec nap = {0, 1000000};
+	while (atomic_load(&d->flush_done) != req) {
+		if (mono_ns() >= give_up)
+			return -1;
+		nanosleep(&nap, NULL);
+	}
+	return 0;
 }
 
 int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
@@ -188,7 +217,11 @@ int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 		const struct uprobe_family *rdma_ctrl, struct dso_table *dsos, bool quiet,
 		drain_proc_cb on_proc, void *ctx)
 {
+	drain_event_cb watch = d->on_commit;
+	void *watch_ctx = d->on_commit_ctx;
 	memset(d, 0, sizeof(*d));
+	d->on_commit = watch;
+	d->on_commit_ctx = watch_ctx;
 	d->python = python;
 	d->rdma_dp = rdma_dp;
 	d->rdma_ctrl = rdma_ctrl;

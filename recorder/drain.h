@@ -22,6 +22,8 @@ struct ring_buffer;
 
 /* Process events and RDMA ops-table reports go to the tracking thread too. */
 typedef void (*drain_proc_cb)(void *ctx, const struct fr_ev_common *ev);
+/* Every event committed, as written (the flight recorder's triggers). */
+typedef void (*drain_event_cb)(void *ctx, const struct fr_ev_common *ev);
 
 struct drain {
 	struct ring_buffer *rb;
@@ -46,8 +48,12 @@ struct drain {
 	int n_ops_retry;
 	unsigned period_us;       /* sleep between drains */
 	uint64_t flush_period_ns; /* seal a partial chunk this often */
+	drain_event_cb on_commit;
+	void *on_commit_ctx;
 	pthread_t thread;
 	atomic_int stop;
+	/* drain_flush_sync: requests and the last one done */
+	atomic_uint flush_req, flush_done;
 	uint64_t last_flush_ns;
 };
 
@@ -57,6 +63,13 @@ int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 		struct python_state *python, struct uprobe_family *rdma_dp,
 		const struct uprobe_family *rdma_ctrl, struct dso_table *dsos, bool quiet,
 		drain_proc_cb on_proc, void *ctx);
+/* Before drain_start: every committed event also goes to fn (on the drain
+ * thread). */
+void drain_watch(struct drain *d, drain_event_cb fn, void *ctx);
+/* Has the drain thread empty the ring buffer and seal its chunk, and waits
+ * for that (at most timeout_ns): what the kernel had sent before this call
+ * is then in the writer's queue.  Returns 0, or -1 on timeout. */
+int drain_flush_sync(struct drain *d, uint64_t timeout_ns);
 /* Drains what is left, flushes, joins.  Frees the builder. */
 void drain_stop(struct drain *d);
 

@@ -20,6 +20,38 @@ static bool elf_ready(void)
 	return state > 0;
 }
 
+/* The file at fd as an ELF file, or NULL.  Only the host's byte order:
+ * no process here runs code of the other, and libelf converts such a file
+ * into fresh copies of every section read, which a crafted file (thousands
+ * of section headers over the same bytes) turns into gigabytes. */
+static Elf *elf_open_native(int fd)
+{
+	Elf *e;
+	if (!elf_ready() || !(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+		return NULL;
+	size_t n = 0;
+	const char *ident = elf_getident(e, &n);
+	if (elf_kind(e) != ELF_K_ELF || !ident || n <= EI_DATA ||
+	    ident[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB)) {
+		elf_end(e);
+		return NULL;
+	}
+	return e;
+}
+
+/* The entries a symbol table section really holds, whatever its sh_size
+ * and sh_entsize claim.  (Readers take the first .symtab and the first
+ * .dynsym only: a file has one of each, and a crafted one with thousands
+ * would have each read, and its names copied, again.) */
+static size_t sym_count(Elf *e, const GElf_Shdr *sh, const Elf_Data *d)
+{
+	size_t ent = gelf_fsize(e, ELF_T_SYM, 1, EV_CURRENT);
+	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+	if (!ent || !d)
+		return 0;
+	return n < d->d_size / ent ? n : d->d_size / ent;
+}
+
 static int note_build_id(Elf_Data *data, uint8_t out[20], uint8_t *len)
 {
 	size_t off = 0, name_off, desc_off;
@@ -44,7 +76,7 @@ int elf_read_build_id(int fd, uint8_t out[20], uint8_t *len)
 	int ret = -1;
 
 	*len = 0;
-	if (!elf_ready() || !(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+	if (!(e = elf_open_native(fd)))
 		return -1;
 	while ((scn = elf_nextscn(e, scn)) && ret) {
 		GElf_Shdr sh;
@@ -81,11 +113,20 @@ struct sym_builder {
 	size_t n, cap;
 	char *names;
 	size_t names_len, names_cap;
+	/* 0: unbounded.  Each symbol's name is copied, and a crafted file
+	 * can point thousands of symbols at one long string (a 1 MiB file
+	 * asking for gigabytes); a real file's names fit in its own size. */
+	size_t names_budget;
+	bool full; /* the budget ran out: the table is cut short */
 };
 
 static int add_sym(struct sym_builder *b, uint64_t offset, uint64_t size, const char *name)
 {
 	size_t len = strlen(name) + 1;
+	if (b->names_budget && len > b->names_budget - b->names_len) {
+		b->full = true;
+		return 0;
+	}
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 1024;
 		struct elf_sym *s = realloc(b->syms, cap * sizeof(*s));
@@ -133,16 +174,20 @@ static void finish_syms(struct sym_builder *b, struct elf_symtab *out)
 
 	for (size_t i = 0; i < b->n; i++)
 		b->syms[i].name = b->names + (uintptr_t)b->syms[i].name;
-	qsort(b->syms, b->n, sizeof(*b->syms), cmp_sym_named);
+	if (b->n) /* qsort(NULL, 0, ...) is undefined behaviour */
+		qsort(b->syms, b->n, sizeof(*b->syms), cmp_sym_named);
 	for (size_t i = 0; i < b->n; i++) {
 		if (w && b->syms[w - 1].offset == b->syms[i].offset)
 			continue; /* one name per offset (aliases) */
 		b->syms[w++] = b->syms[i];
 	}
 	for (size_t i = 0; i < w; i++) {
-		uint64_t next = i + 1 < w ? b->syms[i + 1].offset : UINT64_MAX;
-		if (b->syms[i].size == 0 || b->syms[i].offset + b->syms[i].size > next)
-			b->syms[i].size = next == UINT64_MAX ? 4096 : next - b->syms[i].offset;
+		/* up to the next symbol, and never past 2^64: a crafted size
+		 * would wrap offset + size and the symbol would cover nothing */
+		uint64_t off = b->syms[i].offset;
+		uint64_t room = i + 1 < w ? b->syms[i + 1].offset - off : UINT64_MAX - off;
+		if (b->syms[i].size == 0 || b->syms[i].size > room)
+			b->syms[i].size = i + 1 < w || room < 4096 ? room : 4096;
 	}
 	out->syms = b->syms;
 	out->n = w;
@@ -157,20 +202,23 @@ static int collect_syms(Elf *e, const struct load_seg *segs, size_t nsegs, uint3
 			struct sym_builder *b, bool *had_symtab)
 {
 	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(e, scn))) {
+	bool seen_symtab = false, seen_dynsym = false;
+	while ((scn = elf_nextscn(e, scn)) && !b->full) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh) ||
 		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
 			continue;
 		if (sh.sh_type == SHT_SYMTAB && had_symtab)
 			*had_symtab = true;
-		if (want && sh.sh_type != want)
+		bool *seen = sh.sh_type == SHT_SYMTAB ? &seen_symtab : &seen_dynsym;
+		if ((want && sh.sh_type != want) || *seen)
 			continue;
+		*seen = true;
 		Elf_Data *d = elf_getdata(scn, NULL);
 		if (!d || !sh.sh_entsize)
 			continue;
-		size_t count = sh.sh_size / sh.sh_entsize;
-		for (size_t i = 0; i < count; i++) {
+		size_t count = sym_count(e, &sh, d);
+		for (size_t i = 0; i < count && !b->full; i++) {
 			GElf_Sym s;
 			if (!gelf_getsym(d, (int)i, &s))
 				continue;
@@ -195,6 +243,14 @@ static int collect_syms(Elf *e, const struct load_seg *segs, size_t nsegs, uint3
 	return 0;
 }
 
+/* Names a file of size bytes may ask the recorder to copy: twice its size
+ * (.symtab and .dynsym name the same functions, in two string tables) and
+ * 1 MiB (linkers share string tails). */
+static size_t names_budget(size_t size)
+{
+	return size < (SIZE_MAX >> 2) ? 2 * size + (1u << 20) : SIZE_MAX >> 1;
+}
+
 /* The .symtab of the separate debug file of build-id bid, when installed:
  * DEBUG_ROOT/.build-id/xx/rest.debug (Debian's -dbg packages).  Its
  * addresses are the file's own, so the file's segments translate them. */
@@ -210,9 +266,12 @@ static int collect_debug_syms(const uint8_t *bid, uint8_t bid_len, const struct 
 	if (fd < 0)
 		return 0;
 	int rc = 0;
-	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (e && elf_kind(e) == ELF_K_ELF) {
+	Elf *e = elf_open_native(fd);
+	if (e) {
 		bool had = false;
+		size_t size = 0;
+		elf_rawfile(e, &size);
+		b->names_budget += names_budget(size);
 		rc = collect_syms(e, segs, nsegs, SHT_SYMTAB, b, &had);
 		*found = had;
 	}
@@ -233,12 +292,15 @@ int elf_load_symtab_debug(int fd, const uint8_t *bid, uint8_t bid_len, struct el
 	memset(out, 0, sizeof(*out));
 	if (stripped)
 		*stripped = 0;
-	if (!elf_ready() || !(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+	if (!(e = elf_open_native(fd)))
 		return -1;
-	if (elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &nph) != 0) {
+	if (elf_getphdrnum(e, &nph) != 0) {
 		elf_end(e);
 		return -1;
 	}
+	size_t file_size = 0;
+	elf_rawfile(e, &file_size);
+	b.names_budget = names_budget(file_size);
 	for (size_t i = 0; i < nph && nsegs < 32; i++) {
 		GElf_Phdr ph;
 		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD)
@@ -342,11 +404,11 @@ int elf_find_functions(int fd, const char *const *names, size_t n, uint64_t *out
 		return -1;
 	for (size_t i = 0; i < n; i++)
 		out[i] = 0;
-	if (!elf_ready() || !(e = elf_begin(fd, ELF_C_READ_MMAP, NULL))) {
+	if (!(e = elf_open_native(fd))) {
 		free(rank);
 		return -1;
 	}
-	if (elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &nph) != 0) {
+	if (elf_getphdrnum(e, &nph) != 0) {
 		elf_end(e);
 		free(rank);
 		return -1;
@@ -357,22 +419,27 @@ int elf_find_functions(int fd, const char *const *names, size_t n, uint64_t *out
 			segs[nsegs++] = (struct load_seg){ph.p_vaddr, ph.p_filesz, ph.p_offset};
 	}
 	Elf_Data *versym = NULL;
-	while ((scn = elf_nextscn(e, scn))) {
+	while (!versym && (scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_GNU_versym)
 			versym = elf_getdata(scn, NULL);
 	}
 	scn = NULL;
+	bool seen_symtab = false, seen_dynsym = false; /* one of each (see sym_count) */
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh) ||
 		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize)
 			continue;
+		bool *seen = sh.sh_type == SHT_SYMTAB ? &seen_symtab : &seen_dynsym;
+		if (*seen)
+			continue;
+		*seen = true;
 		Elf_Data *d = elf_getdata(scn, NULL);
 		if (!d)
 			continue;
 		bool dynamic = sh.sh_type == SHT_DYNSYM;
-		size_t count = sh.sh_size / sh.sh_entsize;
+		size_t count = sym_count(e, &sh, d);
 		for (size_t k = 0; k < count; k++) {
 			GElf_Sym s;
 			if (!gelf_getsym(d, (int)k, &s))
@@ -413,7 +480,9 @@ int elf_find_functions(int fd, const char *const *names, size_t n, uint64_t *out
 			size_t len = 0;
 			char *raw = elf_rawfile(e, &len);
 			memset(first_bytes[i], 0, 8);
-			if (raw && out[i] + 8 <= len)
+			/* out[i] comes from the file: near 2^64, out[i] + 8
+			 * wraps and would pass a sum's check */
+			if (raw && out[i] <= len && len - out[i] >= 8)
 				memcpy(first_bytes[i], raw + out[i], 8);
 		}
 	}

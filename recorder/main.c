@@ -21,12 +21,14 @@
 #include "elf_info.h"
 #include "frec_writer.h"
 #include "fr_family.h"
+#include "inflight.h"
 #include "launch.h"
 #include "lib_attach.h"
 #include "options.h"
 #include "preflight.h"
 #include "proc_track.h"
 #include "python.h"
+#include "ring_mode.h"
 #include "stack_table.h"
 #include "sym_collector.h"
 
@@ -35,10 +37,17 @@
 #endif
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t usr2_count; /* SIGUSR2: a snapshot, or seal and flush */
 
 static void on_stop_signal(int sig)
 {
 	stop_signal = sig;
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	usr2_count++;
 }
 
 static bool verbose_libbpf;
@@ -90,6 +99,8 @@ struct recording {
 	struct lib_attach libs;
 	struct rdma_counters rdma_counters;
 	struct python_state python;
+	struct ring_mode ring_mode; /* --ring */
+	bool ring;
 	bool python_on;
 	bool drain_running, track_running, track_open;
 };
@@ -225,7 +236,18 @@ static void print_start_summary(struct recording *r)
 		for (int i = 0; i < o->n_pids && p < sizeof(what); i++)
 			p += (size_t)snprintf(what + p, sizeof(what) - p, "%s%u", i ? "," : " ", o->pids[i]);
 	}
-	fprintf(stderr, "flightrec: recording %s into %s; probes:", what, o->output);
+	if (o->ring_bytes) {
+		char ring[32];
+		human_bytes(o->ring_bytes, ring, sizeof(ring));
+		fprintf(stderr, "flightrec: recording %s into a %s ring in memory (snapshots beside %s, "
+			"on", what, ring, o->output);
+		for (unsigned k = FR_TRIGGER_OOM; k <= FR_TRIGGER_EXIT; k++)
+			if (o->triggers & TRIGGER_BIT(k))
+				fprintf(stderr, " %s", trigger_name(k));
+		fprintf(stderr, " and SIGUSR2 to pid %d); probes:", (int)getpid());
+	} else {
+		fprintf(stderr, "flightrec: recording %s into %s; probes:", what, o->output);
+	}
 	size_t n_fams;
 	const struct fr_family *const *fams = fr_families(&n_fams);
 	for (size_t i = 0; i < n_fams; i++) {
@@ -284,7 +306,7 @@ static void print_losses(const struct recorder_stats *st, uint64_t start_ns, boo
 	bool ring_full = false;
 	for (uint32_t i = 0; i < st->n_drops; i++)
 		ring_full |= st->drops[i].reason == FR_DROP_RING_FULL && st->drops[i].count;
-	fprintf(stderr, events && ring_full ? "; a larger --ring-mib or a lower --freq helps\n" : "\n");
+	fprintf(stderr, events && ring_full ? "; a larger --buffer-mib or a lower --freq helps\n" : "\n");
 }
 
 /* One line when the file could not be written any further (disk full,
@@ -311,12 +333,57 @@ static bool writer_stopped(struct recording *r)
 	return true;
 }
 
+/* SIGUSR2: a snapshot in ring mode; otherwise every chunk being built is
+ * sealed and handed to the writer, so the file holds what was recorded up
+ * to now (a recorder killed later loses nothing before this). */
+static void on_sigusr2(struct recording *r)
+{
+	if (r->ring) {
+		ring_mode_signal(&r->ring_mode, mono_ns());
+		return;
+	}
+	int late = drain_flush_sync(&r->drain, 2000000000ull) |
+		   proc_track_flush_sync(&r->track, 5000000000ull);
+	/* and written: the writer's queue empties within seconds (a disk that
+	 * slow is said, not waited for) */
+	struct frec_writer_stats ws;
+	uint64_t give_up = mono_ns() + 5000000000ull;
+	struct timespec nap = {0, 2000000};
+	for (frec_writer_stats(r->writer, &ws); ws.queue_bytes && mono_ns() < give_up;
+	     frec_writer_stats(r->writer, &ws))
+		nanosleep(&nap, NULL);
+	late |= ws.queue_bytes != 0;
+	if (!r->opts.quiet)
+		fprintf(stderr, "flightrec: SIGUSR2: %s sealed and written to %s\n",
+			late ? "some chunks (the rest is late)" : "the current chunks",
+			r->opts.output);
+}
+
+/* The calls still in flight, read before the probes go (a hung collective
+ * writes no event of its own), in a META record; written when there are
+ * none too: the analyzer learns this node's ranks were waiting for nothing.
+ * A snapshot carries its own (hang_poll.c). */
+static void write_inflight(struct recording *r)
+{
+	static struct fr_inflight_call inflight[INFLIGHT_MAX];
+	int n = inflight_scan(&r->probes, inflight, INFLIGHT_MAX);
+	struct frec_builder *b = n >= 0 ? frec_builder_new(r->writer, FR_CHUNK_META) : NULL;
+	if (b) {
+		inflight_write(b, inflight, (size_t)n, mono_ns());
+		frec_builder_free(b);
+	}
+}
+
 static int finish(struct recording *r, uint64_t start_ns)
 {
 	struct recorder_stats st;
 	struct frec_error err = {0};
 	struct fr_end end = {0};
 
+	if (r->ring) /* a trigger of the last moments (the OOM that ended the job) */
+		ring_mode_last(&r->ring_mode, &r->drain);
+	else
+		write_inflight(r);
 	bpf_probes_detach(&r->probes);
 	if (r->drain_running)
 		drain_stop(&r->drain);
@@ -339,6 +406,8 @@ static int finish(struct recording *r, uint64_t start_ns)
 		end.end_real_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
 				  (uint64_t)(int64_t)(r->opts.realtime_offset_s * 1e9);
 	}
+	struct frec_ring_stats rs;
+	frec_writer_ring_stats(r->writer, &rs); /* zeros outside ring mode */
 	frec_writer_set_drops(r->writer, st.drops, st.n_drops);
 	if (frec_writer_close(r->writer, &end, st.probes, st.n_probes, &err)) {
 		char buf[600];
@@ -375,7 +444,16 @@ static int finish(struct recording *r, uint64_t start_ns)
 	if (r->opts.step_marker && (!marker || !marker->functions_attached))
 		fprintf(stderr, "flightrec: step marker %s: no file the target mapped has a function "
 			"of that name; no steps were recorded\n", r->opts.step_marker);
-	if (!r->opts.quiet) {
+	if (r->ring && !r->opts.quiet) {
+		uint64_t total = 0;
+		for (uint32_t i = 0; i < st.n_probes; i++)
+			if (strcmp(st.probes[i].name, "writer") && strcmp(st.probes[i].name, "mmap") &&
+			    strcmp(st.probes[i].name, "rdma_idle_polls"))
+				total += st.probes[i].events;
+		ring_mode_report(&r->ring_mode, &rs, total, r->opts.output);
+		print_losses(&st, start_ns, true);
+		print_losses(&st, start_ns, false);
+	} else if (!r->opts.quiet) {
 		struct stat sb;
 		char size[32];
 		uint64_t total = 0;
@@ -482,7 +560,14 @@ static int cmd_record(int argc, char **argv)
 	};
 	struct frec_error ferr = {0};
 	r->file_start_ns = mono_ns(); /* about the file header's start anchor */
-	if (frec_writer_open(o->output, &info, &wo, &r->writer, &ferr)) {
+	r->ring = o->ring_bytes != 0;
+	int wrc;
+	if (r->ring) {
+		wrc = ring_mode_open(&r->ring_mode, o, &wo, &r->writer, &ferr);
+	} else {
+		wrc = frec_writer_open(o->output, &info, &wo, &r->writer, &ferr);
+	}
+	if (wrc) {
 		char buf[600];
 		fprintf(stderr, "flightrec: cannot write %s\n", frec_error_str(&ferr, buf, sizeof(buf)));
 		free(r);
@@ -539,6 +624,10 @@ static int cmd_record(int argc, char **argv)
 		proc_track_add_existing(&r->track, o->pids[i]);
 	if (o->cgroup_path)
 		add_cgroup_members(r);
+	if (r->ring && ring_mode_watch(&r->ring_mode, o, &r->probes, &r->drain)) {
+		snprintf(msg, sizeof(msg), "out of memory");
+		goto fail_msg;
+	}
 	int err = drain_start(&r->drain, bpf_probes_ring_fd(&r->probes), r->writer, r->stacks,
 			      &r->syms, r->python_on ? &r->python : NULL, r->track.rdma_dp,
 			      bpf_probes_uprobes(&r->probes, FR_PROBE_RDMA),
@@ -553,6 +642,9 @@ static int cmd_record(int argc, char **argv)
 		goto fail_msg;
 	}
 	r->track_running = true;
+	if (r->ring)
+		ring_mode_start(&r->ring_mode, o, &wo, &r->drain, &r->track, &info, collect_stats, r,
+				r->file_start_ns);
 
 	struct sigaction sa = {.sa_handler = on_stop_signal};
 	sigemptyset(&sa.sa_mask);
@@ -560,6 +652,11 @@ static int cmd_record(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* SIGUSR2 never stops the recorder (its default would kill it): a
+	 * snapshot in ring mode, sealed and flushed chunks otherwise */
+	struct sigaction su = {.sa_handler = on_usr2, .sa_flags = SA_RESTART};
+	sigemptyset(&su.sa_mask);
+	sigaction(SIGUSR2, &su, NULL);
 
 	start_ns = mono_ns();
 	print_start_summary(r);
@@ -573,6 +670,7 @@ static int cmd_record(int argc, char **argv)
 		}
 	}
 
+	sig_atomic_t usr2_seen = usr2_count;
 	uint64_t deadline = o->duration_s > 0 ? start_ns + (uint64_t)(o->duration_s * 1e9) : 0;
 	struct timespec nap = {0, 20 * 1000000};
 	while (!stop_signal && !child_done) {
@@ -589,6 +687,12 @@ static int cmd_record(int argc, char **argv)
 			break;
 		if (writer_stopped(r))
 			break;
+		if (usr2_count != usr2_seen) {
+			usr2_seen = usr2_count;
+			on_sigusr2(r);
+		}
+		if (r->ring)
+			ring_mode_poll(&r->ring_mode, mono_ns());
 		nanosleep(&nap, NULL);
 	}
 	if (stop_signal && !o->quiet)
@@ -617,6 +721,7 @@ static int cmd_record(int argc, char **argv)
 	dso_table_destroy(&r->dsos);
 	if (r->python_on)
 		python_destroy(&r->python);
+	ring_mode_free(&r->ring_mode);
 	free(r);
 	return ret;
 
@@ -635,7 +740,9 @@ fail:
 		launch_abort(&r->child);
 	if (r->writer)
 		frec_writer_abandon(r->writer);
-	unlink(o->output);
+	if (!r->ring) /* ring mode never made FILE: it may be anyone's */
+		unlink(o->output);
+	ring_mode_free(&r->ring_mode);
 	bpf_probes_destroy(&r->probes);
 	stack_table_free(r->stacks);
 	sym_collector_destroy(&r->syms);

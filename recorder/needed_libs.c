@@ -2,6 +2,7 @@
 #include "needed_libs.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -10,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "safe_open.h"
 
 #define MAX_FILES 512
 #define MAX_DIRS 64
@@ -99,24 +102,17 @@ static char *try_list(const char *list, const char *origin, const char *name)
 	return NULL;
 }
 
-static void walk_file(struct walk *w, const char *real)
+int needed_read_dynamic(int fd, struct needed_dynamic *out)
 {
-	char rpath[4096] = "", runpath[4096] = "", origin[PATH_MAX];
-	char *needed[128];
-	int n_needed = 0;
 	Elf *e;
 	Elf_Scn *scn = NULL;
-	int fd;
 
-	if (w->n_files >= MAX_FILES || seen(w, real))
-		return;
-	w->files[w->n_files++] = strdup(real);
-	fd = open(real, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (elf_version(EV_CURRENT) == EV_NONE || !(e = elf_begin(fd, ELF_C_READ_MMAP, NULL))) {
-		close(fd);
-		return;
+	memset(out, 0, sizeof(*out));
+	if (elf_version(EV_CURRENT) == EV_NONE || !(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+		return -1;
+	if (elf_kind(e) != ELF_K_ELF) {
+		elf_end(e);
+		return -1;
 	}
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
@@ -130,42 +126,92 @@ static void walk_file(struct walk *w, const char *real)
 			const char *s = NULL;
 			if (dyn.d_tag == DT_NEEDED || dyn.d_tag == DT_RPATH || dyn.d_tag == DT_RUNPATH)
 				s = elf_strptr(e, sh.sh_link, dyn.d_un.d_val);
-			if (!s)
+			/* a name no path buffer holds finds no file: not kept
+			 * (and a crafted string table of megabytes is not
+			 * copied once per entry) */
+			if (!s || strnlen(s, PATH_MAX) == PATH_MAX)
 				continue;
-			if (dyn.d_tag == DT_NEEDED && n_needed < 128)
-				needed[n_needed++] = strdup(s);
-			else if (dyn.d_tag == DT_RPATH)
-				snprintf(rpath, sizeof(rpath), "%s", s);
-			else if (dyn.d_tag == DT_RUNPATH)
-				snprintf(runpath, sizeof(runpath), "%s", s);
+			if (dyn.d_tag == DT_NEEDED) {
+				if (out->n_needed < NEEDED_MAX && (out->needed[out->n_needed] = strdup(s)))
+					out->n_needed++;
+			} else {
+				char **dst = dyn.d_tag == DT_RPATH ? &out->rpath : &out->runpath;
+				free(*dst);
+				*dst = strdup(s);
+			}
 		}
+		/* the dynamic linker reads one dynamic section (PT_DYNAMIC);
+		 * more are a crafted file's way to multiply the work */
+		break;
 	}
 	elf_end(e);
+	return 0;
+}
+
+void needed_dynamic_free(struct needed_dynamic *d)
+{
+	for (int i = 0; i < d->n_needed; i++)
+		free(d->needed[i]);
+	free(d->rpath);
+	free(d->runpath);
+	memset(d, 0, sizeof(*d));
+}
+
+static void walk_file(struct walk *w, const char *real)
+{
+	/* on the heap, not in this frame: the walk recurses once per library
+	 * in a chain (up to MAX_FILES deep), and 12 KiB a frame would overflow
+	 * the stack on a crafted chain of libraries */
+	struct needed_dynamic *dyn;
+	char *origin;
+	int fd;
+
+	if (w->n_files >= MAX_FILES || seen(w, real))
+		return;
+	fd = safe_open_regular(AT_FDCWD, real, 0, NULL);
+	/* a FIFO or device named as a library (DT_NEEDED "/dev/...") is no
+	 * library: not listed, so no caller opens it (a FIFO would block,
+	 * a device open can act) */
+	if (fd < 0 && errno == EINVAL)
+		return;
+	w->files[w->n_files++] = strdup(real);
+	if (fd < 0)
+		return;
+	dyn = malloc(sizeof(*dyn));
+	if (!dyn || needed_read_dynamic(fd, dyn)) {
+		close(fd);
+		free(dyn);
+		return;
+	}
 	close(fd);
 
-	snprintf(origin, sizeof(origin), "%s", real);
-	char *slash = strrchr(origin, '/');
+	origin = strdup(real);
+	char *slash = origin ? strrchr(origin, '/') : NULL;
 	if (slash)
 		*slash = 0;
 	const char *ld_path = getenv("LD_LIBRARY_PATH");
-	for (int i = 0; i < n_needed; i++) {
+	const char *rpath = dyn->rpath ? dyn->rpath : "", *runpath = dyn->runpath ? dyn->runpath : "";
+	for (int i = 0; origin && i < dyn->n_needed; i++) {
+		const char *name = dyn->needed[i];
 		char *found = NULL;
-		if (strchr(needed[i], '/'))
-			found = realpath(needed[i], NULL);
+		if (strchr(name, '/'))
+			found = realpath(name, NULL);
 		if (!found && rpath[0] && !runpath[0])
-			found = try_list(rpath, origin, needed[i]);
+			found = try_list(rpath, origin, name);
 		if (!found && ld_path)
-			found = try_list(ld_path, origin, needed[i]);
+			found = try_list(ld_path, origin, name);
 		if (!found && runpath[0])
-			found = try_list(runpath, origin, needed[i]);
+			found = try_list(runpath, origin, name);
 		for (int k = 0; !found && k < w->n_sys_dirs; k++)
-			found = try_dir(w->sys_dirs[k], strlen(w->sys_dirs[k]), needed[i]);
+			found = try_dir(w->sys_dirs[k], strlen(w->sys_dirs[k]), name);
 		if (found) {
 			walk_file(w, found);
 			free(found);
 		}
-		free(needed[i]);
 	}
+	free(origin);
+	needed_dynamic_free(dyn);
+	free(dyn);
 }
 
 static char *find_program(const char *program)

@@ -11,6 +11,7 @@
 
 #include "fr_family.h"
 #include "frec_format.h"
+#include "triggers.h"
 
 /* The --probes list of the help: one entry per selectable family. */
 static void print_probe_help(FILE *out)
@@ -87,10 +88,35 @@ void record_usage(FILE *out)
 "      --no-python       do not walk CPython frames (they are walked in the\n"
 "                        kernel for CPython 3.10-3.13 and merged into the\n"
 "                        native stacks)\n"
-"      --ring-mib N      ring buffer size in MiB (default 64)\n"
+"      --buffer-mib N    BPF ring buffer the kernel writes events into, in MiB\n"
+"                        (default 64; formerly --ring-mib, still accepted)\n"
 "      --codec C         zstd (default), zlib or none\n"
 "      --level N         compression level (default 1)\n"
 "      --chunk-kib N     chunk size in KiB (default 4096)\n"
+"\n"
+"Flight-recorder mode (always on, writes only when something goes wrong):\n"
+"      --ring SIZE       keep only the latest SIZE of compressed events in memory\n"
+"                        (256M, 1G ...); FILE itself is never written.  A trigger\n"
+"                        writes a snapshot FILE-N (run.frec -> run-1.frec, ...,\n"
+"                        never replacing one): a complete trace of the events\n"
+"                        still held, their metadata, and the allocations live\n"
+"                        at its start.  SIGUSR2 always writes one\n"
+"      --trigger LIST    what else writes a snapshot, comma list (default: all):\n"
+"                          oom         a CUDA allocation returned out of memory\n"
+"                          nccl-error  an NCCL call failed, or a collective or\n"
+"                                      a synchronize hung (--hang-timeout)\n"
+"                          exit        a traced process died on a signal or\n"
+"                                      exited non-zero\n"
+"      --hang-timeout SEC  a collective or synchronize still running after SEC\n"
+"                        seconds is a hang (default 60)\n"
+"      --trigger-delay SEC  an OOM or NCCL error's snapshot waits SEC seconds\n"
+"                        for the aftermath (the allocator's retry; default 1)\n"
+"      --max-snapshots N   at most N snapshots per run (default 10)\n"
+"      --max-snapshot-bytes SIZE  at most SIZE of snapshots in all (default 16G)\n"
+"      --snapshot-interval SEC  the same trigger again within SEC seconds\n"
+"                        writes no snapshot (default 30; SIGUSR2 always does)\n"
+"                        Suppressed triggers are said and counted.\n"
+"\n"
 "  -v, --verbose         print libbpf diagnostics\n"
 "  -q, --quiet           print only errors\n"
 "      --force           replace FILE even when it exists and is not a trace\n"
@@ -105,6 +131,7 @@ void record_usage(FILE *out)
 "  sudo flightrec record -o run.frec -- torchrun --nproc 8 train.py\n"
 "  sudo flightrec record -o run.frec --duration 60 --pid 4242\n"
 "  sudo flightrec record -o pod.frec -d 30 --cgroup /sys/fs/cgroup/kubepods/pod1234\n"
+"  sudo flightrec record -o job.frec --ring 512M --pid 4242   # kill -USR2 for a snapshot\n"
 "  flightrec-analyze flame run.frec --kind cpu --format svg -o cpu.svg\n");
 }
 
@@ -124,7 +151,56 @@ enum {
 	OPT_STACK_SIZE,
 	OPT_NO_PYTHON,
 	OPT_FORCE,
+	OPT_RING,
+	OPT_TRIGGER,
+	OPT_HANG_TIMEOUT,
+	OPT_TRIGGER_DELAY,
+	OPT_MAX_SNAPSHOTS,
+	OPT_MAX_SNAPSHOT_BYTES,
+	OPT_SNAPSHOT_INTERVAL,
 };
+
+/* A size with a unit: 256M, 1G, 512K, 1048576 (bytes). */
+static int parse_size(const char *s, const char *what, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	uint64_t mult = 1;
+	if (end != s && *end) {
+		switch (*end == 0 ? 0 : end[0] | 0x20) {
+		case 'k': mult = 1ull << 10; break;
+		case 'm': mult = 1ull << 20; break;
+		case 'g': mult = 1ull << 30; break;
+		case 't': mult = 1ull << 40; break;
+		default: mult = 0;
+		}
+		end++;
+		if (*end == 'i' || *end == 'I')
+			end++;
+		if (*end == 'b' || *end == 'B')
+			end++;
+	}
+	if (errno || end == s || *end || mult == 0 || v <= 0 || v * (double)mult >= 1e18) {
+		fprintf(stderr, "flightrec: invalid %s '%s' (a size such as 256M or 1G)\n", what, s);
+		return -1;
+	}
+	*out = (uint64_t)(v * (double)mult);
+	return 0;
+}
+
+static int parse_seconds(const char *s, const char *what, bool zero_ok, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || v < 0 || (!zero_ok && v == 0) || v > 1e7) {
+		fprintf(stderr, "flightrec: invalid %s '%s' (seconds%s)\n", what, s,
+			zero_ok ? "" : " > 0");
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
 
 
 static int parse_uint(const char *s, const char *what, unsigned long max,
@@ -265,7 +341,15 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		{"syscall-min-us", required_argument, 0, OPT_SYSCALL_MIN_US},
 		{"no-syscall-stacks", no_argument, 0, OPT_NO_SYSCALL_STACKS},
 		{"stack", required_argument, 0, OPT_STACK},
+		{"buffer-mib", required_argument, 0, OPT_RING_MIB},
 		{"ring-mib", required_argument, 0, OPT_RING_MIB},
+		{"ring", required_argument, 0, OPT_RING},
+		{"trigger", required_argument, 0, OPT_TRIGGER},
+		{"hang-timeout", required_argument, 0, OPT_HANG_TIMEOUT},
+		{"trigger-delay", required_argument, 0, OPT_TRIGGER_DELAY},
+		{"max-snapshots", required_argument, 0, OPT_MAX_SNAPSHOTS},
+		{"max-snapshot-bytes", required_argument, 0, OPT_MAX_SNAPSHOT_BYTES},
+		{"snapshot-interval", required_argument, 0, OPT_SNAPSHOT_INTERVAL},
 		{"codec", required_argument, 0, OPT_CODEC},
 		{"level", required_argument, 0, OPT_LEVEL},
 		{"chunk-kib", required_argument, 0, OPT_CHUNK_KIB},
@@ -296,7 +380,14 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 	 * PyTorch wheels) need the stack copy; fp stays for the cheap mode */
 	o->stack_dwarf = true;
 	o->python = true;
-	o->ring_mib = 64;
+	o->buffer_mib = 64;
+	o->triggers = TRIGGER_BIT(FR_TRIGGER_OOM) | TRIGGER_BIT(FR_TRIGGER_NCCL_ERROR) |
+		      TRIGGER_BIT(FR_TRIGGER_HANG) | TRIGGER_BIT(FR_TRIGGER_EXIT);
+	o->hang_timeout_s = 60;
+	o->trigger_delay_s = 1;
+	o->max_snapshots = 10;
+	o->max_snapshot_bytes = 16ull << 30;
+	o->snapshot_interval_s = 30;
 	o->codec = FR_CODEC_ZSTD;
 	o->level = 1;
 	o->chunk_kib = 4096;
@@ -369,13 +460,52 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 			o->python = false;
 			break;
 		case OPT_RING_MIB:
-			if (parse_uint(optarg, "--ring-mib", 4096, &v))
+			if (parse_uint(optarg, "--buffer-mib", 4096, &v))
 				return -1;
 			if (v == 0 || (v & (v - 1))) {
-				fprintf(stderr, "flightrec: --ring-mib must be a power of two\n");
+				fprintf(stderr, "flightrec: --buffer-mib must be a power of two\n");
 				return -1;
 			}
-			o->ring_mib = (unsigned)v;
+			o->buffer_mib = (unsigned)v;
+			break;
+		case OPT_RING:
+			if (parse_size(optarg, "--ring", &o->ring_bytes))
+				return -1;
+			if (o->ring_bytes < (64u << 10)) {
+				fprintf(stderr, "flightrec: --ring %s is too small to hold a chunk "
+					"(at least 64K)\n", optarg);
+				return -1;
+			}
+			break;
+		case OPT_TRIGGER: {
+			const char *bad;
+			if (triggers_parse(optarg, &o->triggers, &bad)) {
+				fprintf(stderr, "flightrec: unknown trigger '%s' in --trigger (oom, "
+					"nccl-error, exit, all; SIGUSR2 is always on)\n", bad);
+				return -1;
+			}
+			break;
+		}
+		case OPT_HANG_TIMEOUT:
+			if (parse_seconds(optarg, "--hang-timeout", false, &o->hang_timeout_s))
+				return -1;
+			break;
+		case OPT_TRIGGER_DELAY:
+			if (parse_seconds(optarg, "--trigger-delay", true, &o->trigger_delay_s))
+				return -1;
+			break;
+		case OPT_MAX_SNAPSHOTS:
+			if (parse_uint(optarg, "--max-snapshots", 100000, &v))
+				return -1;
+			o->max_snapshots = (unsigned)v;
+			break;
+		case OPT_MAX_SNAPSHOT_BYTES:
+			if (parse_size(optarg, "--max-snapshot-bytes", &o->max_snapshot_bytes))
+				return -1;
+			break;
+		case OPT_SNAPSHOT_INTERVAL:
+			if (parse_seconds(optarg, "--snapshot-interval", true, &o->snapshot_interval_s))
+				return -1;
 			break;
 		case OPT_CODEC:
 			if (!strcmp(optarg, "zstd"))

@@ -29,7 +29,15 @@ struct record_opts {
 	bool stack_dwarf;          /* --stack dwarf */
 	unsigned stack_kib;        /* --stack-size: bytes of user stack copied */
 	bool python;               /* walk CPython frames (default on) */
-	unsigned ring_mib;         /* ring buffer size */
+	unsigned buffer_mib;       /* --buffer-mib: the BPF ring buffer's size */
+	/* flight-recorder mode (--ring): 0 records into FILE as usual */
+	uint64_t ring_bytes;       /* compressed events kept in memory */
+	unsigned triggers;         /* TRIGGER_BIT()s of --trigger (triggers.h) */
+	double hang_timeout_s;     /* --hang-timeout */
+	double trigger_delay_s;    /* --trigger-delay: aftermath in an OOM snapshot */
+	unsigned max_snapshots;
+	uint64_t max_snapshot_bytes;
+	double snapshot_interval_s;
 	int codec;                 /* enum fr_codec */
 	int level;
 	unsigned chunk_kib;

@@ -114,6 +114,20 @@ static int command_error(const char *cmd)
 static int output_allowed(const struct record_opts *o, char *msg, size_t len)
 {
 	struct stat st;
+	if (o->ring_bytes) {
+		/* FILE is never written, only FILE-N beside it, each a new file */
+		char dir[4096];
+		const char *slash = strrchr(o->output, '/');
+		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->output ? slash - o->output : 1) : 1,
+			 slash ? o->output : ".");
+		errno = 0;
+		if (stat(dir, &st) || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK)) {
+			snprintf(msg, len, "cannot write snapshots into %s: %s", dir,
+				 errno ? strerror(errno) : "not a directory");
+			return -1;
+		}
+		return 0;
+	}
 	if (lstat(o->output, &st)) {
 		if (errno == ENOENT)
 			return 0;

@@ -1,5 +1,6 @@
 /* Process, thread and mapping tracking (see proc_track.h). */
 #include "proc_track.h"
+#include "proc_maps.h"
 #include "rdma_datapath.h"
 
 #include <ctype.h>
@@ -14,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -108,13 +110,18 @@ int proc_track_open(struct proc_track *t, struct bpf_probes *probes,
 
 /* ---- records ----------------------------------------------------------- */
 
-static void write_mapping(struct proc_track *t, uint32_t pid, uint64_t ts_ns,
-			  uint64_t start, uint64_t len, uint64_t pgoff,
-			  const char *path, const uint8_t *bid, uint8_t bid_len)
+/* mf: the mapping as the kernel reported it (path, range, identity). */
+static void write_mapping(struct proc_track *t, const struct mapped_file *mf, uint64_t ts_ns,
+			  uint64_t pgoff)
 {
 	bool is_new;
+	uint32_t pid = mf->pid;
+	uint64_t start = mf->start, len = mf->end - mf->start;
+	const char *path = mf->path;
+	const uint8_t *bid = mf->build_id;
+	uint8_t bid_len = bid ? mf->build_id_len : 0;
 	size_t path_len = strnlen(path, 4096);
-	uint32_t dso_id = dso_table_lookup_or_add(t->dsos, pid, path, bid, bid_len, &is_new);
+	uint32_t dso_id = dso_table_lookup_or_add(t->dsos, mf, &is_new);
 	const struct dso *d = dso_table_get(t->dsos, dso_id);
 	/* the dso table only grows on this thread: d stays valid below */
 	uint32_t size = FR_ALIGN8(sizeof(struct fr_rec_mapping) + path_len);
@@ -321,29 +328,33 @@ static bool write_process(struct proc_track *t, uint32_t pid, const char *fallba
 	return true;
 }
 
-/* Mappings of a process that already runs, from /proc/PID/maps. */
+/* Mappings of a process that already runs, from /proc/PID/maps.  Whole
+ * lines (getline): a fixed buffer would cut a long path, and the rest of a
+ * crafted name would then parse as a mapping of another file. */
 static void write_existing_maps(struct proc_track *t, uint32_t pid)
 {
-	char path[64], line[4096 + 256];
+	char path[64], name[PROC_MAPS_PATH_MAX + 1];
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
 	FILE *f;
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
 	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
 	if (!(f = fopen(path, "r")))
 		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, off;
-		char perms[8];
-		int path_pos = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off,
-			   &path_pos) < 4 || !strchr(perms, 'x'))
+	while ((n = getline(&line, &cap, f)) > 0) {
+		struct proc_maps_entry e;
+		if (proc_maps_parse_line(line, (size_t)n, &e) || !strchr(e.perms, 'x'))
 			continue;
-		char *p = line + path_pos;
-		p[strcspn(p, "\n")] = 0;
-		if (!*p)
-			p = "//anon";
-		write_mapping(t, pid, now, start, end - start, off, p, NULL, 0);
+		memcpy(name, e.path, e.path_len);
+		name[e.path_len] = 0;
+		write_mapping(t, &(struct mapped_file){
+			.pid = pid, .path = e.path_len ? name : "//anon", .start = e.start,
+			.end = e.end, .has_inode = e.ino != 0,
+			.dev = makedev(e.dev_major, e.dev_minor), .ino = e.ino}, now, e.offset);
 	}
+	free(line);
 	fclose(f);
 }
 
@@ -413,8 +424,12 @@ static void inherit_mappings(struct proc_track *t, uint32_t ppid, uint32_t pid, 
 		const char *path = d ? d->path : "//anon"; /* strings never move */
 		if (bid_len)
 			memcpy(bid, d->build_id, bid_len);
-		write_mapping(t, pid, ts, copy[i].start, copy[i].end - copy[i].start,
-			      copy[i].pgoff, path, bid, bid_len);
+		/* the parent's identity of the file: the child maps the same one */
+		write_mapping(t, &(struct mapped_file){
+			.pid = pid, .path = path, .start = copy[i].start, .end = copy[i].end,
+			.build_id = bid_len ? bid : NULL, .build_id_len = bid_len,
+			.has_inode = d && d->has_inode, .dev = d ? d->dev : 0,
+			.ino = d ? d->ino : 0}, ts, copy[i].pgoff);
 	}
 	free(copy);
 }
@@ -490,9 +505,16 @@ static void handle_perf_record(struct proc_track *t, const uint8_t *rec, size_t 
 	size_t nlen = strnlen(m->filename, name_max < sizeof(name) - 1 ? name_max : sizeof(name) - 1);
 	memcpy(name, m->filename, nlen);
 	name[nlen] = 0;
+	/* the record names the file by build-id when the kernel could read
+	 * one, else by device and inode: either tells the mapped file from
+	 * what its name points to later */
 	bool has_bid = h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID;
-	write_mapping(t, m->pid, ts, m->addr, m->len, m->pgoff, name,
-		      has_bid ? m->build_id : NULL, has_bid ? m->build_id_size : 0);
+	write_mapping(t, &(struct mapped_file){
+		.pid = m->pid, .path = name, .start = m->addr, .end = m->addr + m->len,
+		.build_id = has_bid ? m->build_id : NULL,
+		.build_id_len = has_bid ? m->build_id_size : 0, .has_inode = !has_bid,
+		.dev = has_bid ? 0 : makedev(m->maj, m->min), .ino = has_bid ? 0 : m->ino},
+		ts, m->pgoff);
 }
 
 static void drain_ring(struct proc_track *t, struct perf_ring *r)
@@ -670,7 +692,9 @@ static void *track_main(void *arg)
 			frec_builder_flush(t->builder);
 			t->last_meta_flush_ns = now;
 		}
-		if (now - t->last_tick_ns >= 1000000000ull) {
+		unsigned req = atomic_load(&t->flush_req);
+		bool asked = req != atomic_load(&t->flush_done);
+		if (asked || now - t->last_tick_ns >= 1000000000ull) {
 			sym_collector_flush(t->syms, t->builder, false);
 			if (t->rdma_counters)
 				rdma_counters_sample(t->rdma_counters, t->builder);
@@ -678,6 +702,8 @@ static void *track_main(void *arg)
 			write_stats(t);
 			frec_builder_flush(t->builder);
 			t->last_tick_ns = now;
+			if (asked)
+				atomic_store(&t->flush_done, req);
 		}
 		poll(pfds, (nfds_t)t->n_rings, 10);
 	}
@@ -685,6 +711,19 @@ static void *track_main(void *arg)
 		drain_ring(t, &t->rings[i]);
 	handle_pending(t);
 	return NULL;
+}
+
+int proc_track_flush_sync(struct proc_track *t, uint64_t timeout_ns)
+{
+	unsigned req = atomic_fetch_add(&t->flush_req, 1) + 1;
+	uint64_t give_up = clock_ns(CLOCK_MONOTONIC) + timeout_ns;
+	struct timespec nap = {0, 1000000};
+	while (atomic_load(&t->flush_done) != req) {
+		if (clock_ns(CLOCK_MONOTONIC) >= give_up)
+			return -1;
+		nanosleep(&nap, NULL);
+	}
+	return 0;
 }
 
 int proc_track_start(struct proc_track *t)

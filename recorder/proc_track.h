@@ -82,6 +82,8 @@ struct proc_track {
 	atomic_uint_fast64_t mappings;     /* mapping records written */
 	uint64_t last_tick_ns;
 	uint64_t last_meta_flush_ns;
+	/* proc_track_flush_sync: requests and the last one done */
+	atomic_uint flush_req, flush_done;
 };
 
 /* Opens the per-CPU mmap tracking events (before the target runs). */
@@ -94,6 +96,12 @@ void proc_track_add_existing(struct proc_track *t, uint32_t pid);
 /* Called by the drain thread for every process event. */
 void proc_track_notify(void *ctx, const struct fr_ev_common *ev);
 /* Joins, then writes the last symbols, clock anchor and stats record. */
+/* Has the tracking thread write what it has pending now — processes,
+ * mappings, the symbols of every stack seen so far, Python code objects,
+ * clock and counters — and seal its chunk; waits for that (at most
+ * timeout_ns).  Returns 0, or -1 on timeout.  A snapshot needs the metadata
+ * of every event it holds. */
+int proc_track_flush_sync(struct proc_track *t, uint64_t timeout_ns);
 void proc_track_stop(struct proc_track *t);
 void proc_track_close(struct proc_track *t);
 

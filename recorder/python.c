@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "events.h"
+#include "safe_open.h"
 
 /* Code-object fields the resolver reads. */
 struct py_code_offsets {
@@ -250,9 +251,11 @@ void python_on_mapping(struct python_state *ps, struct frec_builder *b, uint32_t
 	if (!version || known_of(ps, pid))
 		return;
 	snprintf(kpath, sizeof(kpath), "/proc/%u/root%s", pid, path);
-	fd = open(kpath, O_RDONLY | O_CLOEXEC);
+	/* the process names the file: refuse a FIFO (open(2) would block the
+	 * tracking thread) or a device put under that name */
+	fd = safe_open_regular(AT_FDCWD, kpath, 0, NULL);
 	if (fd < 0)
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = safe_open_regular(AT_FDCWD, path, 0, NULL);
 	if (fd < 0 || read_facts(fd, pgoff, &f)) {
 		if (fd >= 0)
 			close(fd);

@@ -71,8 +71,11 @@ void sym_collector_push(struct sym_collector *c, uint32_t pid, const uint64_t *k
 	s.ips = malloc(((size_t)nk + nu) * sizeof(uint64_t) + 1);
 	if (!s.ips)
 		return;
-	memcpy(s.ips, k, nk * sizeof(uint64_t));
-	memcpy(s.ips + nk, u, nu * sizeof(uint64_t));
+	/* a stack may have no kernel (or no user) part: k or u is then NULL */
+	if (nk)
+		memcpy(s.ips, k, nk * sizeof(uint64_t));
+	if (nu)
+		memcpy(s.ips + nk, u, nu * sizeof(uint64_t));
 	pthread_mutex_lock(&c->lock);
 	if (append(&c->queue, &c->n_queue, &c->cap_queue, s))
 		free(s.ips);
@@ -104,7 +107,9 @@ static struct sym_file *file_for(struct sym_collector *c, uint32_t dso_id)
 		const struct dso *d = dso_table_get(c->dsos, dso_id);
 		f->loaded = true;
 		if (d) {
-			int fd = d->fd >= 0 ? d->fd : open(d->path, O_RDONLY | O_CLOEXEC);
+			/* never the bare path: it may name another file by now,
+			 * one the traced process could not read */
+			int fd = d->fd >= 0 ? d->fd : dso_table_reopen(d);
 			f->usable = fd >= 0 && elf_load_symtab_debug(fd, d->build_id, d->build_id_len,
 								     &f->tab, NULL) == 0;
 			if (fd >= 0 && fd != d->fd)

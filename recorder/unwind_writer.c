@@ -16,6 +16,7 @@
 
 static const char *const wanted[] = {".eh_frame_hdr", ".eh_frame", ".debug_frame"};
 #define N_WANTED (sizeof(wanted) / sizeof(wanted[0]))
+#define MAX_LOADS 256
 
 uint8_t *unwind_reduced_image(int fd, size_t *len)
 {
@@ -52,6 +53,10 @@ uint8_t *unwind_reduced_image(int fd, size_t *len)
 		if (gelf_getphdr(in, (int)i, &ph) && ph.p_type == PT_LOAD)
 			nload++;
 	}
+	/* e_phnum below is 16 bits; files have a handful of PT_LOADs, and
+	 * more than MAX_LOADS is a crafted file, not one to unwind through */
+	if (nload > MAX_LOADS)
+		goto out;
 
 	mfd = memfd_create("flightrec-unwind", MFD_CLOEXEC);
 	if (mfd < 0 || !(out = elf_begin(mfd, ELF_C_WRITE, NULL)) ||
@@ -93,12 +98,19 @@ uint8_t *unwind_reduced_image(int fd, size_t *len)
 		od->d_buf = idata->d_buf;
 		od->d_size = idata->d_size;
 		od->d_type = ELF_T_BYTE;
-		od->d_align = ish.sh_addralign ? ish.sh_addralign : 1;
+		/* libelf lays the image out by these alignments: a crafted
+		 * 2^40 had it write a terabyte of padding into the memfd (a
+		 * hang, and memory).  Unwind sections ask for 4 or 8; offsets
+		 * in the image do not matter, addresses do. */
+		uint64_t align = ish.sh_addralign;
+		if (align > 4096 || (align & (align - 1)))
+			align = 8;
+		od->d_align = align ? align : 1;
 		osh.sh_name = (GElf_Word)name_off[i];
 		osh.sh_type = ish.sh_type;
 		osh.sh_flags = ish.sh_flags;
 		osh.sh_addr = ish.sh_addr;
-		osh.sh_addralign = ish.sh_addralign;
+		osh.sh_addralign = align;
 		osh.sh_entsize = ish.sh_entsize;
 		gelf_update_shdr(os, &osh);
 	}

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "elf_info.h"
+#include "safe_open.h"
 
 #define ATTACH_UPROBE_MULTI 48     /* BPF_TRACE_UPROBE_MULTI (kernel 6.6) */
 #define UPROBE_MULTI_RETURN 1      /* BPF_F_UPROBE_MULTI_RETURN */
@@ -239,7 +240,9 @@ int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
 
 	memset(res, 0, sizeof(*res));
 	*already = false;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* path is named by a traced process (its mappings): a FIFO there
+	 * would block this thread in open(2), a device's open can act */
+	fd = safe_open_regular(AT_FDCWD, path, 0, NULL);
 	if (fd < 0 || fstat(fd, &st)) {
 		snprintf(res->error, sizeof(res->error), "cannot open %s: %s", path, strerror(errno));
 		if (fd >= 0)
@@ -332,7 +335,7 @@ int uprobe_family_attach_offset(struct uprobe_family *f, const char *path, uint6
 	int fd, ret = 0;
 
 	memset(res, 0, sizeof(*res));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = safe_open_regular(AT_FDCWD, path, 0, NULL); /* see above */
 	if (fd < 0 || fstat(fd, &st)) {
 		snprintf(res->error, sizeof(res->error), "cannot open %s: %s", path, strerror(errno));
 		if (fd >= 0)
@@ -433,7 +436,7 @@ int uprobe_family_attach_offsets(struct uprobe_family *f, const char *path,
 		}
 		return ret;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = safe_open_regular(AT_FDCWD, path, 0, NULL); /* see above */
 	if (fd < 0 || fstat(fd, &st)) {
 		snprintf(res->error, sizeof(res->error), "cannot open %s: %s", path, strerror(errno));
 		if (fd >= 0)

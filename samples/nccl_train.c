@@ -10,6 +10,22 @@
  * slow_data_loader (CPU work plus read() calls on a temporary file), and the
  * other ranks wait that long inside ncclAllReduce.
  *
+ * --wait stream|query waits for each all-reduce the way a job on the
+ * asynchronous NCCL does (FLIGHTREC_FAKE_NCCL_ASYNC=1: the call returns
+ * once enqueued, the stream completes it): cudaStreamSynchronize on the
+ * collective's stream, or a cudaEventRecord after it and cudaEventQuery
+ * polled every millisecond until the event is complete (a watchdog's way);
+ * the stream is a real one of the CUDA stand-in (linked: samples/cudart/).
+ * --wait none (the default) makes no CUDA call.
+ *
+ * --hang-rank R --hang-at K: rank R never enters collective K (1 = the
+ * first all-reduce): it says so on stderr and sleeps until the others have
+ * given up (FLIGHTREC_FAKE_NCCL_TIMEOUT_S, plus 5 s), then exits 3.  The
+ * others block inside collective K (blocking NCCL) or in their wait for it
+ * (asynchronous), each saying on stderr "rank N: waiting in collective K"
+ * just before it blocks, until the stand-in's timeout fails it: they exit
+ * 1.  For testing hang detection; nothing waits forever.
+ *
  * Not a training program: there is no model, and the buffers handed to NCCL
  * are fake device pointers that nobody dereferences.  The rendezvous is a
  * tiny TCP store on MASTER_PORT (rank 0 serves the ncclUniqueId, others
@@ -22,7 +38,12 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* accept4, strsignal */
 #endif
-#include "nccl.h"
+#ifdef CUDART_STANDIN_REAL_HEADER
+#include <cuda_runtime_api.h>
+#else
+#include "cuda_runtime_api_min.h"
+#endif
+#include "nccl.h" /* after the CUDA header: its cudaStream_t */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -45,6 +66,8 @@
 
 #define STORE_MAGIC 0x54535246u /* "FRST" */
 
+enum wait_mode { WAIT_NONE, WAIT_STREAM, WAIT_QUERY };
+
 struct options {
 	int steps;
 	double compute_ms;
@@ -52,6 +75,9 @@ struct options {
 	int slow_rank;
 	double slow_factor;
 	int slow_from_step;
+	enum wait_mode wait;
+	int hang_rank;   /* -1: none */
+	int hang_at;     /* collective number, from 1 */
 };
 
 static volatile uint64_t sink;
@@ -277,6 +303,75 @@ static int store_fetch(uint16_t port, int rank, int world_size, ncclUniqueId *id
 	}
 }
 
+/* ---- waiting for a collective, and the hang ------------------------------------- */
+
+/* The stream collectives go to: a real one of the CUDA stand-in when the
+ * program waits on it or the NCCL stand-in runs asynchronously (it
+ * enqueues there), else a fake handle nobody dereferences. */
+static int open_stream(const struct options *o, int local_rank, cudaStream_t *stream,
+		       cudaEvent_t *done)
+{
+	const char *a = getenv("FLIGHTREC_FAKE_NCCL_ASYNC");
+	int async = a && *a && strcmp(a, "0") != 0;
+	*done = NULL;
+	if (o->wait == WAIT_NONE && !async) {
+		*stream = (cudaStream_t)(uintptr_t)(0x1000 + local_rank);
+		return 0;
+	}
+	cudaError_t e = cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking);
+	if (e == cudaSuccess && o->wait == WAIT_QUERY)
+		e = cudaEventCreateWithFlags(done, cudaEventDisableTiming);
+	if (e != cudaSuccess) {
+		fprintf(stderr, "nccl_train: cannot create a CUDA stream or event: %s\n",
+			cudaGetErrorString(e));
+		return -1;
+	}
+	return 0;
+}
+
+/* Waits for the collective just enqueued on stream; then whether it
+ * failed (an asynchronous NCCL reports that afterwards). */
+static ncclResult_t wait_collective(const struct options *o, ncclComm_t comm,
+				    cudaStream_t stream, cudaEvent_t done, double timeout_s)
+{
+	cudaError_t e = cudaSuccess;
+	if (o->wait == WAIT_STREAM) {
+		e = cudaStreamSynchronize(stream);
+	} else if (o->wait == WAIT_QUERY) {
+		e = cudaEventRecord(done, stream);
+		/* a watchdog's poll; the stand-in completes the stream at the
+		 * latest when its own timeout fails the collective */
+		double give_up = now_ms() + (timeout_s + 30) * 1e3;
+		if (e == cudaSuccess) {
+			while ((e = cudaEventQuery(done)) == cudaErrorNotReady && now_ms() < give_up) {
+				struct timespec ts = { 0, 1000000L };
+				nanosleep(&ts, NULL);
+			}
+		}
+	}
+	if (e != cudaSuccess) {
+		fprintf(stderr, "nccl_train: waiting for the all-reduce: %s\n", cudaGetErrorString(e));
+		return ncclUnhandledCudaError;
+	}
+	ncclResult_t async_err = ncclSuccess;
+	ncclResult_t r = ncclCommGetAsyncError(comm, &async_err);
+	return r != ncclSuccess ? r : async_err;
+}
+
+/* --hang-rank's rank at --hang-at: never enters the collective; sleeps past
+ * the others' timeout so that they fail first, then exits. */
+static void hang(int rank, int at, double timeout_s)
+{
+	fprintf(stderr, "nccl_train: rank %d: hanging before collective %d\n", rank, at);
+	fflush(stderr);
+	double end = now_ms() + (timeout_s + 5) * 1e3;
+	while (now_ms() < end) {
+		struct timespec ts = { 0, 100 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	exit(3);
+}
+
 /* ---- main ---------------------------------------------------------------------- */
 
 static int env_int(const char *name, int fallback, int *out)
@@ -301,6 +396,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: nccl_train [--steps N] [--compute-ms C] [--count ELEMENTS]\n"
 		"                  [--slow-rank R --slow-factor F [--slow-from-step S]]\n"
+		"                  [--wait none|stream|query] [--hang-rank R --hang-at K]\n"
 		"environment: RANK, WORLD_SIZE, MASTER_ADDR (127.0.0.1), MASTER_PORT\n"
 		"             (set by launch_ranks or torchrun)\n");
 }
@@ -308,7 +404,7 @@ static void usage(void)
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	*o = (struct options){ .steps = 30, .compute_ms = 40, .count = 1u << 20,
-			       .slow_rank = -1, .slow_factor = 1.0 };
+			       .slow_rank = -1, .slow_factor = 1.0, .hang_rank = -1 };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (i + 1 >= argc) {
@@ -316,8 +412,23 @@ static int parse_args(int argc, char **argv, struct options *o)
 			return -1;
 		}
 		const char *v = argv[++i];
-		char *end;
-		if (!strcmp(a, "--steps"))
+		char *end = (char *)v + strlen(v);
+		if (!strcmp(a, "--wait")) {
+			if (!strcmp(v, "none"))
+				o->wait = WAIT_NONE;
+			else if (!strcmp(v, "stream"))
+				o->wait = WAIT_STREAM;
+			else if (!strcmp(v, "query"))
+				o->wait = WAIT_QUERY;
+			else {
+				fprintf(stderr, "nccl_train: --wait %s: want none, stream or query\n", v);
+				return -1;
+			}
+		} else if (!strcmp(a, "--hang-rank"))
+			o->hang_rank = (int)strtol(v, &end, 10);
+		else if (!strcmp(a, "--hang-at"))
+			o->hang_at = (int)strtol(v, &end, 10);
+		else if (!strcmp(a, "--steps"))
 			o->steps = (int)strtol(v, &end, 10);
 		else if (!strcmp(a, "--compute-ms"))
 			o->compute_ms = strtod(v, &end);
@@ -340,6 +451,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 	}
 	if (o->steps < 1 || o->compute_ms < 0 || o->slow_factor < 1.0) {
 		fprintf(stderr, "nccl_train: need --steps >= 1, --compute-ms >= 0, --slow-factor >= 1\n");
+		return -1;
+	}
+	if (o->hang_rank >= 0 && (o->hang_at < 1 || o->hang_at > o->steps)) {
+		fprintf(stderr, "nccl_train: --hang-rank needs --hang-at K in 1..--steps\n");
 		return -1;
 	}
 	return 0;
@@ -407,7 +522,10 @@ int main(int argc, char **argv)
 	uintptr_t dev = 0x7f0000000000ull + ((uintptr_t)local_rank << 36);
 	const void *grads = (const void *)dev;
 	void *reduced = (void *)(dev + (opt.count + 1) * sizeof(float));
-	cudaStream_t stream = (cudaStream_t)(uintptr_t)(0x1000 + local_rank);
+	cudaStream_t stream;
+	cudaEvent_t done;
+	if (open_stream(&opt, local_rank, &stream, &done) < 0)
+		return 1;
 
 	double step_ms = 0, wait_ms = 0;
 	for (int step = 0; step < opt.steps; step++) {
@@ -417,7 +535,23 @@ int main(int argc, char **argv)
 			slow_data_loader((opt.slow_factor - 1.0) * opt.compute_ms, data_fd);
 		compute_step(opt.compute_ms);
 		double t1 = now_ms();
+		int hang_step = opt.hang_rank >= 0 && step == opt.hang_at - 1;
+		if (hang_step && rank == opt.hang_rank)
+			hang(rank, opt.hang_at, timeout_s);
+		if (hang_step && opt.wait == WAIT_NONE) {
+			fprintf(stderr, "nccl_train: rank %d: waiting in collective %d\n", rank,
+				opt.hang_at);
+			fflush(stderr);
+		}
 		r = ncclAllReduce(grads, reduced, opt.count, ncclFloat32, ncclSum, comm, stream);
+		if (r == ncclSuccess && opt.wait != WAIT_NONE) {
+			if (hang_step) {
+				fprintf(stderr, "nccl_train: rank %d: waiting in collective %d\n", rank,
+					opt.hang_at);
+				fflush(stderr);
+			}
+			r = wait_collective(&opt, comm, stream, done, timeout_s);
+		}
 		double t2 = now_ms();
 		if (r != ncclSuccess) {
 			fprintf(stderr, "nccl_train: rank %d: ncclAllReduce at step %d: %s\n", rank,

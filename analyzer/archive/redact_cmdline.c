@@ -122,6 +122,10 @@ static const struct rec_option rec_options[] = {
 	{ "stack-size", 0, 1 },        { "no-python", 0, -1 },
 	{ "verbose", 'v', -1 },        { "quiet", 'q', -1 },
 	{ "force", 0, -1 },            { "help", 'h', -1 },
+	{ "buffer-mib", 0, 1 },        { "ring", 0, 1 },
+	{ "trigger", 0, 1 },           { "hang-timeout", 0, 1 },
+	{ "trigger-delay", 0, 1 },     { "max-snapshots", 0, 1 },
+	{ "max-snapshot-bytes", 0, 1 }, { "snapshot-interval", 0, 1 },
 };
 
 struct header_state {

@@ -89,6 +89,34 @@ static const char *syscall_label(uint32_t nr, char *buf, size_t len)
 	return buf;
 }
 
+/* A flight-recorder snapshot: what wrote it and which events it holds. */
+static void info_snapshot_text(const struct trace_file *f, FILE *out)
+{
+	const struct fr_rec_snapshot *s = &f->snapshot;
+	uint64_t t0 = f->hdr.start_mono_ns;
+	char b1[64], b2[64], b3[64];
+	fprintf(out, "  snapshot:      #%u, %s at +%s: %s\n", s->number,
+		out_snapshot_trigger_name(s->trigger),
+		out_duration(s->trigger_ns > t0 ? s->trigger_ns - t0 : 0, b1, sizeof(b1)),
+		f->snapshot_detail && f->snapshot_detail[0] ? f->snapshot_detail : "-");
+	if (s->window_first_ns)
+		fprintf(out, "  window:        events from +%s to +%s held by the ring; %" PRIu64
+			" older records had left it\n",
+			out_duration(s->window_first_ns > t0 ? s->window_first_ns - t0 : 0, b1, sizeof(b1)),
+			out_duration(s->window_last_ns > t0 ? s->window_last_ns - t0 : 0, b2, sizeof(b2)),
+			(uint64_t)s->evicted_records);
+	if (s->carried_allocs)
+		fprintf(out, "  carried:       %u allocation%s live at the window's start (%s of device "
+			"memory), written ahead of its events\n", s->carried_allocs,
+			s->carried_allocs == 1 ? "" : "s", out_bytes(s->carried_bytes, b3, sizeof(b3)));
+	const char *retry = out_snapshot_retry_text(s->oom_retry);
+	if (retry)
+		fprintf(out, "  OOM retry:     %s\n", retry);
+	if (s->suppressed)
+		fprintf(out, "  suppressed:    %u trigger%s since the previous snapshot (rate limit, caps, "
+			"or while this one was pending)\n", s->suppressed, s->suppressed == 1 ? "" : "s");
+}
+
 static void info_text(struct trace_file *f, uint32_t file_index, const void *syscalls,
 		      FILE *out)
 {
@@ -118,6 +146,9 @@ static void info_text(struct trace_file *f, uint32_t file_index, const void *sys
 	char trouble[512];
 	trace_file_trouble(f, trouble, sizeof(trouble));
 	fprintf(out, "  status:        %s\n", trouble[0] ? trouble : "intact");
+
+	if (f->has_snapshot)
+		info_snapshot_text(f, out);
 
 	struct out_file_probes pr;
 	out_file_probes_get(f, &pr);
@@ -252,6 +283,8 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 		out_iso_time(f->hdr.start_real_ns, b1, sizeof(b1)), f->hdr.start_real_ns,
 		duration_ns, trace_file_complete(f) ? "true" : "false");
 	out_file_status_json(out, f);
+	fprintf(out, ",\"snapshot\":");
+	out_file_snapshot_json(out, f);
 
 	fprintf(out, ",\"processes\":[");
 	for (size_t i = 0; i < f->n_procs; i++) {

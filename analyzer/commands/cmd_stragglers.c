@@ -1,7 +1,8 @@
 /* `flightrec-analyze stragglers`: the per-rank table (rank, host, pid,
  * steps, mean step, mean wait inside NCCL calls, straggler score), each
- * node's clock skew, and the verdict with its evidence; text or --json (the
- * shape /work/shared/CLI.md fixes, with extra fields).  Not the analysis
+ * node's clock skew, the verdict with its evidence, and a collective that
+ * hangs (model_nccl.h, nccl_hang.c); text or --json (the shape
+ * /work/shared/CLI.md fixes, with extra fields).  Not the analysis
  * (model_stragglers.c, model_nccl.c, align.c): this file parses options and
  * lays out the result. */
 #include "align.h"
@@ -36,9 +37,18 @@ static const char stragglers_help[] =
 	"             step and 3 MAD of the others' lateness; else none\n"
 	"  evidence   what it does in its compute segments that others do not:\n"
 	"             functions in its CPU samples, system call time, off-CPU time\n"
+	"  hang       a collective some ranks entered and never left: inside it\n"
+	"             when the recorder last looked (it writes the calls in flight\n"
+	"             at the end), or, with NCCL's asynchronous collectives, inside\n"
+	"             a synchronize or polling an event that waits for it; with the\n"
+	"             ranks of its communicator that never entered it (also ranks\n"
+	"             no given trace shows, when the communicator's ranks are the\n"
+	"             global ones); reported when the wait exceeds twice the longest\n"
+	"             gap between that communicator's earlier collectives\n"
 	"\n"
 	"options:\n"
-	"  --json               one JSON object: ranks, straggler (or null), nodes\n"
+	"  --json               one JSON object: ranks, straggler (or null), hang\n"
+	"                       (or null), nodes\n"
 	"  --step-marker-less   ignore step-marker events; steps from the period\n"
 	"\n"
 	"examples:\n"
@@ -64,6 +74,78 @@ static const char *base_name(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	return slash ? slash + 1 : path;
+}
+
+static const char *hang_how(enum nccl_hang_how how)
+{
+	switch (how) {
+	case NCCL_HANG_IN_CALL: return "in_call";
+	case NCCL_HANG_SYNC: return "synchronize";
+	case NCCL_HANG_POLL: return "event_poll";
+	}
+	return "unknown";
+}
+
+/* CLI.md's "hang": {"op","seq","waiting_ranks","missing_ranks","waiting_s"}
+ * or null, then extra fields. */
+static void hang_json(const struct nccl_result *nc, FILE *out)
+{
+	const struct nccl_hang *h = &nc->hang;
+	fputs(",\"hang\":", out);
+	if (!h->found) {
+		fputs("null,\"no_hang_reason\":", out);
+		out_json_str(out, h->why_none[0] ? h->why_none
+				  : "no rank was inside a collective it had not left when its "
+				    "recorder last looked");
+		return;
+	}
+	fputs("{\"op\":", out);
+	out_json_str(out, nccl_op_name(h->func));
+	fprintf(out, ",\"seq\":%" PRIu64 ",\"waiting_ranks\":[", h->seq + 1);
+	for (size_t i = 0; i < h->n_waiting; i++)
+		fprintf(out, "%s%d", i ? "," : "", nc->ranks[h->waiting[i].rank_index].rank);
+	fputs("],\"missing_ranks\":[", out);
+	for (size_t i = 0; i < h->n_missing; i++)
+		fprintf(out, "%s%d", i ? "," : "", h->missing[i]);
+	fprintf(out, "],\"waiting_s\":%.3f,\"threshold_s\":%.3f,\"count\":%" PRIu64
+		",\"comm_nranks\":%d,\"ranks_without_trace\":%u,\"waiting\":[", h->waiting_s,
+		h->threshold_s, h->count, h->nranks, h->without_trace);
+	for (size_t i = 0; i < h->n_waiting; i++) {
+		const struct nccl_rank *rk = &nc->ranks[h->waiting[i].rank_index];
+		fprintf(out, "%s{\"rank\":%d,\"host\":", i ? "," : "", rk->rank);
+		out_json_str(out, rk->host);
+		fprintf(out, ",\"pid\":%u,\"how\":\"%s\",\"waiting_s\":%.3f}", rk->pid,
+			hang_how(h->waiting[i].how), h->waiting[i].waiting_s);
+	}
+	fputs("]},\"no_hang_reason\":null", out);
+}
+
+/* One line: what hangs, who waits, who never came. */
+static void hang_text(const struct nccl_result *nc, FILE *out)
+{
+	const struct nccl_hang *h = &nc->hang;
+	if (!h->found) {
+		if (h->why_none[0])
+			fprintf(out, "\nhang: none (%s)\n", h->why_none);
+		return;
+	}
+	fprintf(out, "\nhang: %s #%" PRIu64 " never completed: rank%s ", nccl_op_name(h->func),
+		h->seq + 1, h->n_waiting == 1 ? "" : "s");
+	for (size_t i = 0; i < h->n_waiting; i++)
+		fprintf(out, "%s%d", i ? "," : "", nc->ranks[h->waiting[i].rank_index].rank);
+	fprintf(out, " waited up to %.2f s in it; ", h->waiting_s);
+	if (h->n_missing) {
+		fprintf(out, "rank%s ", h->n_missing == 1 ? "" : "s");
+		for (size_t i = 0; i < h->n_missing; i++)
+			fprintf(out, "%s%d", i ? "," : "", h->missing[i]);
+		fprintf(out, " never entered it");
+	} else {
+		fprintf(out, "no rank that a trace shows is missing from it");
+	}
+	if (h->without_trace)
+		fprintf(out, " (%u more rank%s of its communicator have no trace here)",
+			h->without_trace, h->without_trace == 1 ? "" : "s");
+	fputc('\n', out);
 }
 
 static void stragglers_json(struct trace_set *ts, const struct stragglers_result *r, FILE *out)
@@ -112,6 +194,7 @@ static void stragglers_json(struct trace_set *ts, const struct stragglers_result
 		fputs("null", out);
 	else
 		out_json_str(out, r->why_none);
+	hang_json(nc, out);
 	fputs(",\"nodes\":[", out);
 	for (size_t i = 0; i < trace_set_count(ts); i++) {
 		struct align_node n;
@@ -185,13 +268,14 @@ static void stragglers_text(struct trace_set *ts, const struct stragglers_result
 	const struct straggler_verdict *v = &r->verdict;
 	if (!v->found) {
 		fprintf(out, "\nstraggler: none (%s)\n", r->why_none);
-		return;
+	} else {
+		const struct nccl_rank *rk = &nc->ranks[v->rank_index];
+		fprintf(out, "\nstraggler: rank %d (host %s, pid %u) since step %d, confidence %.2f, "
+			"costs %.2f ms per step\n", rk->rank, rk->host, rk->pid, v->since_step,
+			v->confidence, v->cost_ms_per_step);
+		fprintf(out, "  evidence: %s\n", v->evidence);
 	}
-	const struct nccl_rank *rk = &nc->ranks[v->rank_index];
-	fprintf(out, "\nstraggler: rank %d (host %s, pid %u) since step %d, confidence %.2f, "
-		"costs %.2f ms per step\n", rk->rank, rk->host, rk->pid, v->since_step, v->confidence,
-		v->cost_ms_per_step);
-	fprintf(out, "  evidence: %s\n", v->evidence);
+	hang_text(nc, out);
 }
 
 int cmd_stragglers(int argc, char **argv, FILE *out, FILE *errout)

@@ -89,6 +89,7 @@ static void trace_file_free(struct trace_file *f)
 		close(f->member_fd);
 	free(f->path);
 	free(f->cmdline);
+	free(f->snapshot_detail);
 	free(f->records_by_type);
 	for (size_t i = 0; i < f->n_procs; i++)
 		free(f->procs[i].cmdline);
@@ -116,6 +117,7 @@ static void trace_file_free(struct trace_file *f)
 	}
 	free(f->stats_probes);
 	free(f->stats_drops);
+	free(f->inflight);
 	free(f->clock_pairs);
 	hmap_free(&f->env_by_pid);
 	free(f->rdma_counters);

@@ -215,6 +215,19 @@ struct trace_file {
 	struct hmap env_by_pid;       /* (pid, 0|1) -> packed ranks, until the pass ends */
 	char **schema_names;          /* 65536 slots, lazily filled, may be NULL */
 
+	/* a flight-recorder snapshot's record (FR_REC_SNAPSHOT): why it was
+	 * written and what window it holds; has_snapshot 0 for a recording */
+	int has_snapshot;
+	struct fr_rec_snapshot snapshot;
+	char *snapshot_detail;        /* printable; NULL when none */
+
+	/* FR_REC_INFLIGHT: the calls the recorder found entered and not
+	 * returned when it last looked (the record with the latest seen_ns
+	 * wins: later looks supersede earlier ones), and when it looked */
+	struct fr_inflight_call *inflight;
+	uint32_t n_inflight;
+	uint64_t inflight_seen_ns;    /* CLOCK_MONOTONIC; 0: no INFLIGHT record */
+
 	/* the latest STATS record (used when there is no END) */
 	int has_stats;
 	uint64_t stats_ts_ns, stats_cpu_user_ns, stats_cpu_sys_ns;

@@ -215,6 +215,55 @@ static int decode_python(const struct ts_where *w, const uint8_t *p, struct frec
 	return 0;
 }
 
+/* The snapshot record; a second one (a damaged or crafted file) replaces
+ * the first, as the latest PROCESS record does. */
+static int decode_snapshot(const struct ts_where *w, const uint8_t *p, uint32_t size,
+			   struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	struct fr_rec_snapshot r;
+	memcpy(&r, p, sizeof(r));
+	if (r.detail_len > size - sizeof(r)) {
+		PROBLEM(w, "snapshot: detail_len %u exceeds the record (%u bytes)", r.detail_len, size);
+		return 0;
+	}
+	char *detail = ts_strndup_printable((const char *)p + sizeof(r), r.detail_len, '?');
+	if (!detail)
+		return ts_oom(err, w);
+	free(f->snapshot_detail);
+	f->snapshot_detail = detail;
+	f->snapshot = r;
+	f->has_snapshot = 1;
+	return 0;
+}
+
+/* The calls in flight when the recorder looked; only the latest look is
+ * kept (a snapshot's, or the end of the recording's). */
+static int decode_inflight(const struct ts_where *w, const uint8_t *p, uint32_t size,
+			   struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	struct fr_rec_inflight r;
+	memcpy(&r, p, sizeof(r));
+	if ((uint64_t)r.n * sizeof(struct fr_inflight_call) > size - sizeof(r)) {
+		PROBLEM(w, "inflight: %u calls do not fit in the record (%u bytes)", r.n, size);
+		return 0;
+	}
+	if (f->inflight_seen_ns && r.seen_ns < f->inflight_seen_ns)
+		return 0; /* an older look */
+	struct fr_inflight_call *calls = NULL;
+	if (r.n) {
+		if (!(calls = malloc((size_t)r.n * sizeof(*calls))))
+			return ts_oom(err, w);
+		memcpy(calls, p + sizeof(r), (size_t)r.n * sizeof(*calls));
+	}
+	free(f->inflight);
+	f->inflight = calls;
+	f->n_inflight = r.n;
+	f->inflight_seen_ns = r.seen_ns ? r.seen_ns : 1; /* 0 means "no record" */
+	return 0;
+}
+
 static int sym_cmp(const void *a, const void *b)
 {
 	const struct ts_symbol *x = a, *y = b;
@@ -575,6 +624,10 @@ int ts_decode_meta(const struct ts_where *w, uint16_t type, const uint8_t *p, ui
 		return decode_pycode(w, p, size, err);
 	case FR_REC_PYTHON:
 		return decode_python(w, p, err);
+	case FR_REC_INFLIGHT:
+		return decode_inflight(w, p, size, err);
+	case FR_REC_SNAPSHOT:
+		return decode_snapshot(w, p, size, err);
 	}
 	return 0;
 	return 0;

@@ -13,16 +13,7 @@ const char *cuda_func_name(uint16_t func);
 /* Function numbers are below this (tables indexed by function use it). */
 #define CUDA_FUNC_LIMIT 64
 
-/* What a CUDA function does to memory. */
-enum mem_class {
-	MEM_NONE = 0,
-	MEM_DEV_ALLOC,    /* cudaMalloc, cudaMallocAsync, cudaMallocManaged, cuMemAlloc(_Async) */
-	MEM_DEV_FREE,     /* cudaFree(Async), cuMemFree(Async) */
-	MEM_PHYS_CREATE,  /* cuMemCreate: physical memory, handle in ptr */
-	MEM_PHYS_RELEASE, /* cuMemRelease(handle) */
-	MEM_HOST_ALLOC,   /* pinned host: cudaMallocHost, cudaHostAlloc, cuMemHostAlloc, cudaHostRegister */
-	MEM_HOST_FREE,    /* cudaFreeHost, cudaHostUnregister */
-};
-enum mem_class mem_func_class(uint16_t func);
+/* What a CUDA function does to memory: the ledger's rule (mem_ledger.h). */
+#include "mem_ledger.h"
 
 #endif

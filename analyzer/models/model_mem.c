@@ -90,13 +90,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MEM_IMPLAUSIBLE_BYTES (1ull << 48) /* 256 TiB: no allocation is that big */
 #define TWO_MIB (2ull << 20)
 
 /* Address kinds: device pointers, pinned host pointers and cuMemCreate
  * handles live in different namespaces of the live table (its owner key is
  * file << 34 | kind << 32 | pid). */
-enum { KIND_DEV = 0, KIND_HOST = 1, KIND_HANDLE = 2 };
 enum { SLOT_USED = MEM_LIVE_USED, SLOT_MANAGED = 2 };
 
 /* ---- model state ---------------------------------------------------------- */
@@ -438,7 +436,7 @@ static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 		f->at_frozen = 1;
 
 	/* The outer half of a runtime-around-driver pair: already counted. */
-	int is_alloc = cls == MEM_DEV_ALLOC || cls == MEM_PHYS_CREATE || cls == MEM_HOST_ALLOC;
+	int is_alloc = mem_class_is_alloc(cls);
 	struct last_call *lc = &m->last[(ev.c.tid * 0x9e3779b1u + file_index) % LAST_CALLS];
 	int dup = lc->file_plus1 == file_index + 1 && lc->tid == ev.c.tid && lc->alloc == is_alloc &&
 		  lc->start >= ev.c.ts_ns && lc->end <= t && lc->failed == (ev.result != 0) &&
@@ -453,9 +451,7 @@ static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 
 	enum mem_space space = (cls == MEM_HOST_ALLOC || cls == MEM_HOST_FREE) ?
 		MEM_SPACE_PINNED_HOST : MEM_SPACE_DEVICE;
-	int kind = space == MEM_SPACE_PINNED_HOST ? KIND_HOST :
-		(cls == MEM_PHYS_CREATE || cls == MEM_PHYS_RELEASE) ? KIND_HANDLE : KIND_DEV;
-	uint64_t owner = (uint64_t)file_index << 34 | (uint64_t)kind << 32 | ev.c.pid;
+	uint64_t owner = mem_ledger_owner(file_index, mem_class_kind(cls), ev.c.pid);
 
 	if (is_alloc) {
 		if (space == MEM_SPACE_DEVICE)
@@ -463,7 +459,7 @@ static int mem_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 		if (ev.result != 0)
 			return record_failure(m, file_index, &ev, space, t) ||
 			       failed_change(m, file_index, &ev, space, t) ? -1 : 0;
-		if (!ev.ptr || ev.bytes >= MEM_IMPLAUSIBLE_BYTES || !ev.bytes) {
+		if (!mem_alloc_holds(ev.ptr, ev.bytes)) {
 			/* cudaMalloc(&p, 0) succeeds with p = NULL: nothing held. */
 			if (ev.bytes)
 				f->pub.implausible++;

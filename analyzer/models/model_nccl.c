@@ -24,6 +24,12 @@ const char *nccl_func_name(uint16_t func)
 	return name ? name : "ncclUnknown";
 }
 
+const char *nccl_op_name(uint16_t func)
+{
+	const char *name = nccl_func_name(func);
+	return strncmp(name, "nccl", 4) == 0 ? name + 4 : name;
+}
+
 int64_t nccl_member_ready_ns(const struct nccl_result *r, const struct nccl_member *m)
 {
 	/* Hook: the first RDMA post of this rank for the instance, when known. */
@@ -35,7 +41,12 @@ int64_t nccl_member_ready_ns(const struct nccl_result *r, const struct nccl_memb
 static void *nccl_create(const struct model_opts *opts)
 {
 	(void)opts; /* a pid filter would break the matching across ranks */
-	return calloc(1, sizeof(struct model_nccl));
+	struct model_nccl *m = calloc(1, sizeof(struct model_nccl));
+	if (m) {
+		hmap_init(&m->event_of);
+		hmap_init(&m->sync_seen);
+	}
+	return m;
 }
 
 void model_nccl_ignore_step_markers(void *state)
@@ -63,6 +74,10 @@ static int nccl_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *
 			return -1;
 		m->marks[m->n_marks++] = (struct step_raw){ file_index, ev.c.pid, ev.c.ts_ns };
 		m->result.step_events++;
+	} else if (h.type == FR_EV_CUDA) {
+		struct fr_ev_cuda ev;
+		memcpy(&ev, rec, sizeof(ev));
+		return nccl_note_cuda(m, file_index, &ev);
 	}
 	return 0;
 }
@@ -82,7 +97,7 @@ static int nccl_finish(void *state, struct trace_set *ts, struct frec_error *err
 		return -1;
 	if (nccl_order_instances(r, n_members))
 		goto oom_matching;
-	if (nccl_build_steps(m))
+	if (nccl_build_steps(m) || nccl_find_hang(m, ts))
 		goto oom;
 	return 0;
 oom_matching:
@@ -101,6 +116,7 @@ static void nccl_destroy(void *state)
 	struct nccl_result *r = &m->result;
 	for (size_t i = 0; i < r->n_ranks; i++) {
 		free(r->ranks[i].calls);
+		free(r->ranks[i].joined);
 		free(r->ranks[i].step_begin_ns);
 		free(r->ranks[i].step_end_ns);
 	}
@@ -110,6 +126,10 @@ static void nccl_destroy(void *state)
 	free(r->members);
 	free(m->raw);
 	free(m->marks);
+	free(m->events);
+	hmap_free(&m->event_of);
+	hmap_free(&m->sync_seen);
+	nccl_hang_free(&r->hang);
 	free(m);
 }
 

@@ -8,7 +8,13 @@
  *               ncclCommInitRank(Config) (the same on every rank); within a
  *               process a comm pointer maps to it
  *   instance    (communicator, seq): seq is the index of the collective call
- *               on that communicator in that process, in time order
+ *               on that communicator in that process, from 0: the recorder's
+ *               own number less one (FR_EV_NCCL.seq, counted in the kernel at
+ *               entry, so lost events do not shift it) where the
+ *               communicator's init was recorded, else the index in time
+ *               order of the calls recorded
+ *   hang        a collective that some ranks entered and never left, and
+ *               the ranks that never entered it (nccl_hang.c)
  *   step        from FR_EV_STEP (a --step-marker uprobe) when every rank has
  *               them, else from the period K of the repeating (op, count,
  *               communicator) sequence: every K-th collective
@@ -37,6 +43,8 @@ struct nccl_call {
 	uint64_t count;           /* elements */
 	uint64_t comm_ptr;        /* ncclComm_t in this process */
 	uint64_t seq;             /* collectives: index on its communicator here */
+	uint64_t stream;          /* cudaStream_t it was enqueued on */
+	uint32_t bpf_seq;         /* FR_EV_NCCL.seq as recorded; 0 none */
 	int64_t result;           /* ncclResult_t */
 	uint32_t comm_index;      /* into comms; NCCL_NONE: init not seen */
 	uint32_t instance;        /* into instances; NCCL_NONE: not matched */
@@ -45,6 +53,13 @@ struct nccl_call {
 	int32_t step;             /* this rank's step index; -1 outside steps */
 	uint16_t func;            /* enum fr_nccl_func */
 	uint16_t datatype;
+};
+
+/* A communicator a rank created (init or split), as the process names it. */
+struct nccl_rank_comm {
+	uint64_t ptr;             /* ncclComm_t in the process */
+	uint32_t comm_index;      /* into comms */
+	int32_t comm_rank;        /* its rank in it (init); -1 unknown (split) */
 };
 
 struct nccl_rank {
@@ -57,6 +72,8 @@ struct nccl_rank {
 	const char *host;         /* the file header's host */
 	struct nccl_call *calls;  /* entry order */
 	size_t n_calls;
+	struct nccl_rank_comm *joined; /* communicators it created, in order */
+	size_t n_joined;
 	/* step i spans [step_begin_ns[i], step_end_ns[i]) on the node's clock */
 	uint64_t *step_begin_ns;
 	uint64_t *step_end_ns;
@@ -84,6 +101,40 @@ struct nccl_instance {
 	size_t first_member;      /* into members */
 	uint32_t n_members;
 	int64_t first_entry_common_ns; /* instances are sorted by this */
+};
+
+/* How a waiting rank of a hang waits (see nccl_hang.c). */
+enum nccl_hang_how {
+	NCCL_HANG_IN_CALL,        /* inside the collective (or its group's end) */
+	NCCL_HANG_SYNC,           /* enqueued it; inside a synchronize on its stream */
+	NCCL_HANG_POLL,           /* enqueued it; polls an event after it, never complete */
+};
+
+struct nccl_hang_rank {
+	uint32_t rank_index;      /* into ranks */
+	enum nccl_hang_how how;
+	int64_t entry_common_ns;  /* its entry into the collective */
+	double waiting_s;         /* from then to when its recorder last looked */
+};
+
+/* A collective (communicator, seq) that some ranks entered and never left,
+ * with the ranks of that communicator that never entered it. */
+struct nccl_hang {
+	int found;
+	uint32_t comm_index;
+	uint16_t func;            /* enum fr_nccl_func */
+	uint64_t seq;             /* the instance's seq (from 0; shown from 1) */
+	uint64_t count;
+	struct nccl_hang_rank *waiting; /* by rank */
+	size_t n_waiting;
+	int32_t *missing;         /* global ranks that never entered it, ascending */
+	size_t n_missing;
+	uint32_t without_trace;   /* more ranks of the communicator that no trace
+				   * shows and missing cannot name */
+	int32_t nranks;           /* of the communicator; -1 unknown */
+	double waiting_s;         /* the longest wait */
+	double threshold_s;       /* what a wait had to exceed */
+	char why_none[256];       /* !found but something waited: why it is no hang */
 };
 
 enum nccl_step_source {
@@ -115,6 +166,7 @@ struct nccl_result {
 	 * of one instance are simultaneous; a wrong lag adds step jitter). */
 	uint32_t inferred_ranks;
 	uint64_t failed_calls;    /* result != ncclSuccess */
+	struct nccl_hang hang;
 };
 
 const struct nccl_result *model_nccl_result(const void *state);
@@ -126,6 +178,9 @@ void model_nccl_ignore_step_markers(void *state);
  * broadcast, reduce). */
 int nccl_is_collective(uint16_t func);
 const char *nccl_func_name(uint16_t func);
+/* The operation's name without "nccl" ("AllReduce"), as NCCL's logs and
+ * CLI.md's hang say it. */
+const char *nccl_op_name(uint16_t func);
 
 /* The time one member was ready for its instance, on the common timeline:
  * its entry into the call.  Hook: with RDMA data, the rank's first post for

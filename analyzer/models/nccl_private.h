@@ -12,12 +12,14 @@
  *                       nodes; instances in time order with their members
  *   nccl_align.c        the clocks aligned on instance exits; every call
  *                       on the common timeline
- *   nccl_steps.c        steps from markers or from the collective period */
+ *   nccl_steps.c        steps from markers or from the collective period
+ *   nccl_hang.c         a collective some ranks entered and never left */
 #ifndef FLIGHTREC_NCCL_PRIVATE_H
 #define FLIGHTREC_NCCL_PRIVATE_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include "hmap.h"
 #include "model_nccl.h"
 
 struct trace_set;
@@ -35,12 +37,30 @@ struct step_raw {
 	uint64_t ts_ns;
 };
 
+/* A CUDA event a rank records and waits on, as its events left it
+ * (nccl_hang.c): what a rank that enqueued a collective waits with. */
+struct cuda_event_state {
+	uint32_t file_index;
+	uint32_t pid;
+	uint64_t event;           /* cudaEvent_t / CUevent */
+	uint64_t stream;          /* of its latest record */
+	uint64_t recorded_ns;     /* latest record; 0 none seen */
+	uint64_t not_ready_ns;    /* first not-ready query since then; 0 none */
+	uint64_t last_not_ready_ns; /* the latest not-ready query */
+	int complete;             /* a query or synchronize saw it complete since */
+};
+
 struct model_nccl {
 	int ignore_markers;
 	struct nccl_raw *raw;
 	size_t n_raw, cap_raw;
 	struct step_raw *marks;
 	size_t n_marks, cap_marks;
+	struct cuda_event_state *events;
+	size_t n_events, cap_events;
+	struct hmap event_of;     /* (file << 32 | pid, event) -> index + 1 */
+	struct hmap sync_seen;    /* (file << 32 | tid) -> latest entry of a synchronize
+				   * that returned (its event is in the trace) */
 	struct nccl_result result;
 };
 
@@ -72,5 +92,12 @@ int nccl_order_instances(struct nccl_result *r, size_t n_members);
 /* nccl_steps.c: the steps of every rank and each call's step (sorts the
  * markers). */
 int nccl_build_steps(struct model_nccl *m);
+
+/* nccl_hang.c: one CUDA event of the feed (records, queries and
+ * synchronizes of CUDA events; others ignored).  0, or -1 out of memory. */
+int nccl_note_cuda(struct model_nccl *m, uint32_t file_index, const struct fr_ev_cuda *ev);
+/* nccl_hang.c: result.hang, after every other stage. */
+int nccl_find_hang(struct model_nccl *m, struct trace_set *ts);
+void nccl_hang_free(struct nccl_hang *h);
 
 #endif

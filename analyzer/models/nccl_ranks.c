@@ -58,6 +58,17 @@ static int64_t comm_for_uid(struct build *b, uint64_t uid, int32_t nranks)
 	return (int64_t)(*slot - 1);
 }
 
+/* Notes that rk created communicator c, named ptr in the process. */
+static int note_joined(struct nccl_rank *rk, uint64_t ptr, int64_t c, int32_t comm_rank)
+{
+	struct nccl_rank_comm *j = realloc(rk->joined, (rk->n_joined + 1) * sizeof(*j));
+	if (!j)
+		return -1;
+	rk->joined = j;
+	j[rk->n_joined++] = (struct nccl_rank_comm){ ptr, (uint32_t)c, comm_rank };
+	return 0;
+}
+
 /* The events of one process, raw[0..n), in time order, into rank rk. */
 static int build_rank(struct build *b, const struct nccl_raw *raw, size_t n, struct nccl_rank *rk,
 		      int32_t *init_rank)
@@ -83,7 +94,8 @@ static int build_rank(struct build *b, const struct nccl_raw *raw, size_t n, str
 			if (ev->result || !ev->uid_hash)
 				break;
 			int64_t c = comm_for_uid(b, ev->uid_hash, ev->nranks);
-			if (c < 0 || hmap_put(&comm_of, ev->comm, 0, (uint64_t)c + 1))
+			if (c < 0 || hmap_put(&comm_of, ev->comm, 0, (uint64_t)c + 1) ||
+			    note_joined(rk, ev->comm, c, ev->rank))
 				goto out;
 			if (ev->nranks > best_nranks && ev->rank >= 0) {
 				best_nranks = ev->nranks;
@@ -103,7 +115,8 @@ static int build_rank(struct build *b, const struct nccl_raw *raw, size_t n, str
 							       b->r->comms[ci - 1].uid_hash),
 						       (uint64_t)(int64_t)ev->peer), (*nth)++);
 			int64_t c = comm_for_uid(b, uid, -1);
-			if (c < 0 || hmap_put(&comm_of, ev->comm, 0, (uint64_t)c + 1))
+			if (c < 0 || hmap_put(&comm_of, ev->comm, 0, (uint64_t)c + 1) ||
+			    note_joined(rk, ev->comm, c, -1))
 				goto out;
 			break;
 		}
@@ -122,6 +135,7 @@ static int build_rank(struct build *b, const struct nccl_raw *raw, size_t n, str
 				.comm_index = NCCL_NONE,
 				.instance = NCCL_NONE, .stack_id = ev->stack_id, .tid = ev->c.tid,
 				.step = -1, .func = ev->func, .datatype = (uint16_t)ev->datatype,
+				.stream = ev->stream, .bpf_seq = ev->seq,
 			};
 			if (hmap_get(&comm_of, ev->comm, 0, &ci) && ci)
 				call->comm_index = (uint32_t)(ci - 1);
@@ -134,7 +148,10 @@ static int build_rank(struct build *b, const struct nccl_raw *raw, size_t n, str
 			uint64_t *seq = hmap_slot(&seq_of, call->comm_index, 0, NULL);
 			if (!seq)
 				goto out;
-			call->seq = (*seq)++;
+			/* the recorder's number, counted from this communicator's
+			 * init like ours but blind to lost events */
+			call->seq = ev->seq ? (uint64_t)ev->seq - 1 : *seq;
+			*seq = call->seq + 1;
 		}
 	}
 	rc = 0;

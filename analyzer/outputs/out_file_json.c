@@ -77,3 +77,52 @@ void out_file_damage_json(FILE *out, const struct trace_file *f, size_t max)
 	}
 	fputc(']', out);
 }
+
+const char *out_snapshot_trigger_name(unsigned trigger)
+{
+	switch (trigger) {
+	case FR_TRIGGER_SIGNAL: return "signal";
+	case FR_TRIGGER_OOM: return "oom";
+	case FR_TRIGGER_NCCL_ERROR: return "nccl-error";
+	case FR_TRIGGER_HANG: return "hang";
+	case FR_TRIGGER_EXIT: return "exit";
+	}
+	return "unknown";
+}
+
+const char *out_snapshot_retry_text(unsigned oom_retry)
+{
+	switch (oom_retry) {
+	case FR_OOM_RETRY_UNSEEN: return "not seen (the thread allocated nothing more before the snapshot)";
+	case FR_OOM_RETRY_OK: return "succeeded (the next allocation of that thread worked)";
+	case FR_OOM_RETRY_FAILED: return "failed (the next allocation of that thread failed too)";
+	}
+	return NULL;
+}
+
+static double rel_s(const struct trace_file *f, uint64_t t)
+{
+	return t > f->hdr.start_mono_ns ? (double)(t - f->hdr.start_mono_ns) / 1e9 : 0.0;
+}
+
+void out_file_snapshot_json(FILE *out, const struct trace_file *f)
+{
+	if (!f->has_snapshot) {
+		fputs("null", out);
+		return;
+	}
+	const struct fr_rec_snapshot *s = &f->snapshot;
+	fprintf(out, "{\"number\":%u,\"trigger\":", s->number);
+	out_json_str(out, out_snapshot_trigger_name(s->trigger));
+	fprintf(out, ",\"detail\":");
+	out_json_str(out, f->snapshot_detail ? f->snapshot_detail : "");
+	fprintf(out, ",\"trigger_s\":%.6f,\"window_s\":[%.6f,%.6f],\"pid\":%u,"
+		"\"evicted_records\":%" PRIu64 ",\"carried_allocations\":%u,"
+		"\"carried_bytes\":%" PRIu64 ",\"suppressed_triggers\":%u,\"oom_retry\":",
+		rel_s(f, s->trigger_ns), rel_s(f, s->window_first_ns), rel_s(f, s->window_last_ns),
+		s->pid, (uint64_t)s->evicted_records, s->carried_allocs, (uint64_t)s->carried_bytes,
+		s->suppressed);
+	static const char *const retry[] = { "null", "\"unseen\"", "\"succeeded\"", "\"failed\"" };
+	fputs(s->oom_retry < 4 ? retry[s->oom_retry] : "null", out);
+	fputc('}', out);
+}

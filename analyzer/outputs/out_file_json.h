@@ -28,6 +28,12 @@ void out_file_probes_get(const struct trace_file *f, struct out_file_probes *p);
 void out_file_probes_json(FILE *out, const struct out_file_probes *p, const char *name_key);
 /* The file's trouble (trace_file_trouble) as a JSON string, "intact" when none. */
 void out_file_status_json(FILE *out, const struct trace_file *f);
+/* A snapshot's trigger, time and window (seconds from the file's start),
+ * or null for a recording. */
+void out_file_snapshot_json(FILE *out, const struct trace_file *f);
+/* Its name as --trigger says it, and what followed an OOM in words. */
+const char *out_snapshot_trigger_name(unsigned trigger);
+const char *out_snapshot_retry_text(unsigned oom_retry);
 /* The first max damaged regions: [{"offset":N,"length":N,"what":TEXT},...],
  * each what cut at 160 bytes. */
 void out_file_damage_json(FILE *out, const struct trace_file *f, size_t max);

@@ -6,10 +6,11 @@
 #include "fr_family.h"
 
 static const struct fr_family_record records[] = {
-	{ FR_EV_NCCL, 1, sizeof(struct fr_ev_nccl), "nccl",
+	/* version 2: seq in what was _pad (events.h) */
+	{ FR_EV_NCCL, 2, sizeof(struct fr_ev_nccl), "nccl",
 	  FR_COMMON_FIELDS ",func:u16,flags:u16,stack_id:u32,duration_ns:u64,result:s64,"
 	  "comm:u64,count:u64,datatype:u32,op:u32,peer:s32,rank:s32,nranks:s32,"
-	  "_pad:u32,stream:u64,uid_hash:u64", true },
+	  "seq:u32,stream:u64,uid_hash:u64", true },
 };
 
 static const struct fr_family_func funcs[] = {
@@ -27,6 +28,7 @@ static const struct fr_family_func funcs[] = {
 	{ FR_NCCL_COMM_INIT_ALL, "ncclCommInitAll", FR_FN_COMM_INIT },
 	{ FR_NCCL_COMM_SPLIT, "ncclCommSplit", FR_FN_COMM_INIT },
 	{ FR_NCCL_COMM_DESTROY, "ncclCommDestroy", FR_FN_COMM_DESTROY },
+	{ FR_NCCL_COMM_GET_ASYNC_ERROR, "ncclCommGetAsyncError", FR_FN_OTHER },
 };
 
 /* entry programs: 0 fr_nccl_enter, 1 fr_nccl_enter_init (reads the
@@ -49,6 +51,7 @@ static const struct fr_family_symbol symbols[] = {
 	FN("ncclCommInitAll", FR_NCCL_COMM_INIT_ALL),
 	FN("ncclCommSplit", FR_NCCL_COMM_SPLIT),
 	FN("ncclCommDestroy", FR_NCCL_COMM_DESTROY),
+	FN("ncclCommGetAsyncError", FR_NCCL_COMM_GET_ASYNC_ERROR),
 	FN("pncclAllReduce", FR_NCCL_ALL_REDUCE),
 	FN("pncclReduceScatter", FR_NCCL_REDUCE_SCATTER),
 	FN("pncclAllGather", FR_NCCL_ALL_GATHER),
@@ -63,6 +66,7 @@ static const struct fr_family_symbol symbols[] = {
 	FN("pncclCommInitAll", FR_NCCL_COMM_INIT_ALL),
 	FN("pncclCommSplit", FR_NCCL_COMM_SPLIT),
 	FN("pncclCommDestroy", FR_NCCL_COMM_DESTROY),
+	FN("pncclCommGetAsyncError", FR_NCCL_COMM_GET_ASYNC_ERROR),
 };
 
 static const char *const knobs[] = {

@@ -47,6 +47,12 @@ static const struct frec_schema_entry metadata[] = {
 	  "filename_len:u16,_pad:u16,linetable_len:u32,_pad2:u32,names_table:var" },
 	{ FR_REC_PYTHON, 1, sizeof(struct fr_rec_python), "python",
 	  "ts_ns:u64,pid:u32,py_version:u16,status:u16,runtime_addr:u64" },
+	{ FR_REC_SNAPSHOT, 1, sizeof(struct fr_rec_snapshot), "snapshot",
+	  "trigger_ns:u64,window_first_ns:u64,window_last_ns:u64,evicted_records:u64,"
+	  "carried_bytes:u64,carried_allocs:u32,number:u32,trigger:u16,oom_retry:u16,"
+	  "suppressed:u32,pid:u32,detail_len:u32,detail:var" },
+	{ FR_REC_INFLIGHT, 1, sizeof(struct fr_rec_inflight), "inflight",
+	  "seen_ns:u64,n:u32,_pad:u32,calls:var" },
 };
 
 #define MAX_RECORDS 64

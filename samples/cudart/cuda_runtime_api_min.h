@@ -43,6 +43,7 @@ typedef struct CUstream_st *cudaStream_t;
 typedef struct CUevent_st *cudaEvent_t;
 typedef struct CUgraph_st *cudaGraph_t;
 typedef struct CUgraphExec_st *cudaGraphExec_t;
+typedef void (*cudaHostFn_t)(void *userData);
 
 enum cudaStreamCaptureMode {
 	cudaStreamCaptureModeGlobal = 0,
@@ -138,6 +139,7 @@ extern cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaSt
 /* execution */
 extern cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
 				    size_t sharedMem, cudaStream_t stream);
+extern cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData);
 
 /* stream capture and graphs */
 extern cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode);

@@ -44,6 +44,19 @@
  *     then, cudaEventSynchronize sleeps until then; cudaStreamWaitEvent
  *     makes later work on the waiting stream start no earlier than that
  *     (a never-recorded event is already complete, as NVIDIA's is).
+ *   - host functions: cudaLaunchHostFunc runs fn(userData) on a thread of
+ *     its own once the work queued before it on the stream is done, the
+ *     stream's host functions one after another, and holds the stream until
+ *     fn returns: the end of a held stream is not known in advance (the NCCL
+ *     stand-in's asynchronous mode completes its collectives this way).
+ *     While a stream is held, synchronizing on it (or on the device) waits
+ *     for the hold to end, cudaStreamQuery says not ready, an event
+ *     recorded on it completes when the host functions queued before the
+ *     record have returned, and work queued on it (or waiting on such an
+ *     event) blocks the calling thread until the hold ends (NVIDIA's would
+ *     return at once).  A held stream does not hold the legacy stream (its
+ *     implicit synchronization with blocking streams is not modelled for
+ *     host functions).
  *   - graphs: cudaStreamBeginCapture on a created or per-thread stream
  *     (not the legacy one) captures the kernels launched on it instead of
  *     queueing them; cudaStreamEndCapture returns them as a graph,
@@ -98,6 +111,7 @@ cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, uns
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph);
 cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
+cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData);
 cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
 cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
 
@@ -123,6 +137,8 @@ struct CUstream_st {
 	int device;
 	unsigned int flags;         /* cudaStreamNonBlocking */
 	uint64_t busy_until_ns;     /* CLOCK_MONOTONIC: queued work ends */
+	uint64_t hostfn_queued;     /* host functions queued (tickets 1..) */
+	uint64_t hostfn_done;       /* ... and returned, in order; fewer: held */
 	struct CUgraph_st *capture; /* the graph being captured, or NULL */
 	int capture_invalid;        /* an unsupported operation hit the capture */
 	enum cudaStreamCaptureMode capture_mode;
@@ -147,6 +163,10 @@ struct CUevent_st {
 	unsigned int flags;
 	int recorded;
 	uint64_t ready_ns;          /* when the recorded work completes */
+	/* recorded on a held stream: complete once host function ticket
+	 * pending_ticket of pending_stream has returned (ready_ns is set then) */
+	struct CUstream_st *pending_stream;
+	uint64_t pending_ticket;
 };
 
 struct range {
@@ -189,6 +209,7 @@ struct table {
 };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_hostfn_cond = PTHREAD_COND_INITIALIZER; /* a host function returned */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static cudaError_t g_init_error;
 static int g_ndevices;
@@ -487,9 +508,38 @@ static uint64_t stream_start_ns(const struct CUstream_st *s, uint64_t now)
 	return start;
 }
 
-/* Queues duration_ns of work on s; returns when it ends. */
+static int stream_held(const struct CUstream_st *s)
+{
+	return s->hostfn_done != s->hostfn_queued;
+}
+
+/* Waits (g_lock held, released meanwhile) until no host function holds s. */
+static void wait_unheld(struct CUstream_st *s)
+{
+	while (stream_held(s))
+		pthread_cond_wait(&g_hostfn_cond, &g_lock);
+}
+
+/* Waits (g_lock held) until no stream of device is held. */
+static void wait_device_unheld(int device)
+{
+	for (;;) {
+		struct CUstream_st *held = NULL;
+		for (struct CUstream_st *it = g_streams; it && !held; it = it->next)
+			if (it->device == device && stream_held(it))
+				held = it;
+		if (!held)
+			return;
+		wait_unheld(held);
+	}
+}
+
+/* Queues duration_ns of work on s; returns when it ends.  Behind a host
+ * function the end is not known: the caller waits for the hold to end
+ * first (see the model above). */
 static uint64_t stream_enqueue(struct CUstream_st *s, uint64_t duration_ns)
 {
+	wait_unheld(s);
 	uint64_t start = stream_start_ns(s, now_ns());
 	s->busy_until_ns = start + duration_ns;
 	return s->busy_until_ns;
@@ -663,6 +713,8 @@ static cudaError_t device_free(void *dev_ptr, int wait_idle)
 		return cudaErrorInvalidValue;
 	}
 	struct allocation gone = *a;
+	if (wait_idle)
+		wait_device_unheld(gone.device);
 	uint64_t idle = device_idle_ns(gone.device);
 	pthread_mutex_unlock(&g_lock);
 	if (wait_idle)
@@ -734,6 +786,7 @@ static cudaError_t host_free(void *ptr)
 	}
 	uint64_t mapped = p->mapped;
 	table_remove(&g_pinned, index);
+	wait_device_unheld(t_device);
 	uint64_t idle = device_idle_ns(t_device);
 	pthread_mutex_unlock(&g_lock);
 	sleep_until(idle); /* pending copies may still read it */
@@ -954,6 +1007,8 @@ static cudaError_t stream_sync_common(cudaStream_t handle, enum default_stream d
 	pthread_mutex_lock(&g_lock);
 	struct CUstream_st *s;
 	err = resolve_stream_op(handle, dflt, &s);
+	if (!err)
+		wait_unheld(s);
 	uint64_t until = err ? 0 : s->busy_until_ns;
 	pthread_mutex_unlock(&g_lock);
 	if (!err)
@@ -969,7 +1024,7 @@ static cudaError_t stream_query_common(cudaStream_t handle, enum default_stream 
 	pthread_mutex_lock(&g_lock);
 	struct CUstream_st *s;
 	err = resolve_stream_op(handle, dflt, &s);
-	if (!err && s->busy_until_ns > now_ns())
+	if (!err && (stream_held(s) || s->busy_until_ns > now_ns()))
 		err = cudaErrorNotReady;
 	pthread_mutex_unlock(&g_lock);
 	return err;
@@ -1001,6 +1056,10 @@ static cudaError_t stream_destroy(cudaStream_t handle)
 	if (err)
 		return err;
 	pthread_mutex_lock(&g_lock);
+	/* a host function still running uses it: wait for it first */
+	struct CUstream_st *s = find_stream(handle);
+	if (s)
+		wait_unheld(s);
 	err = cudaErrorInvalidResourceHandle;
 	struct thread_state *ts = t_state;
 	for (struct CUstream_st **link = &g_streams; *link; link = &(*link)->next) {
@@ -1060,6 +1119,9 @@ static cudaError_t event_record(cudaEvent_t handle, cudaStream_t stream, enum de
 	if (!err) {
 		e->recorded = 1;
 		e->ready_ns = stream_start_ns(s, now_ns());
+		/* behind a host function: complete when it has returned */
+		e->pending_stream = stream_held(s) ? s : NULL;
+		e->pending_ticket = s->hostfn_queued;
 	}
 	pthread_mutex_unlock(&g_lock);
 	return err;
@@ -1073,13 +1135,20 @@ static cudaError_t event_wait(cudaEvent_t handle, int wait)
 		return err;
 	pthread_mutex_lock(&g_lock);
 	struct CUevent_st *e = find_event(handle);
+	/* recorded behind a host function: not ready until it returns (look
+	 * the event up again after each wait: it may have been destroyed) */
+	while (wait && e && e->pending_stream) {
+		pthread_cond_wait(&g_hostfn_cond, &g_lock);
+		e = find_event(handle);
+	}
+	int pending = e && e->pending_stream;
 	uint64_t ready = e && e->recorded ? e->ready_ns : 0;
 	pthread_mutex_unlock(&g_lock);
 	if (!e)
 		return cudaErrorInvalidResourceHandle;
 	if (wait)
 		sleep_until(ready);
-	else if (ready > now_ns())
+	else if (pending || ready > now_ns())
 		return cudaErrorNotReady;
 	return cudaSuccess;
 }
@@ -1098,7 +1167,7 @@ static cudaError_t event_elapsed(float *ms, cudaEvent_t start, cudaEvent_t end)
 		err = cudaErrorInvalidResourceHandle;
 	else if ((a->flags | b->flags) & cudaEventDisableTiming || !a->recorded || !b->recorded)
 		err = cudaErrorInvalidResourceHandle;
-	else if (a->ready_ns > now || b->ready_ns > now)
+	else if (a->pending_stream || b->pending_stream || a->ready_ns > now || b->ready_ns > now)
 		err = cudaErrorNotReady;
 	else
 		*ms = (float)(((double)b->ready_ns - (double)a->ready_ns) / 1e6);
@@ -1139,6 +1208,15 @@ static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t handle, un
 	struct CUevent_st *e = find_event(handle);
 	struct CUstream_st *s = NULL;
 	err = e ? resolve_stream_op(stream, dflt, &s) : cudaErrorInvalidResourceHandle;
+	/* an event behind a host function: its end is not known yet, so wait
+	 * for it here (see the model above) */
+	int legacy = !err && is_legacy(s);
+	while (!err && e->pending_stream) {
+		pthread_cond_wait(&g_hostfn_cond, &g_lock);
+		e = find_event(handle); /* either may be destroyed meanwhile */
+		if (!e || (!legacy && !find_stream(s)))
+			err = cudaErrorInvalidResourceHandle;
+	}
 	if (!err && e->recorded)
 		s->busy_until_ns = max_u64(s->busy_until_ns, e->ready_ns);
 	pthread_mutex_unlock(&g_lock);
@@ -1316,10 +1394,80 @@ static cudaError_t device_sync(void)
 	if (err)
 		return err;
 	pthread_mutex_lock(&g_lock);
+	wait_device_unheld(t_device);
 	uint64_t idle = device_idle_ns(t_device);
 	pthread_mutex_unlock(&g_lock);
 	sleep_until(idle);
 	return cudaSuccess;
+}
+
+/* ---- host functions ------------------------------------------------------ */
+
+struct hostfn_job {
+	struct CUstream_st *s;
+	cudaHostFn_t fn;
+	void *data;
+	uint64_t ticket;
+};
+
+/* Runs one host function when its turn on the stream comes, then releases
+ * the stream (if no other holds it) and the events recorded behind it. */
+static void *hostfn_thread(void *arg)
+{
+	struct hostfn_job *j = arg;
+	struct CUstream_st *s = j->s;
+	pthread_mutex_lock(&g_lock);
+	while (s->hostfn_done != j->ticket - 1)
+		pthread_cond_wait(&g_hostfn_cond, &g_lock);
+	uint64_t start = s->busy_until_ns; /* the work queued before it */
+	pthread_mutex_unlock(&g_lock);
+	sleep_until(start);
+	j->fn(j->data);
+	pthread_mutex_lock(&g_lock);
+	s->busy_until_ns = max_u64(s->busy_until_ns, now_ns());
+	s->hostfn_done = j->ticket;
+	for (struct CUevent_st *e = g_events; e; e = e->next)
+		if (e->pending_stream == s && e->pending_ticket <= j->ticket) {
+			e->pending_stream = NULL;
+			e->ready_ns = s->busy_until_ns;
+		}
+	pthread_cond_broadcast(&g_hostfn_cond);
+	pthread_mutex_unlock(&g_lock);
+	free(j);
+	return NULL;
+}
+
+static cudaError_t launch_host_func(cudaStream_t handle, cudaHostFn_t fn, void *data,
+				    enum default_stream dflt)
+{
+	cudaError_t err = ensure_init();
+	if (err)
+		return err;
+	if (!fn)
+		return cudaErrorInvalidValue;
+	struct hostfn_job *j = malloc(sizeof(*j));
+	if (!j)
+		return cudaErrorMemoryAllocation;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_mutex_lock(&g_lock);
+	struct CUstream_st *s;
+	err = resolve_stream_op(handle, dflt, &s);
+	if (!err) {
+		*j = (struct hostfn_job){ s, fn, data, s->hostfn_queued + 1 };
+		pthread_t t;
+		/* the thread waits for g_lock, held here until the stream counts it */
+		if (pthread_create(&t, &attr, hostfn_thread, j) == 0)
+			s->hostfn_queued = j->ticket;
+		else
+			err = cudaErrorMemoryAllocation;
+	}
+	pthread_mutex_unlock(&g_lock);
+	pthread_attr_destroy(&attr);
+	if (err)
+		free(j);
+	return err;
 }
 
 static cudaError_t device_count(int *count)
@@ -1466,6 +1614,15 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 	return finish(event_elapsed(ms, start, end));
 }
 cudaError_t cudaEventDestroy(cudaEvent_t e) { return finish(event_destroy(e)); }
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *userData)
+{
+	return finish(launch_host_func(s, fn, userData, USE_LEGACY));
+}
+cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t s, cudaHostFn_t fn, void *userData)
+{
+	return finish(launch_host_func(s, fn, userData, USE_PER_THREAD));
+}
 
 cudaError_t cudaMalloc(void **devPtr, size_t size) { return finish(device_alloc(devPtr, size, ALLOC_DEVICE)); }
 cudaError_t cudaFree(void *devPtr) { return finish(device_free(devPtr, 1)); }

@@ -459,6 +459,46 @@ static void *alloc_free_loop(void *arg)
 	return (void *)bad;
 }
 
+/* A host function holds its stream until it returns: queries say not
+ * ready, an event recorded behind it completes after it, synchronize waits
+ * for it, host functions of one stream run in order. */
+static int hostfn_order[2], hostfn_n;
+static void hostfn_sleep(void *arg)
+{
+	struct timespec ts = { 0, 80 * 1000000L };
+	nanosleep(&ts, NULL);
+	hostfn_order[hostfn_n++ & 1] = (int)(intptr_t)arg;
+}
+
+static void test_host_functions(void)
+{
+	cudaStream_t s;
+	cudaEvent_t e;
+	CHECK_ERR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+	CHECK_ERR(cudaEventCreate(&e), cudaSuccess);
+	CHECK_ERR(cudaLaunchHostFunc(s, NULL, NULL), cudaErrorInvalidValue);
+	double t0 = now_ms();
+	CHECK_ERR(cudaLaunchHostFunc(s, hostfn_sleep, (void *)(intptr_t)1), cudaSuccess);
+	CHECK_ERR(cudaLaunchHostFunc(s, hostfn_sleep, (void *)(intptr_t)2), cudaSuccess);
+	CHECK(now_ms() - t0 < 60); /* returns at once */
+	CHECK_ERR(cudaEventRecord(e, s), cudaSuccess);
+	CHECK_ERR(cudaStreamQuery(s), cudaErrorNotReady);
+	CHECK_ERR(cudaEventQuery(e), cudaErrorNotReady);
+	CHECK_ERR(cudaStreamSynchronize(s), cudaSuccess);
+	CHECK(now_ms() - t0 >= 150); /* both ran, one after the other */
+	CHECK(hostfn_n == 2 && hostfn_order[0] == 1 && hostfn_order[1] == 2);
+	CHECK_ERR(cudaEventQuery(e), cudaSuccess);
+	CHECK_ERR(cudaStreamQuery(s), cudaSuccess);
+	/* an event synchronize waits for the host function too */
+	t0 = now_ms();
+	CHECK_ERR(cudaLaunchHostFunc(s, hostfn_sleep, (void *)(intptr_t)3), cudaSuccess);
+	CHECK_ERR(cudaEventRecord(e, s), cudaSuccess);
+	CHECK_ERR(cudaEventSynchronize(e), cudaSuccess);
+	CHECK(now_ms() - t0 >= 70);
+	CHECK_ERR(cudaEventDestroy(e), cudaSuccess);
+	CHECK_ERR(cudaStreamDestroy(s), cudaSuccess);
+}
+
 static void test_threads(void)
 {
 	pthread_t t[4];
@@ -488,6 +528,7 @@ int main(void)
 	test_pinned();
 	test_copies_and_streams();
 	test_stream_waits_and_graphs();
+	test_host_functions();
 	test_threads();
 	if (failures) {
 		fprintf(stderr, "test_cudart_standin: %d failure(s)\n", failures);

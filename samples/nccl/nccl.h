@@ -4,7 +4,8 @@
  * reads arguments of the real libnccl.so.2 reads these the same way.
  *
  * Not NVIDIA's header: no CUDA types beyond cudaStream_t (an opaque pointer
- * here), no user-defined reduction ops, no ncclMemAlloc, no ncclCommGetAsyncError.
+ * here, unless a CUDA runtime header was included first: then its type),
+ * no user-defined reduction ops, no ncclMemAlloc.
  */
 #ifndef FLIGHTREC_SAMPLES_NCCL_H
 #define FLIGHTREC_SAMPLES_NCCL_H
@@ -23,8 +24,12 @@ extern "C" {
 	(((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
 #define NCCL_VERSION_CODE NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH)
 
-/* CUDA's stream handle (struct CUstream_st *); never dereferenced here. */
+/* CUDA's stream handle (struct CUstream_st *); never dereferenced here.  A
+ * program that includes a CUDA runtime header first (NVIDIA's, or the
+ * stand-in's cuda_runtime_api_min.h) keeps that header's type: same ABI. */
+#if !defined(__CUDA_RUNTIME_API_H__) && !defined(FLIGHTREC_CUDA_RUNTIME_API_MIN_H)
 typedef void *cudaStream_t;
+#endif
 
 typedef struct ncclComm *ncclComm_t;
 #define NCCL_COMM_NULL NULL
@@ -110,6 +115,7 @@ FR_NCCL_DECLARE(ncclResult_t, ncclCommDestroy, (ncclComm_t comm))
 FR_NCCL_DECLARE(ncclResult_t, ncclCommAbort, (ncclComm_t comm))
 FR_NCCL_DECLARE(ncclResult_t, ncclCommCount, (const ncclComm_t comm, int *count))
 FR_NCCL_DECLARE(ncclResult_t, ncclCommUserRank, (const ncclComm_t comm, int *rank))
+FR_NCCL_DECLARE(ncclResult_t, ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t *asyncError))
 
 FR_NCCL_DECLARE(ncclResult_t, ncclAllReduce,
 	(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,

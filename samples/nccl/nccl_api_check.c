@@ -202,7 +202,7 @@ int main(void)
 		"GetVersion", "GetUniqueId", "GetErrorString", "CommInitRank", "CommInitRankConfig",
 		"CommInitAll", "CommSplit", "CommDestroy", "CommAbort", "CommCount", "CommUserRank",
 		"AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce", "Send", "Recv",
-		"GroupStart", "GroupEnd",
+		"GroupStart", "GroupEnd", "CommGetAsyncError",
 	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		char a[64], b[64];

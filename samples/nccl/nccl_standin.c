@@ -13,10 +13,26 @@
  * wait is bounded by FLIGHTREC_FAKE_NCCL_TIMEOUT_S (default 60 s) and returns
  * ncclSystemError when it runs out; a peer that exits gives ncclRemoteError.
  *
+ * Asynchronous mode (FLIGHTREC_FAKE_NCCL_ASYNC=1), like NVIDIA's library:
+ * a collective or send/recv (or a group of them, at the outermost
+ * ncclGroupEnd) returns ncclSuccess once it is enqueued on its stream, and
+ * the barrier runs when the stream reaches it, as a host function of the
+ * CUDA runtime (cudaLaunchHostFunc, found at run time: the process must
+ * map a libcudart that has it, such as flightrec's stand-in).  The stream
+ * is held until the barrier is over, so cudaStreamSynchronize, an event
+ * recorded after the collective, cudaEventQuery and cudaEventSynchronize
+ * on it see the collective complete only when every rank has entered it.
+ * A failure (a rank that never arrives: the timeout) is reported by
+ * ncclCommGetAsyncError and by every later call on that communicator, as
+ * NVIDIA's asynchronous errors are.  A group's calls run on the stream of
+ * its first call; one process's asynchronous work runs one job at a time.
+ * Communicator init and split stay blocking.
+ *
  * What it is not: an NCCL implementation.  Buffers are fake device pointers
- * and are never read or written; there is no CUDA, no data movement, no
- * algorithm selection, no non-blocking communicators (config->blocking is
- * ignored), and sockets only ever use 127.0.0.1.
+ * and are never read or written; there is no CUDA (but for the streams of
+ * the asynchronous mode), no data movement, no algorithm selection, no
+ * non-blocking communicators (config->blocking is ignored), and sockets
+ * only ever use 127.0.0.1.
  *
  * Errors are printed to stderr (one line, prefixed "fake-nccl:") as well as
  * returned: a stand-in that fails silently in a test helps nobody, and the
@@ -33,6 +49,7 @@
 #include "nccl.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -135,6 +152,7 @@ struct ncclComm {
 	/* ncclInProgress until init completes; then ncclSuccess or the first
 	 * error, which every later call returns (the communicator is broken) */
 	ncclResult_t status;
+	unsigned async_queued;  /* asynchronous jobs on streams not yet run (async_lock) */
 };
 
 enum op_kind { OP_INIT, OP_COLL, OP_SEND, OP_RECV };
@@ -147,6 +165,7 @@ struct op {
 	int datatype;
 	int redop;
 	int peer;           /* root, or p2p peer, or -1 */
+	cudaStream_t stream;
 	ncclResult_t result;
 };
 struct op_list {
@@ -884,10 +903,102 @@ static ncclResult_t run_ops(struct op *ops, size_t n)
 	return res;
 }
 
-/* Runs the operation now, or queues it until the outermost ncclGroupEnd. */
+/* ---- asynchronous mode: the stream runs the barrier ------------------------ */
+
+typedef void (*host_fn_t)(void *user_data);
+typedef int (*launch_host_func_t)(cudaStream_t stream, host_fn_t fn, void *user_data);
+
+static pthread_once_t async_once = PTHREAD_ONCE_INIT;
+static int async_on;
+static launch_host_func_t launch_host_func;
+/* one job at a time: the jobs of two streams would interleave on the same
+ * sockets */
+static pthread_mutex_t async_run_lock = PTHREAD_MUTEX_INITIALIZER;
+/* ncclComm.async_queued, and its waiters (destroy) */
+static pthread_mutex_t async_count_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t async_count_cond = PTHREAD_COND_INITIALIZER;
+
+static void async_init(void)
+{
+	const char *v = getenv("FLIGHTREC_FAKE_NCCL_ASYNC");
+	async_on = v && *v && strcmp(v, "0") != 0;
+	if (async_on) /* the CUDA runtime the process maps, if any */
+		*(void **)&launch_host_func = dlsym(RTLD_DEFAULT, "cudaLaunchHostFunc");
+}
+
+static int async_mode(void)
+{
+	pthread_once(&async_once, async_init);
+	return async_on;
+}
+
+struct async_job {
+	size_t n;
+	struct op ops[];
+};
+
+static void count_queued(struct op *ops, size_t n, int delta)
+{
+	pthread_mutex_lock(&async_count_lock);
+	for (size_t i = 0; i < n; i++)
+		ops[i].comm->async_queued += (unsigned)delta;
+	pthread_cond_broadcast(&async_count_cond);
+	pthread_mutex_unlock(&async_count_lock);
+}
+
+/* The host function: the barrier, when the stream reaches the job.  A
+ * failure stays in comm->status (ncclCommGetAsyncError). */
+static void async_run(void *arg)
+{
+	struct async_job *j = arg;
+	pthread_mutex_lock(&async_run_lock);
+	run_ops(j->ops, j->n);
+	pthread_mutex_unlock(&async_run_lock);
+	count_queued(j->ops, j->n, -1);
+	free(j);
+}
+
+/* Enqueues ops[0..n) on the stream of the first; returns at once. */
+static ncclResult_t enqueue_async(const struct op *ops, size_t n)
+{
+	if (!launch_host_func) {
+		report(ops[0].comm, "FLIGHTREC_FAKE_NCCL_ASYNC: no cudaLaunchHostFunc in this "
+		       "process (link a libcudart that has it, such as flightrec's stand-in)");
+		return ncclInvalidUsage;
+	}
+	struct async_job *j = malloc(sizeof(*j) + n * sizeof(*ops));
+	if (!j)
+		return ncclSystemError;
+	j->n = n;
+	memcpy(j->ops, ops, n * sizeof(*ops));
+	count_queued(j->ops, n, +1);
+	int err = launch_host_func(ops[0].stream, async_run, j);
+	if (err) {
+		report(ops[0].comm, "cudaLaunchHostFunc on stream %p failed: CUDA error %d",
+		       ops[0].stream, err);
+		count_queued(j->ops, n, -1);
+		free(j);
+		return ncclUnhandledCudaError;
+	}
+	return ncclSuccess;
+}
+
+/* Waits until no asynchronous job of comm is left on a stream. */
+static void wait_async(ncclComm_t comm)
+{
+	pthread_mutex_lock(&async_count_lock);
+	while (comm->async_queued)
+		pthread_cond_wait(&async_count_cond, &async_count_lock);
+	pthread_mutex_unlock(&async_count_lock);
+}
+
+/* Runs the operation now (or enqueues it, asynchronous mode), or queues it
+ * until the outermost ncclGroupEnd. */
 static ncclResult_t submit(const struct op *o)
 {
 	if (group_depth == 0) {
+		if (o->kind != OP_INIT && async_mode())
+			return enqueue_async(o, 1);
 		struct op copy = *o;
 		return run_ops(&copy, 1);
 	}
@@ -1151,6 +1262,7 @@ NCCL_API(ncclResult_t, ncclCommDestroy, (ncclComm_t comm))
 	if (!comm_valid(comm))
 		return ncclInvalidArgument;
 	forget_queued(comm);
+	wait_async(comm); /* a stream's job still uses it */
 	comm_free(comm);
 	return ncclSuccess;
 }
@@ -1162,7 +1274,18 @@ NCCL_API(ncclResult_t, ncclCommAbort, (ncclComm_t comm))
 	if (!comm_valid(comm))
 		return ncclInvalidArgument;
 	forget_queued(comm);
+	wait_async(comm); /* bounded by the timeout of the barrier it runs */
 	comm_free(comm);
+	return ncclSuccess;
+}
+
+/* ncclSuccess, or the error an asynchronous collective met (every later
+ * call on the communicator returns it too). */
+NCCL_API(ncclResult_t, ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t *asyncError))
+{
+	if (!comm_valid(comm) || !asyncError)
+		return ncclInvalidArgument;
+	*asyncError = comm->status;
 	return ncclSuccess;
 }
 
@@ -1184,7 +1307,8 @@ NCCL_API(ncclResult_t, ncclCommUserRank, (const ncclComm_t comm, int *rank))
 
 /* Checks the arguments NVIDIA's library checks, then runs or queues. */
 static ncclResult_t collective(int func, const void *sendbuff, const void *recvbuff, size_t count,
-			       ncclDataType_t datatype, int redop, int root, ncclComm_t comm)
+			       ncclDataType_t datatype, int redop, int root, ncclComm_t comm,
+			       cudaStream_t stream)
 {
 	if (!comm_valid(comm))
 		return ncclInvalidArgument;
@@ -1205,7 +1329,7 @@ static ncclResult_t collective(int func, const void *sendbuff, const void *recvb
 	}
 	struct op o = {
 		.comm = comm, .func = func, .count = count, .datatype = datatype,
-		.redop = redop, .peer = root,
+		.redop = redop, .peer = root, .stream = stream,
 	};
 	if (func == F_SEND) {
 		o.kind = OP_SEND;
@@ -1224,63 +1348,57 @@ NCCL_API(ncclResult_t, ncclAllReduce,
 	 (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
 	  ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream))
 {
-	(void)stream;
-	return collective(F_ALL_REDUCE, sendbuff, recvbuff, count, datatype, op, -1, comm);
+	return collective(F_ALL_REDUCE, sendbuff, recvbuff, count, datatype, op, -1, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclReduceScatter,
 	 (const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
 	  ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream))
 {
-	(void)stream;
-	return collective(F_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, op, -1, comm);
+	return collective(F_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, op, -1, comm,
+			  stream);
 }
 
 NCCL_API(ncclResult_t, ncclAllGather,
 	 (const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
 	  ncclComm_t comm, cudaStream_t stream))
 {
-	(void)stream;
-	return collective(F_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, -1, -1, comm);
+	return collective(F_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, -1, -1, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclBroadcast,
 	 (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
 	  ncclComm_t comm, cudaStream_t stream))
 {
-	(void)stream;
 	/* only the root's send buffer matters */
 	if (comm_valid(comm) && comm->rank != root && !sendbuff)
 		sendbuff = recvbuff;
-	return collective(F_BROADCAST, sendbuff, recvbuff, count, datatype, -1, root, comm);
+	return collective(F_BROADCAST, sendbuff, recvbuff, count, datatype, -1, root, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclReduce,
 	 (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
 	  ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream))
 {
-	(void)stream;
 	/* only the root's receive buffer matters */
 	const void *rb = recvbuff;
 	if (comm_valid(comm) && comm->rank != root && !rb)
 		rb = sendbuff;
-	return collective(F_REDUCE, sendbuff, rb, count, datatype, op, root, comm);
+	return collective(F_REDUCE, sendbuff, rb, count, datatype, op, root, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclSend,
 	 (const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
 	  cudaStream_t stream))
 {
-	(void)stream;
-	return collective(F_SEND, sendbuff, NULL, count, datatype, -1, peer, comm);
+	return collective(F_SEND, sendbuff, NULL, count, datatype, -1, peer, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclRecv,
 	 (void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
 	  cudaStream_t stream))
 {
-	(void)stream;
-	return collective(F_RECV, NULL, recvbuff, count, datatype, -1, peer, comm);
+	return collective(F_RECV, NULL, recvbuff, count, datatype, -1, peer, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclGroupStart, (void))
@@ -1295,7 +1413,11 @@ NCCL_API(ncclResult_t, ncclGroupEnd, (void))
 		return ncclInvalidUsage;
 	if (--group_depth > 0)
 		return ncclSuccess;
-	ncclResult_t res = run_ops(group_ops.ops, group_ops.n);
+	int blocking = !async_mode() || group_ops.n == 0;
+	for (size_t i = 0; i < group_ops.n; i++)
+		blocking |= group_ops.ops[i].kind == OP_INIT; /* init stays blocking */
+	ncclResult_t res = blocking ? run_ops(group_ops.ops, group_ops.n)
+				    : enqueue_async(group_ops.ops, group_ops.n);
 	group_ops.n = 0;
 	return res;
 }

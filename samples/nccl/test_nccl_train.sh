@@ -8,6 +8,13 @@
 #   straggler   --slow-rank 2 --slow-factor 1.5: the other ranks' mean
 #               allreduce wait grows by about 0.5 * compute-ms, rank 2's does
 #               not (the barrier is real)
+#   async       FLIGHTREC_FAKE_NCCL_ASYNC=1 (collectives complete through the
+#               CUDA stand-in's streams), 4 ranks waiting with --wait stream,
+#               then --wait query: all finish
+#   hang        --hang-rank 2 --hang-at 2, blocking and asynchronous (both
+#               waits): rank 2 says it hangs, ranks 0 and 1 that they wait in
+#               collective 2, and the job fails within the stand-in's timeout
+#               (FLIGHTREC_FAKE_NCCL_TIMEOUT_S=2 here), no rank finishing
 #   prologues   every exported function of the library starts with
 #               `push %rbp` (needs nm and objdump; exit 77 = skipped)
 #
@@ -107,6 +114,35 @@ straggler)
 	awk -v g="$growth_slow" -v w="$want" 'BEGIN { exit !(g <= 0.5 * w) }' ||
 		fail "the slow rank itself waited $growth_slow ms longer: it should not wait"
 	;;
+async)
+	for wait in stream query; do
+		FLIGHTREC_FAKE_NCCL_ASYNC=1 "$launch" --ranks 4 --master 127.0.0.1:0 -- \
+			"$train" --steps 5 --compute-ms 5 --count 65536 --wait $wait \
+			>"$tmp/out.$wait" 2>"$tmp/err.$wait" || fail "--wait $wait: launch_ranks exited $?"
+		echo "--wait $wait:"
+		cat "$tmp/out.$wait"
+		check_lines "$tmp/out.$wait" 4 5 4.5 || fail "--wait $wait: bad rank lines"
+	done
+	;;
+hang)
+	for run in "0 none" "1 stream" "1 query"; do
+		# shellcheck disable=SC2086 # two words: async mode and wait
+		set -- $run
+		start=$(date +%s)
+		FLIGHTREC_FAKE_NCCL_TIMEOUT_S=2 FLIGHTREC_FAKE_NCCL_ASYNC=$1 "$launch" --ranks 3 \
+			--master 127.0.0.1:0 -- "$train" --steps 4 --compute-ms 5 --wait "$2" \
+			--hang-rank 2 --hang-at 2 >"$tmp/out" 2>"$tmp/err.$1.$2" &&
+			fail "async $1, --wait $2: the job did not fail"
+		took=$(($(date +%s) - start))
+		echo "async $1, --wait $2: failed after $took s"
+		grep -q "rank 2: hanging before collective 2" "$tmp/err.$1.$2" &&
+			grep -q "rank 0: waiting in collective 2" "$tmp/err.$1.$2" &&
+			grep -q "rank 1: waiting in collective 2" "$tmp/err.$1.$2" ||
+			fail "async $1, --wait $2: the ranks did not say they hang and wait"
+		[ ! -s "$tmp/out" ] || fail "async $1, --wait $2: a rank finished"
+		[ "$took" -lt 30 ] || fail "async $1, --wait $2: took $took s, want the 2 s timeout"
+	done
+	;;
 prologues)
 	lib=$launch
 	command -v nm >/dev/null && command -v objdump >/dev/null ||
@@ -128,7 +164,8 @@ prologues)
 	[ "$bad" = 0 ] || fail "$bad exported functions do not start with push %rbp"
 	;;
 *)
-	echo "usage: test_nccl_train.sh four_ranks|two_nodes|straggler LAUNCH_RANKS NCCL_TRAIN" >&2
+	echo "usage: test_nccl_train.sh four_ranks|two_nodes|straggler|async|hang LAUNCH_RANKS" \
+		"NCCL_TRAIN" >&2
 	exit 2
 	;;
 esac

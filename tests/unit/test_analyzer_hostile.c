@@ -81,6 +81,13 @@ static void hostile_records(struct synth *s)
 	d = (struct fr_rec_dso){ .dso_id = 12, .strtab_len = 0xfffffff0u };
 	memcpy(buf, &d, sizeof(d));
 	synth_raw(s->meta, buf, 56, FR_REC_DSO, 0);
+	/* 14. calls in flight: 2^32-1 of them in an 88-byte record */
+	memset(buf, 0, sizeof(buf));
+	struct fr_rec_inflight in = { .seen_ns = 5, .n = 0xffffffffu };
+	memcpy(buf, &in, sizeof(in));
+	synth_raw(s->meta, buf, 88, FR_REC_INFLIGHT, 0);
+	/* 15. an inflight record shorter than its fixed part */
+	synth_raw(s->meta, buf, 16, FR_REC_INFLIGHT, 0);
 
 	synth_mapping(s, 300, 0x10000, 0x20000, 0, 7, "/opt/h.so");
 	synth_samples(s, 300, 300, 60, 9);
@@ -119,7 +126,7 @@ int main(void)
 	void *cpu = trace_set_add_model(ts, &model_cpu_ops, NULL);
 	CHECK_EQ_U64(trace_set_run(ts, &err), 0);
 	struct trace_file *f = trace_set_file(ts, 0);
-	CHECK_EQ_U64(f->n_problems, 12);
+	CHECK_EQ_U64(f->n_problems, 14);
 	for (uint64_t i = 0; i < f->n_problems && i < TS_MAX_PROBLEMS_KEPT; i++)
 		printf("problem: +%llu: %s\n", (unsigned long long)f->problems[i].rec_offset,
 		       f->problems[i].what);
@@ -128,6 +135,7 @@ int main(void)
 	CHECK(trace_file_complete(f));
 	CHECK(trace_file_stack(f, 50) == NULL);
 	CHECK(trace_file_dso(f, 8) == NULL);
+	CHECK(f->n_inflight == 0 && f->inflight_seen_ns == 0);
 	const struct ts_dso *d7 = trace_file_dso(f, 7);
 	/* 3 from the first record + the 2 intact ones of the second */
 	CHECK(d7 != NULL && d7->nsyms == 5);

@@ -4,7 +4,13 @@
  * instance releases every rank when the last one has entered, and each
  * leaves after a small wake-up latency.  Each node gets its own monotonic
  * origin and a realtime clock that may be off by skew_ms.  write_job
- * writes one trace per node, named PREFIX_nodeN.frec. */
+ * writes one trace per node, named PREFIX_nodeN.frec.
+ *
+ * A hang (hang_at > 0, for test_analyzer_hang.c): rank hang_rank never
+ * enters collective number hang_at (from 1, counted over every collective
+ * of the job), the others enter it and never leave, and every node's
+ * recorder looks hang_wait_ms after the last of them entered; the traces
+ * end there.  hang_mode says how the waiting ranks wait (enum job_hang). */
 #ifndef FLIGHTREC_TEST_ANALYZER_JOB_H
 #define FLIGHTREC_TEST_ANALYZER_JOB_H
 
@@ -28,6 +34,23 @@ struct job {
 	double skew_ms[MAX_NODES];             /* node realtime clock error */
 	int with_init, with_markers;
 	unsigned seed;
+	int hang_at;                           /* 0: no hang */
+	int hang_rank;
+	int hang_mode;                         /* enum job_hang */
+	double hang_wait_ms;
+	int hang_returned;                     /* rank + 1 whose in-flight call also
+						  returned while its recorder looked
+						  (its event is in the trace); 0 none */
+	double hang_poll_ms;                   /* JOB_HANG_POLL: polls for this long
+						  only; 0: to the end */
+};
+
+enum job_hang {
+	JOB_HANG_BLOCKING,  /* inside the collective: an INFLIGHT record names it */
+	JOB_HANG_SYNC,      /* it returned at enqueue; a stream synchronize is in flight */
+	JOB_HANG_POLL,      /* it returned; an event recorded after it is polled not ready
+			       every ms to the end; no INFLIGHT record at all */
+	JOB_HANG_GROUP,     /* queued in a group; the group's ncclGroupEnd is in flight */
 };
 
 static uint64_t rng_state;
@@ -57,13 +80,43 @@ static void put_env(struct synth *s, uint32_t pid, int rank, int local, int worl
 	synth_raw(s->meta, buf, size, FR_REC_PROC_ENV, s->ts_ns);
 }
 
-static void put_nccl(struct synth *s, uint32_t pid, uint16_t func, uint64_t ts, uint64_t dur,
-		     uint64_t comm, uint64_t count, int rank, int nranks, uint64_t uid)
+/* seq: the recorder's number (FR_EV_NCCL.seq), 0 none */
+static void put_nccl_seq(struct synth *s, uint32_t pid, uint16_t func, uint64_t ts, uint64_t dur,
+			 uint64_t comm, uint64_t count, int rank, int nranks, uint64_t uid,
+			 uint32_t seq, uint64_t stream)
 {
 	struct fr_ev_nccl ev = { .c = { .ts_ns = ts, .pid = pid, .tid = pid }, .func = func,
 				 .duration_ns = dur, .comm = comm, .count = count, .peer = -1,
-				 .rank = rank, .nranks = nranks, .uid_hash = uid };
+				 .rank = rank, .nranks = nranks, .uid_hash = uid, .seq = seq,
+				 .stream = stream };
 	synth_raw(s->ev, &ev, sizeof(ev), FR_EV_NCCL, ts);
+}
+
+static void put_nccl(struct synth *s, uint32_t pid, uint16_t func, uint64_t ts, uint64_t dur,
+		     uint64_t comm, uint64_t count, int rank, int nranks, uint64_t uid)
+{
+	put_nccl_seq(s, pid, func, ts, dur, comm, count, rank, nranks, uid, 0, 0);
+}
+
+static void put_cuda(struct synth *s, uint32_t pid, uint16_t func, uint64_t ts, uint64_t ptr,
+		     uint64_t stream, int64_t result)
+{
+	struct fr_ev_cuda ev = { .c = { .ts_ns = ts, .pid = pid, .tid = pid }, .func = func,
+				 .duration_ns = 2000, .result = result, .ptr = ptr,
+				 .stream = stream, .device = 0 };
+	synth_raw(s->ev, &ev, sizeof(ev), FR_EV_CUDA, ts);
+}
+
+/* One INFLIGHT record of n calls, looked at seen_ns. */
+static void put_inflight(struct synth *s, const struct fr_inflight_call *c, uint32_t n,
+			 uint64_t seen_ns)
+{
+	uint8_t buf[sizeof(struct fr_rec_inflight) + MAX_RANKS * sizeof(*c)];
+	uint32_t size = (uint32_t)(sizeof(struct fr_rec_inflight) + n * sizeof(*c));
+	struct fr_rec_inflight r = { .seen_ns = seen_ns, .n = n };
+	memcpy(buf, &r, sizeof(r));
+	memcpy(buf + sizeof(r), c, n * sizeof(*c));
+	synth_raw(s->meta, buf, size, FR_REC_INFLIGHT, seen_ns);
 }
 
 static void put_sample(struct synth *s, uint32_t pid, uint64_t ts, uint32_t stack_id)
@@ -71,6 +124,77 @@ static void put_sample(struct synth *s, uint32_t pid, uint64_t ts, uint32_t stac
 	struct fr_ev_cpu_sample ev = { .c = { .ts_ns = ts, .pid = pid, .tid = pid },
 				       .stack_id = stack_id };
 	synth_raw(s->ev, &ev, sizeof(ev), FR_EV_CPU_SAMPLE, ts);
+}
+
+/* The hang at collective ci (see enum job_hang): the ranks but hang_rank
+ * enter it at entry[r] (job time) and wait until every node's recorder
+ * looks, hang_wait_ms after the last entry; the traces end then. */
+static void write_hang(const struct job *j, struct node_out *node, const double *entry,
+		       uint16_t func, uint64_t count, int ci)
+{
+	int world = j->nodes * j->ranks_per_node;
+	double last = 0;
+	for (int r = 0; r < world; r++)
+		if (r != j->hang_rank && entry[r] > last)
+			last = entry[r];
+	double look = last + j->hang_wait_ms * MS;
+	static struct fr_inflight_call calls[MAX_NODES][MAX_RANKS];
+	uint32_t nc[MAX_NODES] = { 0 };
+	for (int r = 0; r < world; r++) {
+		int n = r / j->ranks_per_node;
+		uint32_t pid = 1000 + (uint32_t)(n * 100 + r % j->ranks_per_node);
+		struct synth *s = &node[n].s;
+		uint64_t off = node[n].mono_origin, e = off + (uint64_t)entry[r];
+		uint64_t comm = 0x55000000ull + (uint64_t)r, stream = 0x1000ull + (uint64_t)r;
+		if (r == j->hang_rank)
+			continue;
+		struct fr_inflight_call *c = &calls[n][nc[n]];
+		*c = (struct fr_inflight_call){ .entry_ns = e, .pid = pid, .tid = pid,
+						.probe = FR_PROBE_NCCL, .func = func, .seq = (uint32_t)ci,
+						.comm = comm, .count = count, .handle = stream,
+						.peer = -1, .named_func = func };
+		int returned = j->hang_returned == r + 1;
+		switch (j->hang_mode) {
+		case JOB_HANG_BLOCKING:
+			if (returned)
+				put_nccl_seq(s, pid, func, e, (uint64_t)(look - entry[r]), comm, count,
+					     -1, -1, 0, (uint32_t)ci, stream);
+			nc[n]++;
+			break;
+		case JOB_HANG_SYNC:
+			put_nccl_seq(s, pid, func, e, 20000, comm, count, -1, -1, 0, (uint32_t)ci, stream);
+			*c = (struct fr_inflight_call){ .entry_ns = e + 50000, .pid = pid, .tid = pid,
+							.probe = FR_PROBE_CUDA,
+							.func = FR_CUDA_STREAM_SYNC, .handle = stream,
+							.peer = -1, .named_func = FR_CUDA_STREAM_SYNC };
+			if (returned)
+				put_cuda(s, pid, FR_CUDA_STREAM_SYNC, e + 50000, stream, 0, 0);
+			nc[n]++;
+			break;
+		case JOB_HANG_POLL:
+			put_nccl_seq(s, pid, func, e, 20000, comm, count, -1, -1, 0, (uint32_t)ci, stream);
+			put_cuda(s, pid, FR_CUDA_EVENT_RECORD, e + 30000, 0x7000ull + (uint64_t)r, stream, 0);
+			uint64_t poll_end = j->hang_poll_ms > 0 ? e + (uint64_t)(j->hang_poll_ms * MS)
+							       : off + (uint64_t)look;
+			for (uint64_t x = e + 1000000; x < poll_end; x += 1000000)
+				put_cuda(s, pid, FR_CUDA_EVENT_QUERY, x, 0x7000ull + (uint64_t)r, 0, 600);
+			break;
+		case JOB_HANG_GROUP:
+			put_nccl_seq(s, pid, FR_NCCL_GROUP_START, e - 10000, 1000, 0, 0, -1, -1, 0, 0, 0);
+			put_nccl_seq(s, pid, func, e, 20000, comm, count, -1, -1, 0, (uint32_t)ci, stream);
+			c->entry_ns = e + 40000;
+			c->func = FR_NCCL_GROUP_END;
+			c->count = 1;
+			c->handle = 0;
+			nc[n]++;
+			break;
+		}
+	}
+	for (int n = 0; n < j->nodes; n++) {
+		node[n].last_ns = node[n].mono_origin + (uint64_t)look;
+		if (j->hang_mode != JOB_HANG_POLL)
+			put_inflight(&node[n].s, calls[n], nc[n], node[n].last_ns);
+	}
 }
 
 #define IP_MAIN 0x401010ull
@@ -164,6 +288,7 @@ static int write_job(const struct job *j, const char *prefix, char paths[][512])
 		}
 		for (int k = 0; k < j->k; k++) {
 			double release = 0;
+			int ci = step * j->k + k + 1; /* the collective's number */
 			for (int r = 0; r < world; r++) {
 				if (k)
 					t[r] += 0.2 * MS + rnd() * 0.1 * MS; /* bucketing between calls */
@@ -171,20 +296,26 @@ static int write_job(const struct job *j, const char *prefix, char paths[][512])
 				if (t[r] > release)
 					release = t[r];
 			}
+			if (j->hang_at == ci) {
+				write_hang(j, node, entry, funcs[k], counts[k], ci);
+				goto hung;
+			}
 			release += 0.3 * MS; /* transfer */
 			for (int r = 0; r < world; r++) {
 				int n = r / j->ranks_per_node;
 				uint32_t pid = 1000 + (uint32_t)(n * 100 + r % j->ranks_per_node);
 				double exit = release + rnd() * 0.05 * MS; /* wake-up latency */
-				put_nccl(&node[n].s, pid, funcs[k], node[n].mono_origin + (uint64_t)entry[r],
-					 (uint64_t)(exit - entry[r]), 0x55000000ull + (uint64_t)r, counts[k],
-					 -1, -1, 0);
+				put_nccl_seq(&node[n].s, pid, funcs[k],
+					     node[n].mono_origin + (uint64_t)entry[r],
+					     (uint64_t)(exit - entry[r]), 0x55000000ull + (uint64_t)r,
+					     counts[k], -1, -1, 0, (uint32_t)ci, 0x1000ull + (uint64_t)r);
 				t[r] = exit;
 				if ((uint64_t)exit + node[n].mono_origin > node[n].last_ns)
 					node[n].last_ns = (uint64_t)exit + node[n].mono_origin;
 			}
 		}
 	}
+hung:
 	for (int n = 0; n < j->nodes; n++) {
 		struct synth *s = &node[n].s;
 		/* realtime anchors every second, with this node's error */

@@ -1,8 +1,9 @@
 /* The live allocations of the GPU memory ledger: (owner, address) ->
- * bytes, stack and who allocated when.  The owner key is the ledger's
- * (file, address kind, pid); the table only compares it.  Load stays at or
- * under 1/2: the caller grows the table first (mem_live_grow).  Not for
- * counting (model_mem.c). */
+ * bytes, stack and who allocated when; the analyzer's memory model and the
+ * recorder's ring (the allocations live at its window's start) both keep
+ * one.  The owner key is mem_ledger_owner(); the table only compares it.
+ * Load stays at or under 1/2: the caller grows the table first
+ * (mem_live_grow).  Not for counting (the analyzer's model_mem.c does). */
 #ifndef FLIGHTREC_MEM_LIVE_H
 #define FLIGHTREC_MEM_LIVE_H
 
