@@ -117,8 +117,13 @@ static void apply(struct live_allocs *l, const uint8_t *rec, uint32_t size,
 	struct mem_live_slot *s = mem_live_find(&l->table, owner, ev.ptr);
 	if (s->used) {
 		/* the outer call of a runtime-around-driver pair (or a free that
-		 * was not recorded): the later record stands for the address */
-		drop_rec(l, s->stack);
+		 * was not recorded): the later record stands for the address, in
+		 * the same entry */
+		struct live_alloc_rec *old = l->recs[s->stack];
+		if (old) {
+			l->bytes_held -= sizeof(*old) + old->len;
+			free(old);
+		}
 	} else {
 		uint32_t id = new_id(l);
 		if (id == UINT32_MAX) {
