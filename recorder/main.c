@@ -450,7 +450,8 @@ static int finish(struct recording *r, uint64_t start_ns)
 			if (strcmp(st.probes[i].name, "writer") && strcmp(st.probes[i].name, "mmap") &&
 			    strcmp(st.probes[i].name, "rdma_idle_polls"))
 				total += st.probes[i].events;
-		ring_mode_report(&r->ring_mode, &rs, total, r->opts.output);
+		ring_mode_report(&r->ring_mode, &rs, total, r->opts.output,
+				 (end.cpu_user_ns + end.cpu_sys_ns) / 1e9, (mono_ns() - r->born_ns) / 1e9);
 		print_losses(&st, start_ns, true);
 		print_losses(&st, start_ns, false);
 	} else if (!r->opts.quiet) {

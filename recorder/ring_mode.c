@@ -94,13 +94,15 @@ void ring_mode_last(struct ring_mode *m, struct drain *drain)
 }
 
 void ring_mode_report(const struct ring_mode *m, const struct frec_ring_stats *rs,
-		      uint64_t events, const char *output)
+		      uint64_t events, const char *output, double cpu_s, double lifetime_s)
 {
 	const struct snapshots *sn = &m->snaps;
 	fprintf(stderr, "flightrec: ring mode: %u snapshot%s written (%.1f MiB), %u trigger%s "
-		"suppressed; %" PRIu64 " events went through the ring; %s itself is not written\n",
+		"suppressed; %" PRIu64 " events went through the ring; %s itself is not written; "
+		"recorder CPU %.2f s in its %.2f s (%.1f%% of one core)\n",
 		sn->written, sn->written == 1 ? "" : "s", sn->bytes_written / 1048576.0,
-		sn->suppressed_total, sn->suppressed_total == 1 ? "" : "s", events, output);
+		sn->suppressed_total, sn->suppressed_total == 1 ? "" : "s", events, output, cpu_s,
+		lifetime_s, lifetime_s > 0 ? 100.0 * cpu_s / lifetime_s : 0.0);
 	fprintf(stderr, "flightrec: ring mode: memory at the end: %.1f MiB of events (%" PRIu64
 		" chunks; %" PRIu64 " left the ring), %.1f MiB of metadata, %.1f MiB of records of "
 		"the %zu allocations live at the window's start\n", rs->event_bytes / 1048576.0,

@@ -52,7 +52,7 @@ void ring_mode_poll(struct ring_mode *m, uint64_t now_ns);
 void ring_mode_last(struct ring_mode *m, struct drain *drain);
 /* The end-of-run lines; rs read before the writer closed. */
 void ring_mode_report(const struct ring_mode *m, const struct frec_ring_stats *rs,
-		      uint64_t events, const char *output);
+		      uint64_t events, const char *output, double cpu_s, double lifetime_s);
 void ring_mode_free(struct ring_mode *m);
 
 #endif
