@@ -190,6 +190,15 @@ static void memory_text(struct trace_set *ts, const struct mem_result *r, unsign
 		fprintf(out, "GPU memory: %s%s%s\n", f->path, f->cmdline[0] ? ": " : "", f->cmdline);
 		fprintf(out, "times are seconds from the start of the recording (%s)\n",
 			out_iso_time(f->hdr.start_real_ns, when, sizeof(when)));
+		if (f->has_snapshot && f->snapshot.carried_allocs && f->snapshot.window_first_ns)
+			/* the ledger replays the carried allocations first: exact from
+			 * the window on, a partial history before it */
+			fprintf(out, "a flight-recorder snapshot: its events start at %.6f s; before "
+				"that only the %u allocations still live then are known (carried "
+				"into the snapshot)\n",
+				f->snapshot.window_first_ns > f->hdr.start_mono_ns ?
+				(double)(f->snapshot.window_first_ns - f->hdr.start_mono_ns) / 1e9 : 0.0,
+				f->snapshot.carried_allocs);
 		if (fi < r->n_files && r->files[fi].peak_bytes)
 			fprintf(out, "device memory peak, all processes: %s at %.6f s\n",
 				out_bytes(r->files[fi].peak_bytes, b1, sizeof(b1)),
