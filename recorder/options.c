@@ -116,6 +116,12 @@ void record_usage(FILE *out)
 "      --snapshot-interval SEC  the same trigger again within SEC seconds\n"
 "                        writes no snapshot (default 30; SIGUSR2 always does)\n"
 "                        Suppressed triggers are said and counted.\n"
+"      --on-snapshot CMD  run CMD (sh -c, not waited for) after each snapshot a\n"
+"                        trigger wrote (not after SIGUSR2's), with FLIGHTREC_SNAPSHOT,\n"
+"                        FLIGHTREC_TRIGGER and FLIGHTREC_TRIGGER_PID set: e.g. signal\n"
+"                        the recorders of the other nodes, whose ranks may not\n"
+"                        trigger themselves (a hang's culprit is in no call):\n"
+"                        --on-snapshot 'pdsh -w node[1-8] pkill -USR2 -x flightrec'\n"
 "\n"
 "  -v, --verbose         print libbpf diagnostics\n"
 "  -q, --quiet           print only errors\n"
@@ -158,6 +164,7 @@ enum {
 	OPT_MAX_SNAPSHOTS,
 	OPT_MAX_SNAPSHOT_BYTES,
 	OPT_SNAPSHOT_INTERVAL,
+	OPT_ON_SNAPSHOT,
 };
 
 /* A size with a unit: 256M, 1G, 512K, 1048576 (bytes). */
@@ -350,6 +357,7 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		{"max-snapshots", required_argument, 0, OPT_MAX_SNAPSHOTS},
 		{"max-snapshot-bytes", required_argument, 0, OPT_MAX_SNAPSHOT_BYTES},
 		{"snapshot-interval", required_argument, 0, OPT_SNAPSHOT_INTERVAL},
+		{"on-snapshot", required_argument, 0, OPT_ON_SNAPSHOT},
 		{"codec", required_argument, 0, OPT_CODEC},
 		{"level", required_argument, 0, OPT_LEVEL},
 		{"chunk-kib", required_argument, 0, OPT_CHUNK_KIB},
@@ -502,6 +510,9 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		case OPT_MAX_SNAPSHOT_BYTES:
 			if (parse_size(optarg, "--max-snapshot-bytes", &o->max_snapshot_bytes))
 				return -1;
+			break;
+		case OPT_ON_SNAPSHOT:
+			o->on_snapshot = optarg;
 			break;
 		case OPT_SNAPSHOT_INTERVAL:
 			if (parse_seconds(optarg, "--snapshot-interval", true, &o->snapshot_interval_s))

@@ -38,6 +38,8 @@ struct record_opts {
 	unsigned max_snapshots;
 	uint64_t max_snapshot_bytes;
 	double snapshot_interval_s;
+	const char *on_snapshot;   /* --on-snapshot CMD: run after each snapshot a
+				      trigger other than SIGUSR2 wrote */
 	int codec;                 /* enum fr_codec */
 	int level;
 	unsigned chunk_kib;

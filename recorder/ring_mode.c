@@ -1,9 +1,15 @@
 /* Flight-recorder mode's steps (see ring_mode.h). */
 #include "ring_mode.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+
+extern char **environ;
 
 int ring_mode_open(struct ring_mode *m, const struct record_opts *o,
 		   const struct frec_writer_opts *wo, struct frec_writer **out,
@@ -16,6 +22,7 @@ int ring_mode_open(struct ring_mode *m, const struct record_opts *o,
 		return -1;
 	m->writer = *out;
 	m->armed = o->triggers;
+	m->on_snapshot = o->on_snapshot;
 	triggers_init(&m->triggers, o->triggers, (uint64_t)(o->trigger_delay_s * 1e9));
 	m->triggers.ring = m->writer;
 	m->open = true;
@@ -68,19 +75,74 @@ void ring_mode_signal(struct ring_mode *m, uint64_t now_ns)
 	triggers_raise(&m->triggers, &h);
 }
 
+static void reap_hooks(struct ring_mode *m)
+{
+	for (size_t i = 0; i < sizeof(m->hooks) / sizeof(m->hooks[0]); i++)
+		if (m->hooks[i] > 0 && waitpid(m->hooks[i], NULL, WNOHANG) != 0)
+			m->hooks[i] = 0;
+}
+
+/* --on-snapshot: the user's command, with what the snapshot is in its
+ * environment, not waited for (it may signal a hundred nodes).  Not after
+ * SIGUSR2's snapshots: a peer's command signalling this recorder back
+ * would otherwise never end. */
+static void run_hook(struct ring_mode *m, const struct trigger_hit *hit)
+{
+	size_t slot = sizeof(m->hooks) / sizeof(m->hooks[0]);
+	reap_hooks(m);
+	for (size_t i = 0; i < sizeof(m->hooks) / sizeof(m->hooks[0]); i++)
+		if (m->hooks[i] <= 0)
+			slot = i;
+	if (slot == sizeof(m->hooks) / sizeof(m->hooks[0])) {
+		fprintf(stderr, "flightrec: --on-snapshot: 16 commands still running; not started "
+			"for %s\n", m->snaps.last_path);
+		return;
+	}
+	char pid[32];
+	snprintf(pid, sizeof(pid), "%u", hit->pid);
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = calloc(n + 4, sizeof(*env));
+	char *vars[3] = { NULL, NULL, NULL };
+	if (!env || asprintf(&vars[0], "FLIGHTREC_SNAPSHOT=%s", m->snaps.last_path) < 0 ||
+	    asprintf(&vars[1], "FLIGHTREC_TRIGGER=%s", trigger_name(hit->kind)) < 0 ||
+	    asprintf(&vars[2], "FLIGHTREC_TRIGGER_PID=%s", pid) < 0) {
+		fprintf(stderr, "flightrec: --on-snapshot: out of memory\n");
+		goto out;
+	}
+	memcpy(env, environ, n * sizeof(*env));
+	env[n] = vars[0];
+	env[n + 1] = vars[1];
+	env[n + 2] = vars[2];
+	char *argv[] = { "sh", "-c", (char *)m->on_snapshot, NULL };
+	int e = posix_spawn(&m->hooks[slot], "/bin/sh", NULL, NULL, argv, env);
+	if (e) {
+		m->hooks[slot] = 0;
+		fprintf(stderr, "flightrec: --on-snapshot: cannot run /bin/sh: %s\n", strerror(e));
+	}
+out:
+	for (int i = 0; i < 3; i++)
+		free(vars[i]);
+	free(env);
+}
+
 static void write_due(struct ring_mode *m, uint64_t now_ns)
 {
 	struct trigger_hit hit;
 	uint32_t merged;
 	uint16_t retry;
 	while (triggers_take_due(&m->triggers, now_ns, &hit, &merged, &retry)) {
-		snapshot_take(&m->snaps, &hit, merged, retry);
+		int wrote = snapshot_take(&m->snaps, &hit, merged, retry);
 		frec_writer_ring_hold(m->writer, 0);
+		if (wrote == 1 && m->on_snapshot && hit.kind != FR_TRIGGER_SIGNAL)
+			run_hook(m, &hit);
 	}
 }
 
 void ring_mode_poll(struct ring_mode *m, uint64_t now_ns)
 {
+	reap_hooks(m);
 	if (m->armed & TRIGGER_BIT(FR_TRIGGER_HANG))
 		hang_poll_tick(&m->hang, &m->triggers, now_ns);
 	write_due(m, now_ns);
@@ -114,6 +176,7 @@ void ring_mode_free(struct ring_mode *m)
 {
 	if (!m->open)
 		return;
+	/* a command still running is the user's: it goes on, reaped by init */
 	live_allocs_free(&m->live);
 	triggers_destroy(&m->triggers);
 	hang_poll_destroy(&m->hang);

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "drain.h"
 #include "frec_writer.h"
@@ -27,6 +28,8 @@ struct ring_mode {
 	struct hang_poll hang;
 	struct frec_writer *writer;
 	unsigned armed;            /* TRIGGER_BIT()s of --trigger */
+	const char *on_snapshot;   /* --on-snapshot */
+	pid_t hooks[16];           /* --on-snapshot commands not reaped yet */
 	bool open;
 };
 

@@ -193,6 +193,7 @@ int snapshot_take(struct snapshots *s, const struct trigger_hit *hit, uint32_t m
 	}
 	s->written++;
 	s->suppressed = 0;
+	snprintf(s->last_path, sizeof(s->last_path), "%s", path);
 	/* the first line is the contract other tools read (CLI.md) */
 	fprintf(stderr, "flightrec: snapshot %s (%s at %.3f s)\n", path, trigger_name(hit->kind),
 		secs(s, hit->at_ns));

@@ -44,6 +44,7 @@ struct snapshots {
 	uint32_t suppressed;         /* since the last snapshot written */
 	uint32_t suppressed_total;
 	uint64_t last_ns[8];         /* by trigger kind: the last written */
+	char last_path[4096];        /* the last snapshot written */
 };
 
 /* Writes one snapshot for hit (or says why not).  Returns 1 written, 0 not

@@ -126,6 +126,7 @@ static const struct rec_option rec_options[] = {
 	{ "trigger", 0, 1 },           { "hang-timeout", 0, 1 },
 	{ "trigger-delay", 0, 1 },     { "max-snapshots", 0, 1 },
 	{ "max-snapshot-bytes", 0, 1 }, { "snapshot-interval", 0, 1 },
+	{ "on-snapshot", 0, 0 },
 };
 
 struct header_state {

@@ -115,6 +115,23 @@ class Ring(frtest.Case):
         self.assertEqual(s["trigger"], "exit")
         self.assertIn("exited with status 3", s["detail"])
 
+    def test_on_snapshot_command(self):
+        d = frtest.workdir("ring_hook")
+        out = os.path.join(d, "job.frec")
+        told = os.path.join(d, "told")
+        p = frtest.record(out, ["--ring", "1M", "--probes", "cpu", "--on-snapshot",
+                                'echo "$FLIGHTREC_TRIGGER $FLIGHTREC_SNAPSHOT" > ' + told + ".tmp"
+                                " && mv " + told + ".tmp " + told],
+                          ["--", "sh", "-c", "exit 4"], check=False)
+        self.assertEqual(p.returncode, 4, p.stderr)
+        # the command is not waited for: it finishes on its own
+        for _ in range(600):
+            if os.path.exists(told):
+                break
+            threading.Event().wait(0.1)
+        with open(told) as f:
+            self.assertEqual(f.read(), "exit " + os.path.join(d, "job-1.frec") + "\n")
+
     def hang_two_nodes(self, name, wait, asynchronous, how):
         d = frtest.workdir("ring_hang_" + name)
         port = free_port()
@@ -126,17 +143,22 @@ class Ring(frtest.Case):
             env["FLIGHTREC_FAKE_NCCL_ASYNC"] = "1"
         recs = []
         try:
-            for node, first, local in (("nodeA", 0, 3), ("nodeB", 3, 1)):
+            # the culprit's node first: the waiting node's recorder tells it
+            # to take a snapshot too (--on-snapshot), as a user would fan out
+            for node, first, local in (("nodeB", 3, 1), ("nodeA", 0, 3)):
+                hook = [] if node == "nodeB" else [
+                    "--on-snapshot", f"kill -USR2 {recs[0][0].pid}"]
                 cmd = [frtest.FLIGHTREC, "record", "-o", os.path.join(d, node + ".frec"),
-                       "--ring", "8M", "--hang-timeout", "1", "--trigger", "nccl-error",
+                       "--ring", "8M", "--hang-timeout", "1", "--trigger", "nccl-error"] + hook + [
                        "--probes", "nccl,cuda", "--", frtest.sample("launch_ranks"),
                        "--ranks", "4", "--first-rank", str(first), "--local-ranks", str(local),
                        "--master", f"127.0.0.1:{port}", "--"] + train
                 p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, env=env)
                 recs.append((p, Lines(p)))
-            line = recs[0][1].wait_for("flightrec: snapshot ", timeout=100)
-            for p, _ in recs:  # the waiting node first: its snapshot is written
+            line = recs[1][1].wait_for("flightrec: snapshot ", timeout=100)
+            told = recs[0][1].wait_for("flightrec: snapshot ", timeout=100)
+            for p, _ in reversed(recs):  # the waiting node first
                 p.send_signal(signal.SIGINT)
                 p.wait(timeout=60)
         finally:
@@ -156,6 +178,13 @@ class Ring(frtest.Case):
         self.assertEqual((hang["op"], hang["seq"], hang["waiting_ranks"], hang["missing_ranks"]),
                          ("AllReduce", 3, [0, 1, 2], [3]), hang)
         self.assertEqual(sorted({w["how"] for w in hang["waiting"]}), [how], hang)
+        # the culprit's side, from the snapshot its node took when told
+        other = os.path.join(d, "nodeB-1.frec")
+        self.assertIn(f"{other} (signal at ", told)
+        both = json.loads(frtest.analyze("stragglers", "--json", snap, other).stdout)["hang"]
+        self.assertEqual((both["seq"], both["waiting_ranks"], both["missing_ranks"]),
+                         (3, [0, 1, 2], [3]), both)
+        self.assertEqual(both["ranks_without_trace"], 0, both)
 
     def test_hang_blocking(self):
         self.hang_two_nodes("blocking", "none", False, "in_call")
