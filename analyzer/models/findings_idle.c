@@ -9,17 +9,27 @@
  *           cudaEventSynchronize, cuEventSynchronize), of a synchronous
  *           copy (cudaMemcpy, cuMemcpy: not the Async ones), of an
  *           implicitly synchronizing call (cudaFree, cuMemFree,
- *           cudaFreeHost, cudaMallocHost, cudaHostAlloc, cuMemHostAlloc)
+ *           cudaFreeHost, cudaMallocHost, cudaHostAlloc, cuMemHostAlloc),
+ *           of a blocking NCCL call (findings_nccl.c: a job whose calls
+ *           return only once every rank entered)
  *   closes  the entry of a launch (FR_FN_LAUNCH), a graph launch
  *           (FR_FN_GRAPH_LAUNCH) or an async copy from pinned memory
- *           (queued: the host runs on while it moves)
+ *           (queued: the host runs on while it moves); not a launch made
+ *           inside an NCCL call (the collective's own kernel)
  *   neither a copy from pageable memory that starts while the device is
  *           empty: the host stages it synchronously (an async one too, on
  *           NVIDIA's driver), the compute waits for its data; its time is
- *           the pageable_copy cause and the interval goes on
+ *           the pageable_copy cause and the interval goes on; nor an NCCL
+ *           call: the GPU computes nothing while it moves data or waits
+ *           for the other ranks, so an interval open at its entry goes on
+ *           through it (an enqueued collective's span too, up to the
+ *           synchronize that waited for it: findings_nccl.c)
  * An interval runs from the first opening return to the next closing
- * entry; every interval is GPU-idle time.  Blocking NCCL calls are left
- * out for now (the GPU waits inside them too: a cause of its own, later).
+ * entry; every interval is GPU-idle time.  A process that queued no device
+ * work the trace shows (no launch, no pinned async copy: the cuda probe
+ * not attached, or a job whose compute is not on the GPU, as
+ * samples/nccl_train's) has for intervals only the spans of its NCCL calls
+ * (nccl_spans): what its GPU did between them is not known.
  *
  * Limits: one process drives one GPU (as usual) and a synchronize is taken
  * to empty the device (true of the legacy stream, of device and event
@@ -33,6 +43,15 @@
  * (the training thread); what that thread did inside [start, end):
  *   1. copies from pageable memory it started: pageable_copy, their
  *      duration inside the interval;
+ *   1b. NCCL calls it made (their spans, findings_nccl.c, which also says
+ *      how a span divides): the exchange after the last rank entered:
+ *      nccl_exchange; the stretch of the wait for the other ranks that the
+ *      stragglers model charges to its straggler: straggler (so the
+ *      straggler's cost is GPU idle of the ranks that wait, counted once);
+ *      the rest of the wait, a return after the collective had completed
+ *      on another rank, and spans that cannot be split: unexplained.  The
+ *      system calls and CPU samples inside a span are the library's and
+ *      are not read in 2 and 3;
  *   2. system calls it made, minus what a copy already holds:
  *      read, pread64, readv, preadv(2), recvfrom, recvmsg, futex: dataloader
  *      (reading input, or waiting for loader workers);
@@ -52,7 +71,8 @@
  *      any other for host_sync when a synchronize (class FR_FN_SYNC) opened
  *      the interval -- the host's own work between the synchronize and
  *      the next launch, which the synchronize made the GPU wait for -- and
- *      for unexplained when an implicit synchronize or a copy opened it.
+ *      for unexplained when an implicit synchronize or a copy opened it
+ *      (a blocking NCCL call counts as a synchronize: host_sync).
  *      Without samples in the interval the rest goes to host_sync (or
  *      unexplained) alike; without any CPU samples in the recording it is
  *      unexplained.
@@ -89,8 +109,10 @@
  * Streams and devices.  Idle intervals are read per process: a synchronize
  * of any stream is taken to empty the process's device(s), so time another
  * stream or device was still busy counts as idle (fx_streams_of counts the
- * streams and devices so the output can say so).  Only launch-bound runs
- * check the stream, as said above. */
+ * streams and devices so the output can say so; an NCCL call's stream is
+ * not counted: a data-parallel process always has one beside its compute
+ * stream, and its collectives' time is read as said in 1b).  Only
+ * launch-bound runs check the stream, as said above. */
 #include "findings_private.h"
 #include "fr_family.h"
 #include "symbolize.h"
@@ -273,6 +295,13 @@ static uint64_t covered(const struct seg *segs, size_t n, uint64_t s, uint64_t e
 	return in;
 }
 
+/* Nanoseconds [s, e) and [lo, hi) share. */
+static uint64_t overlap_ns(uint64_t s, uint64_t e, uint64_t lo, uint64_t hi)
+{
+	uint64_t from = s > lo ? s : lo, to = e < hi ? e : hi;
+	return to > from ? to - from : 0;
+}
+
 static int inside_any(const struct seg *segs, size_t n, uint64_t t)
 {
 	for (size_t i = 0; i < n; i++)
@@ -423,12 +452,64 @@ static int attribute(struct ctx *c, uint64_t a, uint64_t b, uint32_t tid,
 	}
 	size_t n_copy_segs = c->n_segs;
 
+	/* 1b. NCCL calls: the span of each (findings_nccl.c), split into the
+	 * exchange after the last rank entered, the wait the stragglers model
+	 * charges to its straggler, and the rest of the wait and the spans
+	 * that cannot be split (unexplained); what the thread did inside a
+	 * span (the library's own system calls, its CPU) is the collective's */
+	uint64_t nccl_other = 0;
+	for (size_t i = first; i < p->n && p->ev[i].t0 < b; i++) {
+		const struct fx_ev *e = &p->ev[i];
+		if (e->tid != tid || e->type != FXE_NCCL)
+			continue;
+		uint64_t s = e->t0, end = e->t1 < b ? e->t1 : b;
+		if (end <= s)
+			continue;
+		if (push_seg(c, s, end))
+			return -1;
+		const struct fx_nccl *x = &p->nccl[e->bytes];
+		uint64_t span = end - s; /* the thread is in the call: no copy of it overlaps */
+		p->e.nc_calls++;
+		p->e.nc_bytes += x->bytes;
+		if (!x->all_ready_ns) {
+			p->e.nc_unsplit_calls++;
+			p->e.nc_unsplit_ns += span;
+			nccl_other += span;
+			continue;
+		}
+		uint64_t ready = x->all_ready_ns;
+		uint64_t done = x->done_ns > ready ? x->done_ns : ready;
+		uint64_t strag_from = ready > x->straggler_ns ? ready - x->straggler_ns : 0;
+		uint64_t exchange = overlap_ns(s, end, ready, x->done_ns ? done : UINT64_MAX);
+		uint64_t late = x->done_ns ? overlap_ns(s, end, done, UINT64_MAX) : 0;
+		uint64_t straggler = overlap_ns(s, end, strag_from, ready);
+		uint64_t skew = span - exchange - late - straggler;
+		kind_ns[FIND_NCCL_EXCHANGE] += exchange;
+		kind_ns[FIND_STRAGGLER] += straggler;
+		nccl_other += skew + late;
+		p->e.nc_exchange_ns += exchange;
+		p->e.nc_straggler_ns += straggler;
+		p->e.nc_skew_ns += skew;
+		p->e.nc_late_ns += late;
+		if (exchange) {
+			p->e.nc_xfer_calls++;
+			p->e.nc_xfer_bytes += x->bytes;
+			p->e.nc_xfer_ns += exchange;
+		}
+		if (add_where(p, FIND_NCCL_EXCHANGE, FX_WHERE_WHOLE, e->stack_id,
+			      (uint16_t)(FX_LEAF_NCCL | e->what), exchange))
+			return -1;
+	}
+	size_t n_nccl_segs = c->n_segs - n_copy_segs;
+	const struct seg *nccl_segs = c->segs + n_copy_segs;
+
 	/* 2. system calls: which file descriptors are checkpoints */
 	struct fd_written fds[FDS_PER_INTERVAL];
 	size_t n_fds = 0;
 	for (size_t i = first; i < p->n && p->ev[i].t0 < b; i++) {
 		const struct fx_ev *e = &p->ev[i];
-		if (e->tid != tid || e->type != FXE_SYSCALL || e->fd < 0)
+		if (e->tid != tid || e->type != FXE_SYSCALL || e->fd < 0 ||
+		    inside_any(nccl_segs, n_nccl_segs, e->t0))
 			continue;
 		enum sc_class k = sc_class_of(e->what);
 		if (k != SC_WRITE && k != SC_FSYNC)
@@ -449,8 +530,9 @@ static int attribute(struct ctx *c, uint64_t a, uint64_t b, uint32_t tid,
 	}
 	for (size_t i = first; i < p->n && p->ev[i].t0 < b; i++) {
 		const struct fx_ev *e = &p->ev[i];
-		if (e->tid != tid || e->type != FXE_SYSCALL)
-			continue;
+		if (e->tid != tid || e->type != FXE_SYSCALL ||
+		    inside_any(c->segs + n_copy_segs, n_nccl_segs, e->t0))
+			continue; /* inside a collective: the library's */
 		uint64_t end = e->t1 < b ? e->t1 : b;
 		if (end <= e->t0)
 			continue;
@@ -499,7 +581,7 @@ static int attribute(struct ctx *c, uint64_t a, uint64_t b, uint32_t tid,
 	}
 	for (int k = 0; k < FIND_IDLE_KINDS; k++)
 		claimed += kind_ns[k];
-	claimed += other_sc;
+	claimed += other_sc + nccl_other;
 	if (claimed > len)
 		claimed = len; /* clock rounding between probes */
 
@@ -542,7 +624,7 @@ static int attribute(struct ctx *c, uint64_t a, uint64_t b, uint32_t tid,
 	p->e.ck_cpu_ns += ck_ns;
 	saved |= ck_ns > 0;
 	p->e.ck_saves += (uint64_t)saved;
-	uint64_t unexplained = other_sc;
+	uint64_t unexplained = other_sc + nccl_other;
 	if (rest_to->kind != FIND_KINDS && c->have_samples) {
 		kind_ns[rest_to->kind] += other_ns;
 		if (other_ns) {
@@ -699,7 +781,7 @@ out:
 
 /* ---- streams and devices ---------------------------------------------------------- */
 
-/* The events are sorted by entry (fx_idle_attribute).  A driver call
+/* The events are sorted by entry (fx_sort_events).  A driver call
  * inside a runtime call of the same thread is the same work: only the
  * outer one counts, so a handle the runtime hands the driver in another
  * form cannot make a second stream. */
@@ -738,7 +820,8 @@ int fx_streams_of(struct fx_proc *p)
 
 static int opens_at(const struct fx_ev *e, uint64_t *t)
 {
-	if (e->type == FXE_SYNC || e->type == FXE_IMPLICIT || (e->type == FXE_COPY && !e->async)) {
+	if (e->type == FXE_SYNC || e->type == FXE_IMPLICIT || (e->type == FXE_COPY && !e->async) ||
+	    (e->type == FXE_NCCL && !e->async)) {
 		*t = e->t1;
 		return 1;
 	}
@@ -754,12 +837,52 @@ static int closes_at(const struct fx_ev *e, uint64_t *t)
 	return 0;
 }
 
+/* A process that queued no device work the trace shows (no launch, no
+ * pinned async copy: the cuda probe was not attached, or its compute is
+ * not the GPU's, as in samples/nccl_train): what its GPU did between
+ * collectives is not known, so only the spans of its NCCL calls are idle
+ * intervals, each its own (a span that overlaps an earlier one of another
+ * thread starts where that one ended, its cut part unexplained: two
+ * threads in collectives at once are one wait of the GPU). */
+static int nccl_spans(struct fx_proc *p, struct trace_set *ts, struct symbolizer *sym,
+		      int have_samples, char *const *paths, size_t *fdpath, size_t n_fdpath)
+{
+	struct ctx c = { .p = p, .ts = ts, .sym = sym, .have_samples = have_samples,
+			 .f = trace_set_file(ts, p->file), .paths = paths, .fdpath = fdpath,
+			 .n_fdpath = n_fdpath };
+	hmap_init(&c.sample_class);
+	uint64_t done = 0;
+	int rc = 0;
+	for (size_t i = 0; i < p->n && !rc; i++) {
+		const struct fx_ev *e = &p->ev[i];
+		if (e->type != FXE_NCCL)
+			continue;
+		uint64_t a = e->t0 > done ? e->t0 : done;
+		if (e->t1 <= a)
+			continue;
+		struct rest_to to = { .kind = FIND_KINDS, .stack_id = e->stack_id,
+				      .leaf = (uint16_t)(FX_LEAF_NCCL | e->what) };
+		rc = attribute(&c, a, e->t1, e->tid, &to);
+		done = e->t1; /* > a >= done */
+	}
+	free(c.frames);
+	free(c.segs);
+	hmap_free(&c.sample_class);
+	return rc;
+}
+
+void fx_sort_events(struct fx_proc *p)
+{
+	if (p->n)
+		qsort(p->ev, p->n, sizeof(*p->ev), ev_cmp);
+	fx_nccl_prepare(p);
+}
+
 int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer *sym,
 		      int have_samples, char *const *paths)
 {
 	if (!p->n)
 		return 0;
-	qsort(p->ev, p->n, sizeof(*p->ev), ev_cmp);
 	size_t n_fdpath = 0, *fdpath = NULL;
 	for (size_t i = 0; i < p->n; i++)
 		n_fdpath += p->ev[i].type == FXE_FDPATH;
@@ -770,11 +893,20 @@ int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer
 		if (p->ev[i].type == FXE_FDPATH)
 			fdpath[n_fdpath++] = i;
 	struct mark *marks = NULL;
-	size_t n_marks = 0;
+	size_t n_marks = 0, n_closes = 0, n_spans = 0;
 	for (size_t i = 0; i < p->n; i++) {
 		uint64_t t;
-		if (opens_at(&p->ev[i], &t) || closes_at(&p->ev[i], &t))
+		if (opens_at(&p->ev[i], &t))
 			n_marks++;
+		else if (closes_at(&p->ev[i], &t))
+			n_marks++, n_closes++;
+		n_spans += p->ev[i].type == FXE_NCCL;
+	}
+	if (!n_closes && n_spans) {
+		/* no device work of its own in the trace: its collectives */
+		int rc = nccl_spans(p, ts, sym, have_samples, paths, fdpath, n_fdpath);
+		free(fdpath);
+		return rc;
 	}
 	if (!n_marks) {
 		free(fdpath);
@@ -817,9 +949,13 @@ int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer
 			iv.b = marks[i].t;
 			run_from = i;
 			const struct fx_ev *opener = &p->ev[iv.opener];
+			/* after a blocking collective, as after a synchronize, the
+			 * host's own work before the next launch is host_sync */
+			int nccl = opener->type == FXE_NCCL;
 			struct rest_to to = {
-				.kind = opener->type == FXE_SYNC ? FIND_HOST_SYNC : FIND_KINDS,
-				.stack_id = opener->stack_id, .leaf = opener->what,
+				.kind = opener->type == FXE_SYNC || nccl ? FIND_HOST_SYNC : FIND_KINDS,
+				.stack_id = opener->stack_id,
+				.leaf = nccl ? (uint16_t)(FX_LEAF_NCCL | opener->what) : opener->what,
 			};
 			if (iv.b > iv.a)
 				rc = attribute(&c, iv.a, iv.b, opener->tid, &to);

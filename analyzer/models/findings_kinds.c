@@ -2,12 +2,20 @@
  * and the order of /work/shared/CLI.md.  Not the idle analysis
  * (findings_idle.c) nor output (cmd_findings.c).
  *
- *   dataloader, pageable_copy, sync_checkpoint, host_sync, launch_bound
- *                 idle time findings_idle.c attributed to them (its rules,
- *                 launch_bound's included); a process is named when the
- *                 kind takes >= 1% of its wall time
- *   straggler     the stragglers model's verdict: the other ranks wait
- *                 cost_ms_per_step in every step since it began, each
+ *   dataloader, pageable_copy, sync_checkpoint, host_sync, launch_bound,
+ *   nccl_exchange idle time findings_idle.c attributed to them (its rules,
+ *                 launch_bound's included; nccl_exchange: the collectives'
+ *                 transfer after their last rank entered, findings_nccl.c);
+ *                 a process is named when the kind takes >= 1% of its wall
+ *                 time (all that have it when none does: a thin exchange
+ *                 on every rank)
+ *   straggler     the stragglers model's verdict, costed as the GPU idle
+ *                 findings_idle.c charged to it: on each other rank, its
+ *                 lead over the second latest rank in every collective it
+ *                 was latest in since the change point (charged_lost_ns),
+ *                 where that wait lay in the rank's idle; so it is never
+ *                 also counted as nccl_exchange or anything else, and per
+ *                 step it is the model's cost_ms_per_step x the ranks
  *   oom           failed device allocations (model_mem)
  *   memory_leak   one stack holds at the end at least max(2, steps / 2)
  *                 device allocations it made (8 when the steps are
@@ -19,7 +27,9 @@
  * (`below`); then oom, rdma_errors, memory_leak (most severe first).  The
  * threshold holds for every costed kind alike; launch_bound stays at 0 in
  * a healthy run because a GPU-bound step's closing synchronize waits
- * longer than a launch gap.
+ * longer than a launch gap, and a healthy job's collectives move their
+ * bytes in a small part of the step (samples/nccl_train's 4 MiB at the
+ * stand-in's default 10 GB/s: 0.4 ms of a 40-100 ms step, ~1%).
  * Steps: step markers, else the NCCL collective period (stragglers
  * model), else the period of the synchronizing calls, else 1 (the whole
  * run, said as steps_from "none"). */
@@ -44,7 +54,7 @@ const char *finding_kind_name(enum finding_kind k)
 {
 	static const char *const names[FIND_KINDS] = {
 		"dataloader", "pageable_copy", "sync_checkpoint", "host_sync", "launch_bound",
-		"straggler", "oom", "memory_leak", "rdma_errors",
+		"nccl_exchange", "straggler", "oom", "memory_leak", "rdma_errors",
 	};
 	return (unsigned)k < FIND_KINDS ? names[k] : "?";
 }
@@ -72,6 +82,13 @@ static const char *const fixes[FIND_KINDS] = {
 		"(torch.compile(mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), fuse small ops "
 		"(torch.compile; fused/foreach optimizers: Adam(fused=True)), or give each kernel "
 		"more work (a larger batch per step)",
+	[FIND_NCCL_EXCHANGE] =
+		"overlap communication with computation: all-reduce gradient buckets while backward "
+		"still runs (DDP does; a larger bucket_cap_mb for fewer, fuller buckets), with "
+		"gradient accumulation reduce once per optimizer step (no_sync() on the other "
+		"micro-steps), issue other collectives with async_op=True and wait where the result "
+		"is needed; if it still shows, move fewer bytes (bf16 gradients, compression hooks) "
+		"and check the interconnect (NCCL_DEBUG=INFO transport, nccl-tests bus bandwidth)",
 	[FIND_STRAGGLER] =
 		"make the slow rank as fast as the others: balance its input and work, and check "
 		"its node (CPU contention, throttling, its NIC and links) with the evidence above",
@@ -207,14 +224,18 @@ static const char **entry_frames(struct symbolizer *sym, struct trace_set *ts, u
 		size_t at = fx_frame_match(frames, n, k);
 		if (at != SIZE_MAX)
 			n = at + 1;
-	} else if (leaf && cuda_func_name(leaf)) {
-		const char **grown = realloc(frames, (n + 1) * sizeof(*grown));
+	} else if (leaf) {
+		/* the call the stack made: its frame is not in the stack its probe takes */
+		const char *name = leaf & FX_LEAF_NCCL ? nccl_func_name((uint16_t)(leaf & ~FX_LEAF_NCCL))
+						       : cuda_func_name(leaf);
+		const char **grown = name ? realloc(frames, (n + 1) * sizeof(*grown)) : frames;
 		if (!grown) {
 			free(frames);
 			return NULL;
 		}
 		frames = grown;
-		frames[n++] = cuda_func_name(leaf);
+		if (name)
+			frames[n++] = name;
 	}
 	*n_out = n;
 	return frames;
@@ -285,10 +306,12 @@ static int pick_where(struct fx_state *m, struct trace_set *ts, struct symbolize
 static void sum_evidence(struct fx_evidence *sum, const struct fx_evidence *e)
 {
 	_Static_assert(sizeof(struct fx_evidence) % sizeof(uint64_t) == 0, "fx_evidence: u64 only");
+	uint64_t hs_max = sum->hs_max_ns > e->hs_max_ns ? sum->hs_max_ns : e->hs_max_ns;
 	uint64_t *d = (uint64_t *)sum;
 	const uint64_t *s = (const uint64_t *)e;
 	for (size_t i = 0; i < sizeof(*e) / sizeof(uint64_t); i++)
 		d[i] += s[i];
+	sum->hs_max_ns = hs_max; /* the longest over the processes, not a sum */
 }
 
 /* The checkpoint files the processes of a finding wrote, up to three. */
@@ -375,6 +398,31 @@ static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t
 				"stream or of an event)", e->lb_mixed);
 		break;
 	}
+	case FIND_NCCL_EXCHANGE: {
+		double gbps = e->nc_xfer_ns ? (double)e->nc_xfer_bytes / (double)e->nc_xfer_ns : 0;
+		snprintf(f->evidence, sizeof(f->evidence),
+			 "%" PRIu64 " NCCL calls while the GPU had no other work; after the last rank "
+			 "entered each, moving the data took %.1f ms (%.3f ms per collective on average, "
+			 "%s each: %.2f GB/s algorithm bandwidth), on the critical path: nothing "
+			 "computed meanwhile",
+			 e->nc_calls, ms(e->nc_exchange_ns),
+			 e->nc_xfer_calls ? ms(e->nc_exchange_ns) / (double)e->nc_xfer_calls : 0.0,
+			 bytes_str(e->nc_xfer_calls ? e->nc_xfer_bytes / e->nc_xfer_calls : 0, b1,
+				   sizeof(b1)), gbps);
+		appendf(f->evidence, sizeof(f->evidence), "; before that the ranks waited %.1f ms for "
+			"the last to enter (%.1f ms of it for the straggler: its own finding; %.1f ms "
+			"for ranks no verdict names, unexplained)",
+			ms(e->nc_straggler_ns + e->nc_skew_ns), ms(e->nc_straggler_ns), ms(e->nc_skew_ns));
+		if (e->nc_late_ns)
+			appendf(f->evidence, sizeof(f->evidence), "; %.1f ms more returning after the "
+				"collective had completed on another rank (the thread was not running: CPU "
+				"contention on the host; unexplained)", ms(e->nc_late_ns));
+		if (e->nc_unsplit_calls)
+			appendf(f->evidence, sizeof(f->evidence), "; %" PRIu64 " calls (%.1f ms) not "
+				"split: send/recv, or a rank of theirs not in these traces", e->nc_unsplit_calls,
+				ms(e->nc_unsplit_ns));
+		break;
+	}
 	default:
 		break;
 	}
@@ -388,18 +436,24 @@ static int idle_findings(struct fx_state *m, struct trace_set *ts, struct symbol
 		uint64_t total = 0;
 		for (size_t i = 0; i < m->n_procs; i++)
 			total += m->procs[i].kind_ns[k];
-		if (!total)
-			continue;
+		if (!total || k == FIND_STRAGGLER)
+			continue; /* the straggler's: straggler_finding */
 		struct finding *f = new_finding(m, (enum finding_kind)k);
 		if (!f)
 			return -1;
 		struct fx_evidence e = { 0 };
 		struct ck_names ck = { .n = 0 };
 		uint64_t cost = 0;
+		/* a kind spread thinly over many processes (a collective's
+		 * exchange on every rank) names them all rather than none */
+		int thin = 1;
+		for (size_t i = 0; i < m->n_procs && thin; i++)
+			thin = ms(m->procs[i].kind_ns[k]) < PROC_MIN_SHARE * wall_ms &&
+			       (double)m->procs[i].kind_ns[k] * 2 < (double)total;
 		for (size_t i = 0; i < m->n_procs; i++) {
 			const struct fx_proc *p = &m->procs[i];
-			if (ms(p->kind_ns[k]) < PROC_MIN_SHARE * wall_ms &&
-			    (double)p->kind_ns[k] * 2 < (double)total)
+			if (!p->kind_ns[k] || (!thin && ms(p->kind_ns[k]) < PROC_MIN_SHARE * wall_ms &&
+					       (double)p->kind_ns[k] * 2 < (double)total))
 				continue; /* a trace of it in a process that has little */
 			if (add_pid(f, p->pid, rank_of(ts, p->file, p->pid)))
 				return -1;
@@ -420,6 +474,13 @@ static int idle_findings(struct fx_state *m, struct trace_set *ts, struct symbol
 
 /* ---- the other models' verdicts ---------------------------------------------- */
 
+/* The straggler: what findings_idle.c charged to it inside the other
+ * ranks' GPU idle -- on each of them, the stragglers model's lost of every
+ * instance it counts (charged_lost_ns) -- summed over them, per step since
+ * the change point; the evidence and the culprit function are the model's.
+ * When part of those waits fell where a rank's GPU still had work queued
+ * (not GPU idle), the cost is less than the model's and the evidence says
+ * so. */
 static int straggler_finding(struct fx_state *m, double wall_ms)
 {
 	if (!m->strag)
@@ -429,24 +490,48 @@ static int straggler_finding(struct fx_state *m, double wall_ms)
 	if (!v->found || !s->nccl || v->rank_index >= s->nccl->n_ranks)
 		return 0;
 	const struct nccl_result *nc = s->nccl;
+	size_t named = 0;
+	for (size_t i = 0; i < nc->n_ranks; i++) {
+		uint64_t at;
+		named += i != v->rank_index &&
+			 hmap_get(&m->proc_index, nc->ranks[i].file_index, nc->ranks[i].pid, &at);
+	}
+	if (!named)
+		return 0; /* --pid of the straggler itself: nobody here waits */
 	struct finding *f = new_finding(m, FIND_STRAGGLER);
 	if (!f)
 		return -1;
 	size_t steps = s->rows[v->rank_index].steps;
 	size_t since = v->since_step > 0 ? (size_t)v->since_step : 0;
 	size_t steps_since = steps > since ? steps - since : 1;
-	for (size_t i = 0; i < nc->n_ranks; i++)
-		if (i != v->rank_index && add_pid(f, nc->ranks[i].pid, nc->ranks[i].rank))
+	uint64_t cost = 0, model_ns = 0;
+	for (size_t i = 0; i < nc->n_ranks; i++) {
+		const struct nccl_rank *rk = &nc->ranks[i];
+		uint64_t at;
+		if (i == v->rank_index || !hmap_get(&m->proc_index, rk->file_index, rk->pid, &at))
+			continue;
+		if (add_pid(f, rk->pid, rk->rank))
 			return -1;
+		cost += m->procs[at].kind_ns[FIND_STRAGGLER];
+		for (size_t c = 0; s->charged_lost_ns && c < rk->n_calls; c++)
+			if (rk->calls[c].instance < nc->n_instances &&
+			    s->charged_lost_ns[rk->calls[c].instance] > 0)
+				model_ns += (uint64_t)s->charged_lost_ns[rk->calls[c].instance];
+	}
 	const struct nccl_rank *rk = &nc->ranks[v->rank_index];
 	f->has_cost = 1;
-	f->cost_ms_per_step = v->cost_ms_per_step * (double)f->n_pids;
-	f->cost_ms = v->cost_ms_per_step * (double)steps_since * (double)f->n_pids;
-	f->share = wall_ms > 0 && f->n_pids ? f->cost_ms / (wall_ms * (double)f->n_pids) : 0;
+	f->cost_ms = ms(cost);
+	f->cost_ms_per_step = f->cost_ms / (double)steps_since;
+	f->share = wall_ms > 0 ? f->cost_ms / (wall_ms * (double)f->n_pids) : 0;
 	snprintf(f->evidence, sizeof(f->evidence),
 		 "the other %zu ranks wait for rank %d (host %s, pid %u) %.2f ms per step each "
-		 "since step %d (confidence %.2f): %.400s", f->n_pids, rk->rank, rk->host, rk->pid,
-		 v->cost_ms_per_step, v->since_step, v->confidence, v->evidence);
+		 "since step %d (confidence %.2f)", f->n_pids, rk->rank, rk->host, rk->pid,
+		 v->cost_ms_per_step, v->since_step, v->confidence);
+	if (model_ns > cost + 1000000) /* clock rounding aside */
+		appendf(f->evidence, sizeof(f->evidence), "; %.1f ms of those %.1f ms of waiting fell "
+			"in their GPU idle, the rest while their GPU still had work queued",
+			ms(cost), ms(model_ns));
+	appendf(f->evidence, sizeof(f->evidence), ": %.400s", v->evidence);
 	if (v->n_frames) {
 		f->where = malloc(sizeof(*f->where));
 		if (!f->where)
@@ -649,9 +734,14 @@ static void list_not_evaluated(struct fx_state *m)
 {
 	struct findings_result *r = &m->result;
 	if (!m->cuda_events) {
-		for (int k = 0; k < FIND_IDLE_KINDS; k++)
-			not_evaluated(r, (enum finding_kind)k, "no CUDA calls recorded (cuda probe not "
-				      "attached?): GPU idle is read from synchronizes and launches");
+		/* the kinds read from CUDA calls; the NCCL ones below */
+		for (int k = 0; k < FIND_NCCL_EXCHANGE; k++)
+			not_evaluated(r, (enum finding_kind)k, m->nccl_events
+				      ? "no CUDA calls recorded (cuda probe not attached?): GPU idle is "
+					"read from synchronizes and launches, here only from the time "
+					"inside NCCL calls"
+				      : "no CUDA calls recorded (cuda probe not attached?): GPU idle is "
+					"read from synchronizes and launches");
 	} else {
 		if (!m->syscalls) {
 			not_evaluated(r, FIND_DATALOADER, m->samples
@@ -673,14 +763,18 @@ static void list_not_evaluated(struct fx_state *m)
 		}
 	}
 	const struct stragglers_result *s = m->strag ? model_stragglers_result(m->strag) : NULL;
-	if (!m->nccl_events)
+	if (!m->nccl_events) {
+		not_evaluated(r, FIND_NCCL_EXCHANGE, "no NCCL calls recorded (nccl probe)");
 		not_evaluated(r, FIND_STRAGGLER, "no NCCL calls recorded (nccl probe)");
-	else if (s && s->nccl && s->nccl->n_ranks < 2)
+	} else if (s && s->nccl && s->nccl->n_ranks < 2) {
 		not_evaluated(r, FIND_STRAGGLER, "fewer than two NCCL ranks in these traces "
 			      "(give one trace per node)");
-	if (m->nccl_events)
-		not_evaluated_named(r, "nccl_wait", "idle inside blocking NCCL calls is not "
-				    "attributed yet: their time is neither a cause nor idle here");
+	}
+	if (m->nccl_events && s && s->nccl && !s->complete_collectives)
+		not_evaluated(r, FIND_NCCL_EXCHANGE, "no collective has every rank of its "
+			      "communicator in these traces (give one trace per node): when the last "
+			      "rank entered is not known, so the time inside collectives is not split "
+			      "into waiting and exchange (unexplained)");
 	if (!m->rdma_events)
 		not_evaluated(r, FIND_RDMA_ERRORS, "no RDMA verbs calls recorded (rdma probe)");
 	/* a small batch shows on the GPU (occupancy, kernel time per sample),
@@ -737,7 +831,7 @@ int fx_build_findings(struct fx_state *m, struct trace_set *ts, struct symbolize
 		const struct fx_proc *p = &m->procs[i];
 		int drives = 0;
 		for (size_t j = 0; j < p->n && !drives; j++)
-			drives = p->ev[j].type <= FXE_WORK;
+			drives = p->ev[j].type <= FXE_WORK || p->ev[j].type == FXE_NCCL;
 		if (!drives)
 			continue;
 		struct findings_proc *o = &r->procs[r->n_procs++];

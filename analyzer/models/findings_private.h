@@ -17,12 +17,40 @@ enum fx_type {
 	FXE_SYNC,     /* the host waited for the device (class FR_FN_SYNC) */
 	FXE_IMPLICIT, /* a call that synchronizes the device implicitly (cudaFree ...) */
 	FXE_COPY,     /* a successful copy, classified by model_cuda */
+	FXE_QUERY,    /* an event query that found its event complete (result 0) */
 	FXE_WORK,     /* device work queued: a launch or a graph launch */
+	FXE_NCCL_WORK, /* a launch made inside an NCCL call of its thread: the
+			  collective's own kernel (fx_nccl_prepare), not compute */
 	FXE_SYSCALL,
 	FXE_SAMPLE,   /* a CPU sample: t0 == t1 */
 	FXE_FDPATH,   /* which file fd names from t0 on (FR_EV_FD_PATH): bytes
 			 indexes the state's paths; any thread of the process */
+	FXE_NCCL,     /* a collective or send/recv (findings_nccl.c): t0 its entry,
+			 t1 its completion as far as the host saw it; bytes
+			 indexes the process's nccl[]; async: not known to
+			 block (its return proves nothing of the device) */
 };
+
+/* An FXE_NCCL's split (findings_nccl.c), on the file's clock but for
+ * entry_common_ns. */
+struct fx_nccl {
+	uint64_t exit_ns;         /* the call's own return */
+	int64_t entry_common_ns;  /* its entry on the common timeline */
+	uint32_t instance;        /* into the NCCL model's instances; NCCL_NONE none */
+	uint64_t all_ready_ns;    /* the last member's entry into the instance; 0: not
+				     split (instance not complete in these traces,
+				     or send/recv) */
+	uint64_t done_ns;         /* the earliest completion of the instance on any of
+				     its members (fx_nccl_first_done); 0 unknown */
+	uint64_t straggler_ns;    /* of the wait before all_ready_ns, what the
+				     stragglers model charges to its straggler
+				     (stragglers_result.charged_lost_ns): the
+				     stretch [all_ready_ns - straggler_ns, all_ready_ns) */
+	uint64_t bytes;           /* count x the datatype's size (0 unknown) */
+};
+
+/* A where entry's leaf that is an NCCL function, not a CUDA one. */
+#define FX_LEAF_NCCL 0x8000u
 
 /* One event kept, of one process (48 bytes: one union instead of two
  * fields keeps it so; the findings model holds every one in memory). */
@@ -72,6 +100,15 @@ struct fx_evidence {
 	uint64_t lb_gaps, lb_gap_ns;      /* the gaps that left the GPU idle, their idle */
 	uint64_t lb_mixed;                /* long runs of launches skipped: several streams,
 					     a graph launch, or a synchronize of another stream */
+	/* nccl_exchange and the rest of the time in collectives (findings_idle.c) */
+	uint64_t nc_calls, nc_bytes, nc_exchange_ns;
+	uint64_t nc_xfer_calls, nc_xfer_bytes, nc_xfer_ns; /* calls with an exchange: for
+							       the bandwidth */
+	uint64_t nc_straggler_ns;         /* charged to the straggler */
+	uint64_t nc_skew_ns;              /* waits for late ranks no verdict names */
+	uint64_t nc_unsplit_calls, nc_unsplit_ns; /* not split: unexplained */
+	uint64_t nc_late_ns;              /* returned after the collective had completed on
+					     another rank (the thread not running) */
 	/* unexplained */
 	uint64_t other_syscall_ns, implicit_ns, no_sample_ns;
 };
@@ -93,6 +130,8 @@ struct fx_proc {
 	size_t steps;
 	const char *steps_from;
 	uint32_t streams, devices; /* fx_streams_of() */
+	struct fx_nccl *nccl;     /* FXE_NCCL's splits, bytes indexes them */
+	size_t n_nccl, cap_nccl;
 };
 
 struct fx_state {
@@ -109,6 +148,22 @@ struct fx_state {
 
 struct fx_proc *fx_proc_get(struct fx_state *m, uint32_t file, uint32_t pid);
 int fx_push(struct fx_proc *p, const struct fx_ev *e);
+
+/* findings_nccl.c: an FXE_NCCL event for every collective and send/recv
+ * of the stragglers model's ranks (those that pass the model's pid
+ * filter), with its split; before fx_sort_events.  -1 when memory runs
+ * out. */
+int fx_nccl_events(struct fx_state *m);
+/* findings_nccl.c, on p's sorted events: launches inside an NCCL call
+ * made FXE_NCCL_WORK, and each FXE_NCCL's t1 moved to the return of the
+ * synchronize or event query that waited for it, where one did (an
+ * enqueued collective's completion). */
+void fx_nccl_prepare(struct fx_proc *p);
+/* findings_nccl.c, once every process's events are prepared: each
+ * FXE_NCCL's done_ns.  -1 when memory runs out. */
+int fx_nccl_first_done(struct fx_state *m);
+/* findings_idle.c: p's events sorted by entry, then fx_nccl_prepare. */
+void fx_sort_events(struct fx_proc *p);
 
 /* findings_idle.c: the idle intervals of p and their attribution (kind_ns,
  * unexplained_ns, evidence, where); the events are sorted first.

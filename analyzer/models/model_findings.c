@@ -2,8 +2,10 @@
  * rdma models (their results are read at finish; cuda also hands over each
  * copy as it classifies it, pinned or pageable), and keeps, per process,
  * the events the idle analysis reads: synchronizing calls, launches,
- * copies, system calls and CPU samples.  The analysis is in
- * findings_idle.c, the rules in findings_kinds.c.
+ * copies, system calls and CPU samples; at finish it adds the NCCL calls
+ * of the stragglers model's ranks (findings_nccl.c), so their time is read
+ * with the rest.  The analysis is in findings_idle.c, the rules in
+ * findings_kinds.c.
  *
  * Memory: the kept events grow with the recording (48 bytes each);
  * they are sorted at finish because the recorder writes a call when it
@@ -136,6 +138,8 @@ static int feed_cuda(struct fx_state *m, uint32_t file, const struct fr_rec_hdr 
 		type = FXE_IMPLICIT;
 	else if ((cls == FR_FN_LAUNCH || cls == FR_FN_GRAPH_LAUNCH) && ev.result == 0)
 		type = FXE_WORK;
+	else if (cls == FR_FN_QUERY && ev.result == 0)
+		type = FXE_QUERY; /* may end an enqueued collective's span (findings_nccl.c) */
 	else
 		return 0; /* copies come classified from model_cuda (on_copy) */
 	struct fx_proc *p = fx_proc_get(m, file, ev.c.pid);
@@ -233,6 +237,12 @@ static int fx_finish(void *state, struct trace_set *ts, struct frec_error *err)
 {
 	struct fx_state *m = state;
 	struct symbolizer *sym = NULL;
+	if (fx_nccl_events(m))
+		goto oom;
+	for (size_t i = 0; i < m->n_procs; i++)
+		fx_sort_events(&m->procs[i]);
+	if (fx_nccl_first_done(m))
+		goto oom;
 	if (m->n_procs && !(sym = trace_set_symbolizer(ts, err)))
 		return -1;
 	for (size_t i = 0; i < m->n_procs; i++) {
@@ -257,6 +267,7 @@ static void fx_destroy(void *state)
 	for (size_t i = 0; i < m->n_procs; i++) {
 		free(m->procs[i].ev);
 		free(m->procs[i].idle);
+		free(m->procs[i].nccl);
 		hmap_free(&m->procs[i].where);
 	}
 	free(m->procs);

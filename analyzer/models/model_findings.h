@@ -1,7 +1,9 @@
 /* The findings model: why the GPUs wait, what it costs, what to change.
  * It reads GPU idle from host signals (findings_idle.c states the rule and
- * its limits), attributes each idle interval to what the thread that made
- * the device wait did meanwhile, and turns the idle-time causes and the
+ * its limits; findings_nccl.c how NCCL calls count), attributes each idle
+ * interval to what the thread that made the device wait did meanwhile
+ * (inside a collective: its exchange, or the wait for the straggler the
+ * stragglers model names), and turns the idle-time causes and the
  * verdicts of the cuda, mem, stragglers and rdma models into findings
  * (findings_kinds.c: the rules, the threshold, the order CLI.md fixes).
  * Not for output: cmd_findings.c lays the result out. */
@@ -21,7 +23,11 @@ extern const struct model_ops model_findings_ops;
  * from that noise with room for a recorder's overhead.  launch_bound
  * needs no other threshold: in a healthy (GPU-bound) step the closing
  * synchronize waits longer than a launch gap, and the run is not counted
- * at all (test_analyzer_findings: the GPU-bound run). */
+ * at all (test_analyzer_findings: the GPU-bound run).  nccl_exchange keeps
+ * it too: a healthy job's collectives take about 1% of its steps (the
+ * stand-in's 4 MiB all-reduce at 10 GB/s in a 40-100 ms step; the unit
+ * test's healthy job 1.9%), an exposed exchange worth overlapping tens of
+ * percent. */
 #define FINDINGS_MIN_SHARE 0.03
 
 enum finding_kind {
@@ -30,9 +36,10 @@ enum finding_kind {
 	FIND_SYNC_CHECKPOINT,
 	FIND_HOST_SYNC,
 	FIND_LAUNCH_BOUND,
+	FIND_NCCL_EXCHANGE,        /* a collective's exchange after its last rank entered */
+	FIND_STRAGGLER,            /* the wait for the straggler, as the stragglers model charges it */
 	FIND_IDLE_KINDS,           /* the kinds above are costed in idle time */
-	FIND_STRAGGLER = FIND_IDLE_KINDS,
-	FIND_OOM,
+	FIND_OOM = FIND_IDLE_KINDS,
 	FIND_MEMORY_LEAK,
 	FIND_RDMA_ERRORS,
 	FIND_KINDS,

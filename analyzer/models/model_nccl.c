@@ -36,6 +36,14 @@ int64_t nccl_member_ready_ns(const struct nccl_result *r, const struct nccl_memb
 	return r->ranks[m->rank_index].calls[m->call_index].entry_common_ns;
 }
 
+int nccl_instance_complete(const struct nccl_result *r, const struct nccl_instance *in)
+{
+	if (!in->consistent || in->n_members < 2)
+		return 0;
+	int32_t nranks = r->comms[in->comm_index].nranks;
+	return nranks < 0 || in->n_members == (uint32_t)nranks;
+}
+
 /* ---- feed ----------------------------------------------------------------- */
 
 static void *nccl_create(const struct model_opts *opts)

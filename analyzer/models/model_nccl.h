@@ -187,4 +187,11 @@ const char *nccl_op_name(uint16_t func);
  * the instance is a better ready time. */
 int64_t nccl_member_ready_ns(const struct nccl_result *r, const struct nccl_member *m);
 
+/* 1 when every rank of the instance's communicator is in it (its nranks
+ * unknown: two or more members) and they agree on function and count: its
+ * latest ready time is then the one every member waited for (the
+ * stragglers verdict and the findings' split of a collective's time read
+ * only these). */
+int nccl_instance_complete(const struct nccl_result *r, const struct nccl_instance *in);
+
 #endif

@@ -91,6 +91,7 @@ static void strag_destroy(void *state)
 	free(m->samples);
 	free(m->syscalls);
 	free(m->result.rows);
+	free(m->result.charged_lost_ns);
 	free(m);
 }
 

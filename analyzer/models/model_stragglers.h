@@ -103,6 +103,13 @@ struct stragglers_result {
 	int32_t candidate;          /* rank index latest most often; -1 none */
 	char why_none[256];         /* when no straggler: the reason, for humans */
 	struct straggler_verdict verdict;
+	/* With a verdict, per nccl instance (nccl->instances' order): the lost
+	 * of each complete instance the straggler was latest in since
+	 * since_step -- what each other member waited for it there, the sum
+	 * cost_ms_per_step is made of; 0 for every other instance.  NULL
+	 * without a verdict.  The findings model charges exactly this to the
+	 * straggler, inside each member's wait (findings_nccl.c). */
+	int64_t *charged_lost_ns;
 };
 
 const struct stragglers_result *model_stragglers_result(const void *state);

@@ -23,14 +23,6 @@ struct inst_view {
 	int32_t cand_step;      /* the candidate's step (filled later) */
 };
 
-static int instance_complete(const struct nccl_result *nc, const struct nccl_instance *in)
-{
-	if (!in->consistent || in->n_members < 2)
-		return 0;
-	int32_t nranks = nc->comms[in->comm_index].nranks;
-	return nranks < 0 || in->n_members == (uint32_t)nranks;
-}
-
 static void why(struct stragglers_result *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void why(struct stragglers_result *r, const char *fmt, ...)
@@ -89,7 +81,7 @@ int strag_verdict(struct stragglers_result *r)
 	size_t n_iv = 0;
 	for (size_t i = 0; i < nc->n_instances; i++) {
 		const struct nccl_instance *in = &nc->instances[i];
-		if (!instance_complete(nc, in))
+		if (!nccl_instance_complete(nc, in))
 			continue;
 		const struct nccl_member *mem = &nc->members[in->first_member];
 		uint32_t latest = 0, second = UINT32_MAX;
@@ -220,6 +212,9 @@ int strag_verdict(struct stragglers_result *r)
 		}
 	}
 	double lost_ms = 0;
+	r->charged_lost_ns = calloc(nc->n_instances ? nc->n_instances : 1, sizeof(int64_t));
+	if (!r->charged_lost_ns)
+		goto out;
 	for (size_t i = 0; i < n_iv; i++) {
 		if (n_steps && iv[i].cand_step < v->since_step)
 			continue;
@@ -227,8 +222,10 @@ int strag_verdict(struct stragglers_result *r)
 			v->collectives++;
 			v->latest += iv[i].latest == cand;
 		}
-		if (iv[i].latest == cand) /* every class: what the others wait */
+		if (iv[i].latest == cand) { /* every class: what the others wait */
 			lost_ms += (double)iv[i].lost_ns / 1e6;
+			r->charged_lost_ns[iv[i].instance] = iv[i].lost_ns > 0 ? iv[i].lost_ns : 0;
+		}
 	}
 	size_t steps_since = n_steps > (size_t)v->since_step ? n_steps - (size_t)v->since_step : 0;
 	v->found = 1;

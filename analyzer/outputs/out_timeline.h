@@ -15,8 +15,9 @@
  * findings model (model_findings.h: findings_proc.idle) are slices on a
  * "GPU idle" track of their process, category gpu_idle, named by the cause
  * that holds most of the interval (dataloader, pageable_copy,
- * sync_checkpoint, host_sync, launch_bound (a launch-bound run's gaps), or
- * "unexplained"; findings_idle_cause), with each cause's ms in args.  CPU samples are omitted (the
+ * sync_checkpoint, host_sync, launch_bound (a launch-bound run's gaps),
+ * nccl_exchange, straggler (time inside collectives), or "unexplained";
+ * findings_idle_cause), with each cause's ms in args.  CPU samples are omitted (the
  * flame graph and the report show them).  ts/dur are microseconds from the
  * origin (the earliest event of all files on the common clock,
  * out_clock_offset_ns).  The writer streams in the one pass over the

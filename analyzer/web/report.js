@@ -151,6 +151,7 @@
 		dataloader: 'Data loading on the training thread', pageable_copy: 'Copies from pageable memory',
 		sync_checkpoint: 'Checkpoint saved on the training thread', host_sync: 'Host work after a synchronize',
 		launch_bound: 'Kernels launched slower than the GPU runs them',
+		nccl_exchange: 'Collectives exchanging data on the critical path',
 		straggler: 'Straggler rank', oom: 'Out of device memory', memory_leak: 'Device memory leak',
 		rdma_errors: 'RDMA errors'
 	};

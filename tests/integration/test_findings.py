@@ -8,10 +8,24 @@ no finding above the threshold, and no launch_bound even under it.  How
 close each cost comes to the time the sample measured spending in the cause
 is a measurement, made by tests/bench/bench_findings.py, not asserted here.
 Recorded with --probes cpu,syscalls,cuda --freq 999, as `findings --help`
-advises."""
+advises.
+
+The NCCL job (FindingsNccl): samples/nccl_train, 4 ranks under
+samples/launch_ranks in one recording (--probes cpu,syscalls,nccl, as the
+stragglers test records), the stand-in libnccl's collectives blocking
+barriers followed by a transfer of bytes / FLIGHTREC_FAKE_NCCL_GBPS: with
+--slow-rank the other ranks' wait is the `straggler` finding (naming them,
+its culprit slow_data_loader), and no `nccl_exchange` finding while the
+transfer is short (4 MiB at the default 10 GB/s: 0.4 ms of a 100 ms step);
+at 0.25 GB/s (17 ms a step) `nccl_exchange` is found too, naming every rank
+and ncclAllReduce; a run with neither has no finding.  Every cost is part
+of the GPU idle of the processes it names, and all of them together never
+exceed the idle."""
 import json
 import os
 import re
+import socket
+import subprocess
 import frtest
 
 STEPS = 40
@@ -97,6 +111,101 @@ class Findings(frtest.Case):
                 self.check_shape(js)
                 for c in causes:
                     self.check_found(js, truth, KIND_OF[c])
+
+
+NCCL_STEPS = 12
+NCCL_COMPUTE_MS = 100  # as the stragglers test: the slow rank's 50 ms stand well above
+                       # the scheduling noise of 4 ranks on a small VM
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_nccl(name, slow, gbps=None):
+    """Records 4 ranks of nccl_train in one file; returns (findings JSON,
+    text, {rank: pid})."""
+    d = frtest.workdir("findings_nccl_" + name)
+    trace = os.path.join(d, "job.frec")
+    train = [frtest.sample("nccl_train"), "--steps", str(NCCL_STEPS),
+             "--compute-ms", str(NCCL_COMPUTE_MS)]
+    if slow:
+        train += ["--slow-rank", "2", "--slow-factor", "1.5"]
+    env = dict(os.environ, FLIGHTREC_FAKE_NCCL_TIMEOUT_S="60")
+    if gbps:
+        env["FLIGHTREC_FAKE_NCCL_GBPS"] = str(gbps)
+    cmd = [frtest.FLIGHTREC, "record", "-o", trace, "--probes", "cpu,syscalls,nccl", "--",
+           frtest.sample("launch_ranks"), "--ranks", "4",
+           "--master", f"127.0.0.1:{free_port()}", "--"] + train
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    if p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+    js = json.loads(frtest.analyze("findings", trace, "--json").stdout)
+    text = frtest.analyze("findings", trace).stdout
+    ranks = {r["rank"]: r["pid"]
+             for r in json.loads(frtest.analyze("stragglers", trace, "--json").stdout)["ranks"]}
+    return js, text, ranks
+
+
+class FindingsNccl(frtest.Case):
+    def check_costs(self, js, ranks):
+        self.assertEqual(sorted(int(p) for p in js["gpu_idle_ms"]), sorted(ranks.values()), js)
+        self.assertEqual(js["steps_from"], "collective_period", js)
+        kinds = {n["kind"] for n in js["not_evaluated"]}
+        self.assertNotIn("nccl_wait", kinds)
+        self.assertNotIn("nccl_exchange", kinds)  # every rank is in the trace: split
+        idle = {int(p): v for p, v in js["gpu_idle_ms"].items()}
+        every = js["findings"] + js["below"]
+        for f in every:
+            if f["cost_ms"] is None:
+                continue
+            self.assertGreaterEqual(f["cost_ms"], 0, f)
+            # a part of the idle time of the processes it names
+            self.assertLessEqual(f["cost_ms"], sum(idle[p] for p in f["pids"]) + 1e-3, f)
+        # no double counting: all causes together within the idle
+        self.assertLessEqual(sum(f["cost_ms"] for f in every if f["cost_ms"] is not None),
+                             sum(idle.values()) + 1e-3, every)
+
+    def found(self, js, kind):
+        found = [f for f in js["findings"] if f["kind"] == kind]
+        self.assertEqual(len(found), 1, (kind, js["findings"]))
+        return found[0]
+
+    def check_straggler(self, js, ranks):
+        f = self.found(js, "straggler")
+        self.assertEqual(sorted(f["pids"]), sorted(ranks[r] for r in (0, 1, 3)), f)
+        self.assertEqual(sorted(f["ranks"]), [0, 1, 3], f)
+        self.assertIn("slow_data_loader", f["where"], f)
+        self.assertIn("wait for rank 2", f["evidence"], f)
+        self.assertGreater(f["cost_ms"], 0, f)
+
+    def test_straggler_carries_the_wait(self):
+        js, text, ranks = run_nccl("straggler", slow=True)
+        self.check_costs(js, ranks)
+        self.assertEqual(js["findings"][0]["kind"], "straggler", js["findings"])
+        self.check_straggler(js, ranks)
+        # 0.4 ms of transfer a step: no exchange finding
+        self.assertNotIn("nccl_exchange", [f["kind"] for f in js["findings"]], js["findings"])
+        self.assertIn("1. straggler:", text)
+
+    def test_slow_exchange_is_found(self):
+        js, _, ranks = run_nccl("exchange", slow=True, gbps=0.25)
+        self.check_costs(js, ranks)
+        self.check_straggler(js, ranks)
+        f = self.found(js, "nccl_exchange")
+        self.assertEqual(sorted(f["pids"]), sorted(ranks.values()), f)
+        self.assertIn("ncclAllReduce", f["where"], f)
+        self.assertIn("main", f["where"], f)
+        self.assertIn("after the last rank entered", f["evidence"], f)
+        self.assertIn("overlap communication with computation", f["fix"], f)
+
+    def test_healthy_job_has_no_finding(self):
+        js, text, ranks = run_nccl("healthy", slow=False)
+        self.check_costs(js, ranks)
+        self.assertEqual(js["findings"], [], js)
+        self.assertIn("no finding above 3%", text)
 
 
 if __name__ == "__main__":

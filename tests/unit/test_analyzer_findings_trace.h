@@ -165,4 +165,176 @@ static inline void findings_launch_body(struct synth *s, uint64_t base, enum lau
 		s->ts_ns = end;
 }
 
+/* A data-parallel job of DDP_RANKS processes in one trace (findings_nccl_body),
+ * pids DDP_PID + r with RANK=r, one thread each, DDP_STEPS steps; every
+ * rank joins one communicator (ncclCommInitRank 1 ms before base).  Step
+ * k starts at T (base for the first); rank r computes compute_ms[r]
+ * (CPU samples every ms in compute, or in slow_loader for the first
+ * compute_ms[r] - 10 ms of a slower rank), then enters ncclAllReduce at
+ * T + compute_ms[r]; the last to enter does at L = T + max compute_ms;
+ * every rank leaves at L + exchange_ms, and the next step starts then.
+ * So each rank's time in the call is its wait (L - its entry) and the
+ * exchange, exactly.  The NCCL period (one collective a step) gives 9
+ * steps: the first collective ends no step.
+ *   DDP_STRAGGLER     compute 10, 10.5, 16, 11 ms, exchange 0.2 ms (steps
+ *                     of 16.2 ms): rank 2 is the straggler, 5 ms later
+ *                     than the second latest in every collective.  The
+ *                     stragglers model charges 5 ms of the 9 collectives
+ *                     of its steps to each other rank: straggler 135 ms;
+ *                     nccl_exchange 10 x 4 x 0.2 = 8 ms (1.2% of 162.8 ms
+ *                     wall x 4: under the threshold); unexplained the rest
+ *                     of the waits: the first collective's (6 + 5.5 + 5)
+ *                     and 9 x (1 + 0.5) = 30 ms.  Idle per pid 62, 57, 2,
+ *                     52 ms; unexplained 15, 10, 0, 5.
+ *   DDP_STRAGGLER_ASYNC  the same job with NCCL's own behaviour: the call
+ *                     returns after 20 us (enqueued) and a
+ *                     cudaStreamSynchronize of its stream 10 us later
+ *                     returns at L + exchange: the same answers.
+ *   DDP_EXCHANGE      compute 10, 10.1, 10.2, 10.3 ms on the GPU: a
+ *                     cudaLaunchKernel at T and a cudaStreamSynchronize of
+ *                     the compute stream returning at T + compute_ms[r]
+ *                     (an idle interval opens), then the blocking
+ *                     collective, exchange 4 ms, a CPU sample in
+ *                     train_step and the next step's launch 0.1 ms after
+ *                     the collective's return (steps of 14.4 ms; a last
+ *                     launch after the last step).  No straggler (rank 3
+ *                     is latest by 0.1 ms, under the verdict's threshold):
+ *                     nccl_exchange 10 x 4 x 4 = 160 ms of 145 ms wall x 4
+ *                     (27.6%); host_sync 10 x 4 x 0.1 = 4 ms; unexplained
+ *                     10 x (0.3 + 0.2 + 0.1) = 6 ms; idle per pid 44, 43,
+ *                     42, 41 ms.
+ *   DDP_HEALTHY       compute 10, 10.1, 10.2, 10.3 ms (CPU), exchange
+ *                     0.2 ms, and in the last step rank 1 returns 0.5 ms
+ *                     after the others (its thread was not running): the
+ *                     collective completed when the first rank returned,
+ *                     so nccl_exchange stays 8 ms of 105.8 ms wall x 4
+ *                     (1.9%): no finding; unexplained 6 + 0.5 ms; idle per
+ *                     pid 5, 4.5, 3, 2 ms. */
+#define DDP_PID 600
+#define DDP_RANKS 4
+#define DDP_STEPS 10
+enum ddp_mode { DDP_STRAGGLER, DDP_STRAGGLER_ASYNC, DDP_EXCHANGE, DDP_HEALTHY };
+
+static inline void ddp_env(struct synth *s, uint32_t pid, int rank)
+{
+	char env[128];
+	int n = snprintf(env, sizeof(env), "RANK=%d%cLOCAL_RANK=%d%cWORLD_SIZE=%d", rank, 0, rank,
+			 0, DDP_RANKS);
+	uint32_t len = (uint32_t)n + 1;
+	uint8_t buf[256] = { 0 };
+	struct fr_rec_proc_env r = { .ts_ns = s->ts_ns, .pid = pid, .len = len };
+	memcpy(buf, &r, sizeof(r));
+	memcpy(buf + sizeof(r), env, len);
+	synth_raw(s->meta, buf, FR_ALIGN8((uint32_t)sizeof(r) + len), FR_REC_PROC_ENV, s->ts_ns);
+}
+
+static inline void ddp_nccl(struct synth *s, int r, uint16_t func, uint64_t ts, uint64_t dur,
+			    uint32_t seq, uint32_t stack)
+{
+	struct fr_ev_nccl ev = { .c = { .ts_ns = ts, .pid = DDP_PID + (uint32_t)r,
+					.tid = DDP_PID + (uint32_t)r },
+				 .func = func, .stack_id = stack, .duration_ns = dur,
+				 .comm = 0x66000000ull + (uint64_t)r, .count = 1u << 20,
+				 .datatype = 7 /* ncclFloat32 */, .peer = -1,
+				 .rank = func == FR_NCCL_COMM_INIT_RANK ? r : -1,
+				 .nranks = func == FR_NCCL_COMM_INIT_RANK ? DDP_RANKS : -1,
+				 .uid_hash = func == FR_NCCL_COMM_INIT_RANK ? 0xddb0000000000001ull : 0,
+				 .seq = seq, .stream = 0x8800ull + (uint64_t)r };
+	synth_raw(s->ev, &ev, sizeof(ev), FR_EV_NCCL, ts);
+	if (ts + dur > s->ts_ns)
+		s->ts_ns = ts + dur;
+}
+
+static inline void ddp_cuda(struct synth *s, int r, uint16_t func, uint64_t ts, uint64_t dur,
+			    uint64_t stream, uint32_t stack)
+{
+	struct fr_ev_cuda ev = { .c = { .ts_ns = ts, .pid = DDP_PID + (uint32_t)r },
+				 .func = func, .duration_ns = dur, .stack_id = stack,
+				 .ptr = func == FR_CUDA_STREAM_SYNC ? stream : 0x401000,
+				 .stream = func == FR_CUDA_STREAM_SYNC ? 0 : stream, .device = r };
+	synth_cuda(s, ev);
+}
+
+static inline void ddp_sample(struct synth *s, int r, uint64_t ts, uint32_t stack)
+{
+	struct fr_ev_cpu_sample cs = { .c = { .ts_ns = ts, .pid = DDP_PID + (uint32_t)r,
+					      .tid = DDP_PID + (uint32_t)r },
+				       .stack_id = stack };
+	synth_raw(s->ev, &cs, sizeof(cs), FR_EV_CPU_SAMPLE, ts);
+}
+
+static inline void findings_nccl_body(struct synth *s, uint64_t base, enum ddp_mode mode)
+{
+	static const struct synth_sym syms[] = {
+		{ 0x1000, 0x100, "main" }, { 0x2000, 0x100, "train_step" },
+		{ 0x3000, 0x100, "compute" }, { 0x4000, 0x100, "allreduce_grads" },
+		{ 0x5000, 0x100, "slow_loader" },
+	};
+	synth_dso(s, 22, 0, "/usr/bin/ddpjob", syms, 5);
+	/* stacks per rank: 100 + 4r compute, +1 allreduce_grads, +2 train_step, +3 slow_loader */
+	for (int r = 0; r < DDP_RANKS; r++) {
+		uint32_t pid = DDP_PID + (uint32_t)r, id = 100 + 4 * (uint32_t)r;
+		synth_process(s, pid, 1, "ddpjob", "python ddpjob.py");
+		synth_thread(s, pid, pid, "ddpjob");
+		synth_mapping(s, pid, 0xc00000, 0xd00000, 0, 22, "/usr/bin/ddpjob");
+		ddp_env(s, pid, r);
+		uint64_t compute[] = { 0xc03010, 0xc02010, 0xc01010 };
+		uint64_t allreduce[] = { 0xc04010, 0xc02010, 0xc01010 };
+		uint64_t step[] = { 0xc02010, 0xc01010 };
+		uint64_t slow[] = { 0xc05010, 0xc02010, 0xc01010 };
+		synth_stack(s, id, pid, compute, 0, 3);
+		synth_stack(s, id + 1, pid, allreduce, 0, 3);
+		synth_stack(s, id + 2, pid, step, 0, 2);
+		synth_stack(s, id + 3, pid, slow, 0, 3);
+	}
+	const uint64_t us = 1000, ms = 1000000;
+	static const uint64_t straggler_us[DDP_RANKS] = { 10000, 10500, 16000, 11000 };
+	static const uint64_t even_us[DDP_RANKS] = { 10000, 10100, 10200, 10300 };
+	const uint64_t *compute_us = mode <= DDP_STRAGGLER_ASYNC ? straggler_us : even_us;
+	const uint64_t exchange = mode == DDP_EXCHANGE ? 4 * ms : 200 * us;
+	int gpu = mode == DDP_EXCHANGE;
+	for (int r = 0; r < DDP_RANKS; r++)
+		ddp_nccl(s, r, FR_NCCL_COMM_INIT_RANK, base - ms, 100 * us, 0, 0);
+	uint64_t t = base, last = 0;
+	for (int r = 0; r < DDP_RANKS; r++)
+		if (compute_us[r] > last)
+			last = compute_us[r];
+	for (int k = 0; k <= DDP_STEPS; k++) {
+		if (k == DDP_STEPS) {
+			if (gpu) /* the launch that ends the last interval */
+				for (int r = 0; r < DDP_RANKS; r++)
+					ddp_cuda(s, r, FR_CUDA_LAUNCH_KERNEL, t, 5 * us, 0x9900 + (uint64_t)r,
+						 100 + 4 * (uint32_t)r);
+			break;
+		}
+		uint64_t all_ready = t + last * us, done = all_ready + exchange;
+		for (int r = 0; r < DDP_RANKS; r++) {
+			uint32_t id = 100 + 4 * (uint32_t)r;
+			uint64_t entry = t + compute_us[r] * us;
+			if (gpu) {
+				ddp_cuda(s, r, FR_CUDA_LAUNCH_KERNEL, t, 5 * us, 0x9900 + (uint64_t)r, id);
+				ddp_cuda(s, r, FR_CUDA_STREAM_SYNC, t + 10 * us, entry - t - 10 * us,
+					 0x9900 + (uint64_t)r, id + 2);
+				ddp_sample(s, r, done + 50 * us, id + 2);
+			} else {
+				uint64_t slow_us = compute_us[r] > 11000 ? compute_us[r] - 10000 : 0;
+				for (uint64_t x = 500; x < compute_us[r]; x += 1000)
+					ddp_sample(s, r, t + x * us, x < slow_us ? id + 3 : id);
+			}
+			if (mode == DDP_STRAGGLER_ASYNC) {
+				ddp_nccl(s, r, FR_NCCL_ALL_REDUCE, entry, 20 * us, (uint32_t)k + 1, id + 1);
+				ddp_cuda(s, r, FR_CUDA_STREAM_SYNC, entry + 30 * us, done - entry - 30 * us,
+					 0x8800 + (uint64_t)r, id + 1);
+			} else {
+				uint64_t late = mode == DDP_HEALTHY && r == 1 && k == DDP_STEPS - 1 ? 500 * us : 0;
+				ddp_nccl(s, r, FR_NCCL_ALL_REDUCE, entry, done + late - entry, (uint32_t)k + 1,
+					 id + 1);
+			}
+		}
+		t = done + (gpu ? 100 * us : 0);
+	}
+	if (t > s->ts_ns)
+		s->ts_ns = t;
+}
+
 #endif
