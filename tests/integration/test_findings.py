@@ -20,7 +20,12 @@ transfer is short (4 MiB at the default 10 GB/s: 0.4 ms of a 100 ms step);
 at 0.25 GB/s (17 ms a step) `nccl_exchange` is found too, naming every rank
 and ncclAllReduce; a run with neither has no finding.  Every cost is part
 of the GPU idle of the processes it names, and all of them together never
-exceed the idle."""
+exceed the idle.
+
+The RDMA sample (FindingsRdma): samples/rdma_pingpong's injected error
+completions are an `rdma_errors` finding without an idle cost, whose
+evidence gives the same counts, by status, as `rdma --json` (flushed work
+requests, the consequence of an error, counted apart)."""
 import json
 import os
 import re
@@ -206,6 +211,39 @@ class FindingsNccl(frtest.Case):
         self.check_costs(js, ranks)
         self.assertEqual(js["findings"], [], js)
         self.assertIn("no finding above 3%", text)
+
+
+class FindingsRdma(frtest.Case):
+    def test_rdma_errors_match_the_rdma_command(self):
+        if not os.path.exists(frtest.sample("rdma_pingpong")):
+            self.skipTest("rdma_pingpong not built (needs libibverbs-dev headers)")
+        d = frtest.workdir("findings_rdma")
+        trace = os.path.join(d, "pp.frec")
+        env = dict(os.environ, FLIGHTREC_FAKE_RDMA_SHM=f"flightrec-fakerdma-fx-{os.getpid()}")
+        cmd = [frtest.FLIGHTREC, "record", "-o", trace, "--probes", "rdma,cpu", "--",
+               frtest.sample("rdma_pingpong")]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        rdma = json.loads(frtest.analyze("rdma", trace, "--json").stdout)
+        statuses = {}
+        for c in rdma["connections"]:
+            for name, n in c["error_status"].items():
+                if name != "IBV_WC_WR_FLUSH_ERR":
+                    statuses[name] = statuses.get(name, 0) + n
+        errors = sum(c["errors"] for c in rdma["connections"])
+        conns = sum(1 for c in rdma["connections"] if c["errors"])
+        self.assertGreater(sum(statuses.values()), 0, rdma)
+        js = json.loads(frtest.analyze("findings", trace, "--json").stdout)
+        found = [f for f in js["findings"] if f["kind"] == "rdma_errors"]
+        self.assertEqual(len(found), 1, js["findings"])
+        f = found[0]
+        self.assertIsNone(f["cost_ms"], f)
+        self.assertEqual(f["pids"], sorted({c["pid"] for c in rdma["connections"]
+                                            if c["errors"]}), f)
+        self.assertTrue(f["evidence"].startswith(
+            f"{errors} error completions on {conns} connections:"), (f, errors, conns))
+        for name, n in statuses.items():
+            self.assertIn(f"{name} x{n}", f["evidence"], f)
 
 
 if __name__ == "__main__":
