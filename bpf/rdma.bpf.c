@@ -19,15 +19,22 @@
  * stop: a uprobe program cannot sleep or spin, nor make the thread wait in
  * the kernel; a stop is the one wait it can impose, and the kernel keeps it
  * exact (the caller stops at the return, every other thread at its next
- * return to user space, so nobody posts).  Why at open_device: it is the
- * one call every verbs user makes before it can post (QPs can be created
+ * return to user space, so nobody posts).  Why at open_device (or
+ * import_device; create_qp only for a context opened before the recording
+ * started): it is the one call every verbs user makes before it can post
+ * (QPs can be created
  * through calls that are not exported: ibv_create_qp_ex is inline,
  * mlx5dv_create_qp lives in the provider).  A provider is attached once per
  * file for every process (map fr_rdma_ready), so each provider is held for
  * once per recording, not once per process or device.  A process whose stop
  * its parent would see as job control (a foreground job of a terminal) or
  * that a debugger traces is not stopped: its QPs created before the attach
- * are counted as FR_DROP_NOT_ATTACHED instead. */
+ * are counted as FR_DROP_NOT_ATTACHED instead (by the recorder, from the
+ * ops event of each such QP).  What a stop does besides: the parent gets a
+ * SIGCHLD (ignored unless handled; waitpid reports it only with WUNTRACED),
+ * and Linux makes a few blocking calls of other threads (epoll_wait, socket
+ * calls with SO_RCVTIMEO/SO_SNDTIMEO, semop, sigtimedwait) return EINTR
+ * once after a stop, which code that retries on EINTR does not notice. */
 #include "uprobe_common.bpf.h"
 #include "verbs_abi.h"
 
@@ -169,10 +176,14 @@ static __always_inline __u64 hold_process(__u32 tgid)
 
 	if (!cfg || !cfg->enabled)
 		return 0;
-	/* another thread's stop is pending: this thread stops with it */
 	h = bpf_map_lookup_elem(&fr_rdma_held, &tgid);
+	/* another thread's stop is pending: this thread stops with it */
 	if (h && h->state == RDMA_HELD_HOLDING)
 		return h->held_ns;
+	/* the recorder is behind (its guardian let this process go past the
+	 * bound): stopping it again for every QP would stall it a bound each */
+	if (h && h->state == RDMA_HELD_EXPIRED)
+		return 0;
 	if (!may_hold())
 		return 0;
 	/* The stop is sent before the entry is made: an entry always means a
@@ -228,13 +239,14 @@ static __always_inline void emit_ops(__u64 id, __u64 context, __u16 func)
 		held = hold_process(id >> 32);
 		if (held) {
 			e->flags |= RDMA_OPS_HELD;
-			e->duration_ns = held;
-		} else if (func != FR_RDMA_OPEN_DEVICE) {
-			/* a QP the program may post to before the attach: each
-			 * one counted (its work requests cannot be, unseen) */
-			fr_count_drop(FR_PROBE_RDMA, FR_DROP_NOT_ATTACHED);
+			e->result = (__s64)held;
 		}
 	}
+	/* reported at a QP's creation: one handed back unattached and unheld
+	 * is counted by the recorder as not_attached (with the contexts it
+	 * lets go too late, in one counter) */
+	if (func != FR_RDMA_OPEN_DEVICE)
+		e->flags |= RDMA_OPS_QP;
 	/* a held process's ops table must reach the recorder now, not at its
 	 * next timed drain */
 	bpf_ringbuf_submit(e, held ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);

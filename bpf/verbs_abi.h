@@ -78,6 +78,9 @@ struct rdma_held {
 };
 #define RDMA_HELD_HOLDING 0
 #define RDMA_HELD_RELEASING 1 /* being continued: a new hold must stop it again */
+#define RDMA_HELD_EXPIRED 2   /* continued by the guardian past the bound, before the
+				 recorder attached: not held again until the
+				 recorder has seen it (it is behind) */
 
 /* Map fr_rdma_hold_cfg[0]: holds are off until the recorder has a guardian
  * that continues held processes if the recorder dies. */
@@ -87,9 +90,11 @@ struct rdma_hold_cfg {
 };
 
 /* How FR_RDMA_OPS events (struct fr_ev_rdma_ctrl) carry the hold, in fields
- * that event does not otherwise use: flags, the hold's id in duration_ns,
- * and the ready key of post_send in gid (ino, offset) and lkey (dev). */
+ * that event does not otherwise use: flags, the hold's id (its held_ns) in
+ * result, and the ready key of post_send in gid (ino, offset) and lkey
+ * (dev). */
 #define RDMA_OPS_HELD 1  /* flags: the process is stopped until released */
 #define RDMA_OPS_READY 2 /* flags: the data path was attached already */
 #define RDMA_OPS_KEYED 4 /* flags: gid and lkey hold post_send's ready key */
+#define RDMA_OPS_QP 8    /* flags: reported at a QP's creation (else a context's) */
 #endif

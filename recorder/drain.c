@@ -4,6 +4,7 @@
 
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -91,13 +92,93 @@ static int lineage_of(const struct drain *d, uint32_t pid, uint32_t lineage[4])
 	return n;
 }
 
-static bool try_rdma_ops(struct drain *d, const struct fr_ev_rdma_ctrl *r, bool last_try)
+/* ---- rdma: each context's data path, attached as soon as its ops table
+ * is seen; a process held for it (rdma_hold.h) let go once it is ---------- */
+
+/* What a program may have posted unseen (FR_DROP_NOT_ATTACHED): a QP it
+ * got while its provider was not attached and it was not held, or a held
+ * context let go before the attach.  Counted here, all of them, so the
+ * trace has one counter for the reason; the work requests themselves were
+ * never seen.  at_ns: when it was handed back (0: now). */
+static void count_not_attached(struct drain *d, uint64_t at_ns)
 {
+	struct ring_loss *l = &d->sink.lost[FR_PROBE_RDMA][FR_DROP_NOT_ATTACHED];
+	uint64_t when = at_ns ? at_ns : mono_ns();
+	if (atomic_fetch_add(&l->count, 1) == 0 || when < atomic_load(&l->first_ns))
+		atomic_store(&l->first_ns, when);
+	if (when > atomic_load(&l->last_ns))
+		atomic_store(&l->last_ns, when);
+}
+
+static bool ops_held(const struct fr_ev_rdma_ctrl *r)
+{
+	return r->flags & RDMA_OPS_HELD;
+}
+
+/* The hold is let go after the events drained so far are handled, not at
+ * once: another thread's context may be held by the same stop, its ops
+ * table a few events later. */
+static void schedule_release(struct drain *d, const struct fr_ev_rdma_ctrl *r, bool lost)
+{
+	for (int i = 0; i < d->n_releases; i++) {
+		struct held_release *h = &d->releases[i];
+		if (h->pid == r->c.pid && h->held_ns == (uint64_t)r->result) {
+			h->lost |= lost;
+			return;
+		}
+	}
+	if (d->n_releases == (int)(sizeof(d->releases) / sizeof(d->releases[0]))) {
+		/* never leave a process stopped for want of a slot */
+		if (!rdma_hold_release(&d->hold, r->c.pid, (uint64_t)r->result) || lost)
+			count_not_attached(d, 0);
+		return;
+	}
+	d->releases[d->n_releases++] = (struct held_release){r->c.pid, (uint64_t)r->result, lost};
+}
+
+static enum rdma_dp_status try_rdma_ops(struct drain *d, const struct pending_ops *p,
+					bool last_try)
+{
+	const struct fr_ev_rdma_ctrl *r = &p->ev;
 	uint64_t addrs[3] = {r->addr, r->length, r->obj};
-	uint32_t lineage[4];
-	int n = lineage_of(d, r->c.pid, lineage);
-	return rdma_datapath_attach_lineage(d->rdma_dp, d->dsos, d->builder, lineage, n, addrs,
-					    d->quiet, last_try);
+	enum rdma_dp_status st = rdma_datapath_attach_ops(d->rdma_dp, d->dsos, d->builder,
+							  p->lineage, p->n_lineage, addrs,
+							  r->c.ts_ns, ops_held(r), d->quiet,
+							  last_try);
+	if (st == RDMA_DP_ATTACHED && (r->flags & RDMA_OPS_KEYED)) {
+		/* the probes are per file: nobody is held for this provider again */
+		struct rdma_ready_key k;
+		memset(&k, 0, sizeof(k));
+		memcpy(&k.ino, r->gid, 8);
+		memcpy(&k.offset, r->gid + 8, 8);
+		k.dev = r->lkey;
+		rdma_hold_mark_ready(&d->hold, &k);
+	}
+	if (st != RDMA_DP_UNMAPPED && ops_held(r))
+		schedule_release(d, r, st != RDMA_DP_ATTACHED);
+	return st;
+}
+
+/* Lets go the holds whose contexts are all handled. */
+static void release_held(struct drain *d)
+{
+	int w = 0;
+	for (int i = 0; i < d->n_releases; i++) {
+		struct held_release h = d->releases[i];
+		bool waiting = false;
+		for (int j = 0; j < d->n_ops_retry && !waiting; j++)
+			waiting = d->ops_retry[j].ev.c.pid == h.pid && ops_held(&d->ops_retry[j].ev) &&
+				  (uint64_t)d->ops_retry[j].ev.result == h.held_ns;
+		if (waiting) {
+			d->releases[w++] = h;
+			continue;
+		}
+		/* not in force any more: the guardian let it go past its bound,
+		 * before the attach */
+		if (!rdma_hold_release(&d->hold, h.pid, h.held_ns) || h.lost)
+			count_not_attached(d, 0);
+	}
+	d->n_releases = w;
 }
 
 static void retry_rdma_ops(struct drain *d)
@@ -107,10 +188,41 @@ static void retry_rdma_ops(struct drain *d)
 	for (int i = 0; i < d->n_ops_retry; i++) {
 		struct pending_ops *p = &d->ops_retry[i];
 		bool last = now >= p->give_up_ns;
-		if (!try_rdma_ops(d, &p->ev, last) && !last)
+		if (try_rdma_ops(d, p, last) == RDMA_DP_UNMAPPED && !last)
 			d->ops_retry[w++] = *p;
 	}
 	d->n_ops_retry = w;
+	if (d->n_releases)
+		release_held(d);
+}
+
+/* An ops table: attach now, on this thread (the tracking thread would be
+ * milliseconds later, and a program that is not held may post a
+ * millisecond after opening).  false when the tracking thread is to try. */
+static bool on_rdma_ops(struct drain *d, const struct fr_ev_rdma_ctrl *r)
+{
+	struct pending_ops p;
+
+	if ((r->flags & RDMA_OPS_READY) && !ops_held(r))
+		return true; /* its provider is attached, for every process */
+	if ((r->flags & RDMA_OPS_QP) && !ops_held(r))
+		count_not_attached(d, r->c.ts_ns); /* a debugger's, a terminal's job ... */
+	memset(&p, 0, sizeof(p));
+	p.ev = *r;
+	p.give_up_ns = mono_ns() + 1000000000ull;
+	p.n_lineage = lineage_of(d, r->c.pid, p.lineage);
+	if (try_rdma_ops(d, &p, false) != RDMA_DP_UNMAPPED)
+		return true;
+	if (d->n_ops_retry < (int)(sizeof(d->ops_retry) / sizeof(d->ops_retry[0]))) {
+		d->ops_retry[d->n_ops_retry++] = p;
+		return true;
+	}
+	if (ops_held(r)) {
+		/* no room to wait for its mapping: report and let it go */
+		try_rdma_ops(d, &p, true);
+		return true;
+	}
+	return false;
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -129,17 +241,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	}
 	bool rdma_ops = c->h.type == FR_EV_RDMA_CTRL &&
 			((const struct fr_ev_rdma_ctrl *)data)->func == FR_RDMA_OPS;
-	if (rdma_ops && d->rdma_dp) {
-		/* now, on this thread: the tracking thread would be milliseconds
-		 * later, and a program may post a millisecond after opening */
-		if (try_rdma_ops(d, data, false))
-			rdma_ops = false;
-		else if (d->n_ops_retry < 16) {
-			d->ops_retry[d->n_ops_retry].ev = *(const struct fr_ev_rdma_ctrl *)data;
-			d->ops_retry[d->n_ops_retry++].give_up_ns = mono_ns() + 1000000000ull;
-			rdma_ops = false;
-		}
-	}
+	if (rdma_ops && d->rdma_dp && on_rdma_ops(d, data))
+		rdma_ops = false;
 	if (d->on_proc && ((c->h.type >= FR_EV_PROC_FORK && c->h.type <= FR_EV_PROC_EXIT) ||
 			   rdma_ops))
 		d->on_proc(d->on_proc_ctx, c);
@@ -176,7 +279,7 @@ static void *drain_main(void *arg)
 		bool rdma_live = d->rdma_ctrl && d->rdma_ctrl->functions_attached;
 		ring_buffer__poll(d->rb, rdma_live ? 1 : (int)(d->period_us / 1000));
 		ring_buffer__consume(d->rb);
-		if (d->n_ops_retry)
+		if (d->n_ops_retry || d->n_releases)
 			retry_rdma_ops(d);
 		unsigned req = atomic_load(&d->flush_req);
 		if (req != atomic_load(&d->flush_done)) {
@@ -249,8 +352,17 @@ int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 		frec_builder_free(d->builder);
 		return err ? err : -EINVAL;
 	}
+	rdma_hold_init(&d->hold);
+	if (rdma_dp && rdma_ctrl) {
+		char why[200];
+		if (rdma_hold_start(&d->hold, rdma_ctrl->exit_prog, why, sizeof(why)))
+			fprintf(stderr, "flightrec: rdma: %s: processes are not held while their "
+				"data path is attached; QPs created before it are counted as "
+				"not_attached\n", why);
+	}
 	int err = pthread_create(&d->thread, NULL, drain_main, d);
 	if (err) {
+		rdma_hold_stop(&d->hold);
 		ring_buffer__free(d->rb);
 		frec_builder_free(d->builder);
 		return -err;
@@ -262,6 +374,8 @@ void drain_stop(struct drain *d)
 {
 	atomic_store(&d->stop, 1);
 	pthread_join(d->thread, NULL);
+	/* the recording ends: every held process goes on */
+	rdma_hold_stop(&d->hold);
 	ring_buffer__free(d->rb);
 	frec_builder_free(d->builder);
 	d->builder = NULL;

@@ -17,6 +17,7 @@
 #include "dso_table.h"
 #include "uprobe_family.h"
 #include "ring_record.h"
+#include "rdma_hold.h"
 
 struct ring_buffer;
 
@@ -43,9 +44,20 @@ struct drain {
 	bool quiet;
 	struct pid_parent { uint32_t pid, ppid; } parents[1024]; /* from fork events */
 	/* ops tables whose provider mapping was not known yet: retried every
-	 * drain period, then handed to the tracking thread */
-	struct pending_ops { struct fr_ev_rdma_ctrl ev; uint64_t give_up_ns; } ops_retry[16];
+	 * drain period; given up after a second (a held process is then let
+	 * go, the others handed to the tracking thread when this is full) */
+	struct pending_ops {
+		struct fr_ev_rdma_ctrl ev;
+		uint64_t give_up_ns;
+		uint32_t lineage[4];
+		int n_lineage;
+	} ops_retry[64];
 	int n_ops_retry;
+	/* processes held for their data path (rdma_hold.h), and those to let
+	 * go once the events drained so far are handled */
+	struct rdma_hold hold;
+	struct held_release { uint32_t pid; uint64_t held_ns; bool lost; } releases[64];
+	int n_releases;
 	unsigned period_us;       /* sleep between drains */
 	uint64_t flush_period_ns; /* seal a partial chunk this often */
 	drain_event_cb on_commit;

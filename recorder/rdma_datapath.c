@@ -2,34 +2,76 @@
 #include "rdma_datapath.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "events.h"
+#include "proc_maps.h"
 #include "verbs_abi.h"
 
-static void attach_record(struct frec_builder *b, uint32_t pid, uint16_t status,
-			  const char *symbol, const char *text)
+static uint64_t mono_ns(void)
 {
 	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void attach_record(struct frec_builder *b, uint32_t pid, uint16_t status,
+			  const char *symbol, uint64_t gap_ns, const char *text)
+{
 	size_t text_len = strnlen(text, 1024);
 	uint32_t size = FR_ALIGN8(sizeof(struct fr_rec_attach) + text_len);
 	struct fr_rec_attach *r = frec_builder_reserve(b, size);
 
 	if (!r)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	memset(r, 0, size);
 	r->h.size = size;
 	r->h.type = FR_REC_ATTACH;
-	r->ts_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	r->ts_ns = mono_ns();
 	r->pid = pid;
 	r->probe = FR_PROBE_RDMA;
 	r->status = status;
 	snprintf(r->symbol, sizeof(r->symbol), "%s", symbol);
+	r->gap_ns = gap_ns;
 	r->text_len = (uint32_t)text_len;
 	memcpy(r + 1, text, text_len);
 	frec_builder_commit(b, r->ts_ns);
+}
+
+/* The file and offset of addr from the process's own maps, for when its
+ * mapping record has not reached the dso table yet (the tracking thread
+ * reads them every 10 ms; a held process waits for this).  The file is
+ * named for the kernel by /proc/PID/map_files/START-END, the very file
+ * mapped there, whatever its name says now. */
+static bool map_from_proc(uint32_t pid, uint64_t addr, char *path, size_t path_len,
+			  char *kpath, size_t kpath_len, uint64_t *offset)
+{
+	char name[64], *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	bool found = false;
+
+	snprintf(name, sizeof(name), "/proc/%u/maps", pid);
+	FILE *f = fopen(name, "re");
+	if (!f)
+		return false;
+	while (!found && (n = getline(&line, &cap, f)) > 0) {
+		struct proc_maps_entry e;
+		if (proc_maps_parse_line(line, (size_t)n, &e) || addr < e.start || addr >= e.end ||
+		    !e.path_len || e.path[0] != '/' || e.path_len >= path_len)
+			continue;
+		memcpy(path, e.path, e.path_len);
+		path[e.path_len] = '\0';
+		snprintf(kpath, kpath_len, "/proc/%u/map_files/%llx-%llx", pid,
+			 (unsigned long long)e.start, (unsigned long long)e.end);
+		*offset = addr - e.start + e.offset;
+		found = true;
+	}
+	free(line);
+	fclose(f);
+	return found;
 }
 
 bool rdma_datapath_attach(struct uprobe_family *dp, struct dso_table *dsos,
@@ -43,18 +85,27 @@ bool rdma_datapath_attach_lineage(struct uprobe_family *dp, struct dso_table *ds
 				  struct frec_builder *b, const uint32_t *lineage, int n_lineage,
 				  const uint64_t addrs[3], bool quiet, bool last_try)
 {
+	return rdma_datapath_attach_ops(dp, dsos, b, lineage, n_lineage, addrs, 0, false, quiet,
+					last_try) != RDMA_DP_UNMAPPED;
+}
+
+enum rdma_dp_status rdma_datapath_attach_ops(struct uprobe_family *dp, struct dso_table *dsos,
+					     struct frec_builder *b, const uint32_t *lineage,
+					     int n_lineage, const uint64_t addrs[3],
+					     uint64_t opened_ns, bool held, bool quiet,
+					     bool last_try)
+{
 	uint32_t pid = lineage[0];
-	bool all_mapped = true;
+	bool all_mapped = true, failed = false;
 
 	static const char *names[3] = {"post_send", "post_recv", "poll_cq"};
 	static const uint64_t cookies[3] = {RDMA_DP_POST_SEND, RDMA_DP_POST_RECV, RDMA_DP_POLL_CQ};
-	char kpath[4352], text[4700];
+	char kpaths[3][4352], text[4800], when[160] = "";
 
 	/* resolve the three first: they attach together or not at all yet, so
 	 * no completion is seen without the post that caused it */
 	char paths[3][4096];
 	uint64_t offsets[3];
-	uint32_t via[3];
 	bool have[3] = {false, false, false};
 	for (int i = 0; i < 3; i++) {
 		struct mapping m;
@@ -64,23 +115,28 @@ bool rdma_datapath_attach_lineage(struct uprobe_family *dp, struct dso_table *ds
 			/* a fork copies its parent's address space exactly */
 			have[i] = dso_table_find_mapping_locked(dsos, lineage[k], addrs[i], &m) &&
 				  dso_table_path(dsos, m.dso_id, paths[i], sizeof(paths[i]));
-			via[i] = lineage[k];
+			if (have[i]) {
+				offsets[i] = addrs[i] - m.start + m.pgoff;
+				snprintf(kpaths[i], sizeof(kpaths[i]), "/proc/%u/root%.4095s",
+					 lineage[k], paths[i]);
+			}
 		}
-		if (have[i]) {
-			offsets[i] = addrs[i] - m.start + m.pgoff;
+		if (!have[i] && held)
+			have[i] = map_from_proc(pid, addrs[i], paths[i], sizeof(paths[i]), kpaths[i],
+						sizeof(kpaths[i]), &offsets[i]);
+		if (have[i])
 			continue;
-		}
 		all_mapped = false;
 		if (!last_try)
 			continue;
 		snprintf(text, sizeof(text), "%s at 0x%llx in pid %u: no file mapping covers "
 			 "the address (JIT code?); the data path is not traced", names[i],
 			 (unsigned long long)addrs[i], pid);
-		attach_record(b, pid, FR_ATTACH_FAILED, names[i], text);
+		attach_record(b, pid, FR_ATTACH_FAILED, names[i], 0, text);
 		fprintf(stderr, "flightrec: rdma: %s\n", text);
 	}
 	if (!all_mapped && !last_try)
-		return false;
+		return RDMA_DP_UNMAPPED;
 	for (int i = 0; i < 3; i++) {
 		if (!have[i])
 			continue;
@@ -98,28 +154,35 @@ bool rdma_datapath_attach_lineage(struct uprobe_family *dp, struct dso_table *ds
 		have[i] = false;
 		struct attach_result res;
 		bool done[3];
-		snprintf(kpath, sizeof(kpath), "/proc/%u/root%s", via[i], paths[i]);
-		int rc = uprobe_family_attach_offsets(dp, kpath, offs, cks, n, done, &res);
+		int rc = uprobe_family_attach_offsets(dp, kpaths[i], offs, cks, n, done, &res);
+		/* how long the program could have posted unseen, or was held */
+		uint64_t gap = opened_ns ? mono_ns() - opened_ns : 0;
+		if (opened_ns)
+			snprintf(when, sizeof(when), ", %.1f ms after the program got the context%s",
+				 gap / 1e6, held ? " (held meanwhile)" : "");
 		for (int k = 0; k < n; k++) {
 			int j = idx[k];
 			if (rc < 0) {
-				snprintf(text, sizeof(text), "%s at %s+0x%llx: %s", names[j], paths[i],
+				failed = true;
+				snprintf(text, sizeof(text), "%s at %.4095s+0x%llx: %s", names[j], paths[i],
 					 (unsigned long long)offsets[j], res.error);
-				attach_record(b, pid, FR_ATTACH_FAILED, names[j], text);
+				attach_record(b, pid, FR_ATTACH_FAILED, names[j], gap, text);
 				fprintf(stderr, "flightrec: rdma: cannot attach %s\n", text);
 				continue;
 			}
 			if (!done[k])
 				continue; /* attached before */
-			snprintf(text, sizeof(text), "%s at %s+0x%llx (from the ops table of pid %u)%s",
-				 names[j], paths[i], (unsigned long long)offsets[j], pid,
+			snprintf(text, sizeof(text), "%s at %.4095s+0x%llx (from the ops table of pid %u%s)%s",
+				 names[j], paths[i], (unsigned long long)offsets[j], pid, when,
 				 res.single_stepped ? "; single-stepped by the kernel "
 						      "(about 15x the probe cost per call)" : "");
 			attach_record(b, pid, res.single_stepped ? FR_ATTACH_SINGLE_STEPPED : FR_ATTACH_OK,
-				      names[j], text);
+				      names[j], gap, text);
 			if (!quiet || res.single_stepped)
 				fprintf(stderr, "flightrec: rdma: attached %s\n", text);
 		}
 	}
-	return all_mapped;
+	if (!all_mapped || failed)
+		return RDMA_DP_FAILED;
+	return RDMA_DP_ATTACHED;
 }

@@ -28,4 +28,20 @@ bool rdma_datapath_attach_lineage(struct uprobe_family *dp, struct dso_table *ds
 				  struct frec_builder *b, const uint32_t *lineage, int n,
 				  const uint64_t addrs[3], bool quiet, bool last_try);
 
+enum rdma_dp_status {
+	RDMA_DP_ATTACHED, /* every function with an address is probed (now or before) */
+	RDMA_DP_UNMAPPED, /* an address has no known mapping yet: try again (not last_try) */
+	RDMA_DP_FAILED,   /* something could not be attached (reported) */
+};
+
+/* rdma_datapath_attach_lineage, saying which of the three happened.
+ * opened_ns: when the program got the context (the ops event), to say in
+ * the attach record how long after it the data path was attached (gap_ns);
+ * held: the process was stopped meanwhile (rdma_hold.h). */
+enum rdma_dp_status rdma_datapath_attach_ops(struct uprobe_family *dp, struct dso_table *dsos,
+					     struct frec_builder *b, const uint32_t *lineage,
+					     int n_lineage, const uint64_t addrs[3],
+					     uint64_t opened_ns, bool held, bool quiet,
+					     bool last_try);
+
 #endif

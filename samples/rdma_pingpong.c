@@ -71,13 +71,25 @@
  * before the first verbs call, so the provider is loaded and the device
  * opened only then: a recorder started earlier must attach dynamically),
  * --fork, --settle-ms S (sleep S ms between connecting the QPs and the first
- * post, as the out-of-band exchange of QP numbers takes in a real job).
+ * post, as the out-of-band exchange of QP numbers takes in a real job),
+ * --post-early (A0 and A1 post their 8 receives as soon as their QP exists:
+ * ibv_create_qp, ibv_modify_qp to INIT, ibv_reg_mr, ibv_post_recv, well
+ * under a millisecond after ibv_open_device, before the other sides are
+ * even set up; phase 2 finds them posted.  Not B's: its QPs fail and are
+ * reset during phase 1, which would flush receives posted that early.  One
+ * more ibv_modify_qp on A0 and A1 (INIT again when connecting); every count
+ * above is unchanged.  For a recorder that must not lose the first work
+ * requests of a program that posts at once), --wait-usr1 (before the first
+ * verbs call, print "rdma_pingpong: waiting for SIGUSR1" and wait for it:
+ * a test decides when the device is opened, e.g. while the recorder is
+ * stopped; with --fork, the parent only).
  * Exit status 0 when every count matches the numbers above. */
 #include <infiniband/verbs.h>
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +164,7 @@ struct side {
 	int awaiting; /* send completions the current step still waits for */
 	int step_failed;
 	int recvs_done;
+	int recvs_posted; /* --post-early: phase 2's receives went first */
 	uint64_t step_post_ns;
 
 	uint64_t send_wr, post_send_calls, send_bytes, signaled, recv_wr, post_recv_calls;
@@ -163,6 +176,7 @@ struct side {
 };
 
 static int chain_n = -1; /* -1: no chain phase */
+static int post_early;    /* --post-early */
 static int chains = DEFAULT_CHAINS;
 static int pipe_in = -1, pipe_out = -1; /* --fork */
 
@@ -180,6 +194,9 @@ static uint64_t now_ns(void)
 }
 
 /* ---- connection setup ------------------------------------------------- */
+
+static void post_recvs(struct side *s);
+static void modify(struct side *s, struct ibv_qp_attr *a, int mask, const char *what);
 
 static void setup_side(struct side *s, struct ibv_context *ctx, struct ibv_pd *pd)
 {
@@ -202,6 +219,19 @@ static void setup_side(struct side *s, struct ibv_context *ctx, struct ibv_pd *p
 		rc = fakerdma_set_qp_error_every(s->qp, s->error_every);
 	if (rc)
 		die("fakerdma knobs (is the stand-in libibverbs loaded?)", rc);
+	if (post_early && s->conn == 0) {
+		/* the earliest a program can post: its QP in INIT, nothing else
+		 * set up (the MR is registered next; the receives only land
+		 * once the peer sends, long after) */
+		struct ibv_qp_attr a;
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_INIT;
+		a.port_num = 1;
+		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_READ;
+		modify(s, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+		       "ibv_modify_qp INIT (--post-early)");
+	}
 
 	s->buf = aligned_alloc(4096, BUF_BYTES);
 	s->aux = aligned_alloc(4096, AUX_BYTES);
@@ -212,6 +242,10 @@ static void setup_side(struct side *s, struct ibv_context *ctx, struct ibv_pd *p
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (!s->mr)
 		die("ibv_reg_mr", errno);
+	if (post_early && s->conn == 0) {
+		post_recvs(s);
+		s->recvs_posted = 1;
+	}
 	/* an optional access flag: the header calls ibv_reg_mr_iova2, as for
 	 * NCCL's relaxed-ordering registrations */
 	s->aux_mr = ibv_reg_mr(pd, s->aux, AUX_BYTES,
@@ -412,7 +446,8 @@ static void advance(struct side *s)
 		}
 		s->phase = P_SENDRECV;
 		s->step = 0;
-		post_recvs(s);
+		if (!s->recvs_posted)
+			post_recvs(s);
 		announce(s);
 		return;
 	case P_SENDRECV:
@@ -654,13 +689,13 @@ static void full_io(int fd, void *p, size_t n, int writing)
 static void usage(void)
 {
 	fprintf(stderr, "usage: rdma_pingpong [--unsignaled-chain N] [--chains C] "
-			"[--open-after-ms M] [--settle-ms S] [--fork]\n");
+			"[--open-after-ms M] [--settle-ms S] [--fork] [--post-early] [--wait-usr1]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	int open_after_ms = 0, use_fork = 0, settle_ms = 0;
+	int open_after_ms = 0, use_fork = 0, settle_ms = 0, wait_usr1 = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--unsignaled-chain") && i + 1 < argc)
 			chain_n = atoi(argv[++i]);
@@ -672,12 +707,21 @@ int main(int argc, char **argv)
 			settle_ms = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--fork"))
 			use_fork = 1;
+		else if (!strcmp(argv[i], "--post-early"))
+			post_early = 1;
+		else if (!strcmp(argv[i], "--wait-usr1"))
+			wait_usr1 = 1;
 		else
 			usage();
 	}
 	if (chain_n > MAX_CHAIN - 1 || chains < 0 || open_after_ms < 0)
 		usage();
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	if (wait_usr1) /* blocked before it is announced: never its default action */
+		sigprocmask(SIG_BLOCK, &usr1, NULL);
 
 	Dl_info self_lib;
 	if (dladdr((void *)ibv_get_device_list, &self_lib) && self_lib.dli_fname)
@@ -699,6 +743,12 @@ int main(int argc, char **argv)
 		close(is_child ? c2p[0] : p2c[0]);
 	}
 
+	if (wait_usr1 && !is_child) {
+		int sig = 0;
+		printf("rdma_pingpong: waiting for SIGUSR1\n");
+		if (sigwait(&usr1, &sig))
+			die("sigwait", EINVAL);
+	}
 	if (open_after_ms) {
 		struct timespec ts = {open_after_ms / 1000, (long)(open_after_ms % 1000) * 1000000};
 		nanosleep(&ts, NULL);

@@ -43,6 +43,9 @@ static const struct fr_family_func funcs[] = {
 
 static const struct fr_family_symbol symbols[] = {
 	CTRL("ibv_open_device", FR_RDMA_OPEN_DEVICE),
+	/* a context shared from another process's: one more way to get an ops
+	 * table, reported (and held for) like ibv_open_device's */
+	CTRL("ibv_import_device", FR_RDMA_OPEN_DEVICE),
 	CTRL("ibv_create_qp", FR_RDMA_CREATE_QP),
 	CTRL("ibv_create_qp_ex", FR_RDMA_CREATE_QP_EX),
 	MODIFY("ibv_modify_qp", FR_RDMA_MODIFY_QP),

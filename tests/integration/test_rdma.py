@@ -83,12 +83,10 @@ class Rdma(frtest.Case):
     def record_pingpong(self, name, args, extra_rec=()):
         d = frtest.workdir(name)
         trace = os.path.join(d, "pp.frec")
-        # The provider's post/poll functions are attached when the device is
-        # opened (from its ops table), a few ms later on a busy machine; a
-        # real job exchanges QP numbers out of band before its first post,
-        # so the sample waits as well instead of racing the attach.
-        if "--settle-ms" not in args:
-            args = [*args, "--settle-ms", "50"]
+        # No wait before the first post: the process is held at the return
+        # of ibv_open_device until the provider's post/poll functions are
+        # attached (tests/integration/test_rdma_hold.py checks that nothing
+        # is lost)
         cmd = [frtest.FLIGHTREC, "record", "-o", trace, "--probes", "rdma,cpu", *extra_rec,
                "--", frtest.sample("rdma_pingpong"), *args]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=self.env)
@@ -166,15 +164,13 @@ class Rdma(frtest.Case):
 
     def test_open_after_start(self):
         """The provider is loaded and the devices opened 300 ms after the
-        recording started, in a parent and a forked child: the data path
-        must be attached dynamically in both.  The recorder attaches it
-        within milliseconds of the device being opened (later when every
-        CPU is busy, as here with two polling processes on two CPUs); like a
-        real job, whose ranks exchange QP numbers out of band before the
-        first post, the sample waits 50 ms between connecting and posting."""
+        recording started, in a parent and a forked child that post their
+        receives as soon as their QPs exist: the data path must be attached
+        dynamically, before either posts (the first to open is held until it
+        is; the other finds it attached, or is held as well)."""
         trace, p, by_side, report = self.record_pingpong(
             "rdma_late", ["--fork", "--unsignaled-chain", "7", "--open-after-ms", "300",
-                          "--settle-ms", "50"])
+                          "--post-early"])
         pids = self.check_connections(trace, p, by_side, report, chain_n=7)
         self.assertEqual(len(pids), 2)
         for c in report["connections"]:

@@ -1,0 +1,220 @@
+"""A verbs program that posts at once loses nothing to the recorder's attach
+of its provider's data path (bpf/rdma.bpf.c, recorder/rdma_hold.c): the
+process is held (stopped) at the return of ibv_open_device until
+post_send, post_recv and poll_cq are probed, and whatever could still be
+missed is counted as a drop with its reason (not_attached).
+
+- samples/rdma_pingpong --post-early posts its first receives tens of
+  microseconds after opening its device, recorded FLIGHTREC_RDMA_ROUNDS
+  times (20 by default): every work request it says it posted is in the
+  trace, or counted: recorded + counted == posted, exactly, every run;
+- the recorder SIGKILLed while the program is held (the recorder stopped
+  first, the program told to open its device then: the hold is certain): its guardian lets the
+  program go and it finishes;
+- the recorder stopped (SIGSTOP) while the program is held: the guardian
+  lets it go past the hold's bound and it finishes without the recorder;
+  once the recorder goes on, the trace counts the late attach as
+  not_attached;
+- a program a debugger traces (strace) is never stopped (the debugger
+  would keep it): it runs unheld, and a loss is counted.
+
+No assertion on how long anything takes: the waits here are hang guards.
+Not for the RDMA model's numbers (test_rdma.py)."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import frtest
+
+ROUNDS = int(os.environ.get("FLIGHTREC_RDMA_ROUNDS", "20"))
+HANG_GUARD_S = 60
+
+
+def posted_by_qp(stdout):
+    """{qp_num: work requests the sample posted on it} from its output."""
+    qp = {m.group(1): int(m.group(2), 0)
+          for m in re.finditer(r"^(\w\d) timing: qp_num=(\S+)", stdout, re.M)}
+    out = {}
+    for m in re.finditer(r"^(\w\d) send_wr=(\d+) .*?recv_wr=(\d+)", stdout, re.M):
+        out[qp[m.group(1)]] = int(m.group(2)) + int(m.group(3))
+    return out
+
+
+def recorded_by_qp(trace):
+    """{qp_num: work requests in the trace} (one rdma_post event each)."""
+    out = {}
+    for e in frtest.dump(trace, "--type", "rdma_post", "--no-stacks"):
+        out[e["qp_num"]] = out.get(e["qp_num"], 0) + 1
+    return out
+
+
+def rdma_losses(trace):
+    """{reason: count} of the rdma probe's event losses."""
+    info = json.loads(frtest.analyze("info", "--json", trace).stdout)
+    out = {}
+    for loss in info["files"][0]["losses"]:
+        if loss["probe"] == "rdma" and loss["lost"] == "event":
+            out[loss["reason"]] = out.get(loss["reason"], 0) + loss["count"]
+    return out
+
+
+def ops_events(trace):
+    return [e for e in frtest.dump(trace, "--type", "rdma_ctrl", "--no-stacks")
+            if e["name"] == "ops"]
+
+
+def proc_state(pid):
+    """The state letter of /proc/PID/stat, None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+def child_of(pid):
+    deadline = time.monotonic() + HANG_GUARD_S
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                kids = f.read().split()
+        except FileNotFoundError:
+            kids = []
+        if kids:
+            return int(kids[0])
+        time.sleep(0.01)
+    raise AssertionError(f"pid {pid} started no child")
+
+
+def wait_state(pid, want, why):
+    """Waits (a hang guard, not a measurement) until pid's state is one of
+    want (None: gone)."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while time.monotonic() < deadline:
+        st = proc_state(pid)
+        if st in want:
+            return st
+        time.sleep(0.005)
+    raise AssertionError(f"pid {pid} never reached {want} ({why}); state {proc_state(pid)}")
+
+
+class RdmaHold(frtest.Case):
+    def setUp(self):
+        if not os.path.exists(frtest.sample("rdma_pingpong")):
+            self.skipTest("rdma_pingpong not built (needs libibverbs-dev headers)")
+        self.env = dict(os.environ,
+                        FLIGHTREC_FAKE_RDMA_SHM=f"flightrec-fakerdma-hold-{os.getpid()}")
+
+    def start_held(self, name):
+        """Starts a recording of the sample, which waits for SIGUSR1 before
+        its first verbs call; stops the recorder (so it neither attaches
+        nor lets go), lets the sample open its devices and waits until it
+        is held.  Returns (recorder, sample pid, trace, recorder stderr)."""
+        d = frtest.workdir(name)
+        trace = os.path.join(d, "pp.frec")
+        rec = subprocess.Popen([frtest.FLIGHTREC, "record", "-o", trace, "--probes", "rdma",
+                                "--", frtest.sample("rdma_pingpong"), "--post-early",
+                                "--wait-usr1"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=self.env)
+        out = ""
+        while "waiting for SIGUSR1" not in out:
+            line = rec.stdout.readline()
+            if not line:
+                break
+            out += line
+        self.assertIn("waiting for SIGUSR1", out)
+        sample = child_of(rec.pid)
+        os.kill(rec.pid, signal.SIGSTOP)
+        os.kill(sample, signal.SIGUSR1)
+        # stopped by the rdma return probe: nobody else stops it
+        wait_state(sample, {"T"}, "held at ibv_open_device's return")
+        return rec, sample, trace, out
+
+    def test_post_at_once(self):
+        """recorded + counted == posted, every run, with no wait before the
+        first post."""
+        d = frtest.workdir("rdma_hold_rounds")
+        held_runs = 0
+        for run in range(ROUNDS):
+            with self.subTest(run=run):
+                trace = os.path.join(d, f"pp{run}.frec")
+                cmd = [frtest.FLIGHTREC, "record", "-o", trace, "--probes", "rdma", "--",
+                       frtest.sample("rdma_pingpong"), "--post-early"]
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                                   env=self.env)
+                self.assertEqual(p.returncode, 0, f"{p.stdout}\n{p.stderr}")
+                self.assertIn("rdma_pingpong: ok", p.stdout)
+                posted = posted_by_qp(p.stdout)
+                recorded = recorded_by_qp(trace)
+                losses = rdma_losses(trace)
+                why = f"posted {posted}, recorded {recorded}, losses {losses}\n{p.stderr}"
+                self.assertEqual(len(posted), 4, p.stdout)
+                self.assertEqual(sum(recorded.values()) + sum(losses.values()),
+                                 sum(posted.values()), why)
+                if not losses:
+                    self.assertEqual(recorded, posted, why)
+                # a recording starts with no provider attached: the first
+                # context was held for it
+                held_runs += any(e["flags"] & 1 for e in ops_events(trace))
+        self.assertEqual(held_runs, ROUNDS)
+
+    def test_recorder_killed_while_held(self):
+        rec, sample, trace, out = self.start_held("rdma_hold_kill")
+        rec.kill()  # SIGKILL, also to a stopped process
+        rest, err = rec.communicate(timeout=HANG_GUARD_S)  # EOF: the sample exited too
+        out += rest
+        self.assertEqual(rec.returncode, -signal.SIGKILL)
+        wait_state(sample, {None, "Z"}, "let go by the guardian and finished")
+        self.assertIn("rdma_pingpong: ok", out, err)
+        # the trace holds what was sealed before the kill
+        self.assertIn(frtest.analyze("check", trace, check=False).returncode, (0, 1))
+
+    def test_hold_bound_while_recorder_stopped(self):
+        rec, sample, trace, out = self.start_held("rdma_hold_bound")
+        # the recorder stays stopped: the guardian lets the sample go after
+        # the bound, and it runs to its end (a zombie: its parent is stopped)
+        wait_state(sample, {"Z"}, "let go past the hold's bound")
+        os.kill(rec.pid, signal.SIGCONT)
+        rest, err = rec.communicate(timeout=HANG_GUARD_S)
+        out += rest
+        self.assertEqual(rec.returncode, 0, err)
+        self.assertIn("rdma_pingpong: ok", out)
+        posted = posted_by_qp(out)
+        recorded = recorded_by_qp(trace)
+        losses = rdma_losses(trace)
+        why = f"posted {posted}, recorded {recorded}, losses {losses}\n{err}"
+        # it ran unseen: the late attach is counted, with its reason (per
+        # context and QP: the work requests themselves were never seen)
+        self.assertLess(sum(recorded.values()), sum(posted.values()), why)
+        self.assertGreaterEqual(losses.get("not_attached", 0), 1, why)
+
+    def test_debugger_not_held(self):
+        strace = shutil.which("strace")
+        if not strace:
+            self.skipTest("strace not installed")
+        d = frtest.workdir("rdma_hold_strace")
+        trace = os.path.join(d, "pp.frec")
+        p = subprocess.run([frtest.FLIGHTREC, "record", "-o", trace, "--probes", "rdma", "--",
+                            strace, "-f", "-o", "/dev/null", frtest.sample("rdma_pingpong"),
+                            "--post-early"], capture_output=True, text=True, timeout=120,
+                           env=self.env)
+        self.assertEqual(p.returncode, 0, f"{p.stdout}\n{p.stderr}")
+        self.assertIn("rdma_pingpong: ok", p.stdout)
+        ops = ops_events(trace)
+        self.assertTrue(ops, p.stderr)
+        self.assertFalse([e for e in ops if e["flags"] & 1], "a traced process was stopped")
+        posted = posted_by_qp(p.stdout)
+        recorded = recorded_by_qp(trace)
+        losses = rdma_losses(trace)
+        why = f"posted {posted}, recorded {recorded}, losses {losses}"
+        # what could not be held is counted whenever something is missing
+        if sum(recorded.values()) < sum(posted.values()):
+            self.assertGreaterEqual(losses.get("not_attached", 0), 1, why)
+
+
+if __name__ == "__main__":
+    frtest.main()
