@@ -251,17 +251,23 @@ static size_t names_budget(size_t size)
 	return size < (SIZE_MAX >> 2) ? 2 * size + (1u << 20) : SIZE_MAX >> 1;
 }
 
+void elf_debug_path(const uint8_t *bid, uint8_t bid_len, char path[ELF_DEBUG_PATH_MAX])
+{
+	size_t len = ELF_DEBUG_PATH_MAX;
+	size_t at = (size_t)snprintf(path, len, "%s/.build-id/%02x/", ELF_DEBUG_ROOT, bid[0]);
+	for (uint8_t i = 1; i < bid_len && at + 3 < len; i++)
+		at += (size_t)snprintf(path + at, len - at, "%02x", bid[i]);
+	snprintf(path + at, len - at, ".debug");
+}
+
 /* The .symtab of the separate debug file of build-id bid, when installed:
  * DEBUG_ROOT/.build-id/xx/rest.debug (Debian's -dbg packages).  Its
  * addresses are the file's own, so the file's segments translate them. */
 static int collect_debug_syms(const uint8_t *bid, uint8_t bid_len, const struct load_seg *segs,
 			      size_t nsegs, struct sym_builder *b, bool *found)
 {
-	char path[128];
-	size_t at = (size_t)snprintf(path, sizeof(path), "%s/.build-id/%02x/", ELF_DEBUG_ROOT, bid[0]);
-	for (uint8_t i = 1; i < bid_len && at + 3 < sizeof(path); i++)
-		at += (size_t)snprintf(path + at, sizeof(path) - at, "%02x", bid[i]);
-	snprintf(path + at, sizeof(path) - at, ".debug");
+	char path[ELF_DEBUG_PATH_MAX];
+	elf_debug_path(bid, bid_len, path);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;

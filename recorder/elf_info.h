@@ -34,6 +34,9 @@ int elf_load_symtab(int fd, struct elf_symtab *out);
  * debug file was used, 2 stripped and no debug file found. */
 int elf_load_symtab_debug(int fd, const uint8_t *bid, uint8_t bid_len, struct elf_symtab *out,
 			  int *stripped);
+/* Where the debug file of build-id bid (bid_len >= 1) is looked for. */
+#define ELF_DEBUG_PATH_MAX 128
+void elf_debug_path(const uint8_t *bid, uint8_t bid_len, char path[ELF_DEBUG_PATH_MAX]);
 /* The symbol covering offset, or NULL. */
 const struct elf_sym *elf_symtab_find(const struct elf_symtab *t, uint64_t offset);
 void elf_symtab_free(struct elf_symtab *t);

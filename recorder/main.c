@@ -100,6 +100,7 @@ struct recording {
 	struct rdma_counters rdma_counters;
 	struct python_state python;
 	struct ring_mode ring_mode; /* --ring */
+	struct unwind_cache *unwind_cache; /* dwarf mode's build-id cache, or NULL */
 	bool ring;
 	bool python_on;
 	bool drain_running, track_running, track_open;
@@ -218,6 +219,32 @@ static void add_cgroup_members(struct recording *r)
 	while (fscanf(f, "%u", &pid) == 1)
 		proc_track_add_existing(&r->track, pid);
 	fclose(f);
+}
+
+/* What the build-id cache saved, and the CPU the files cost either way
+ * (tests/bench/bench_cache.py reads this line). */
+static void print_cache_summary(const struct recording *r)
+{
+	const struct unwind_writer_stats *uw = &r->track.unwind;
+	if (!uw->files_seen)
+		return;
+	if (!r->unwind_cache) {
+		fprintf(stderr, "flightrec: build-id cache off: %u files read, %.2f s of CPU\n",
+			uw->files_seen, uw->file_cpu_ns / 1e9);
+		return;
+	}
+	fprintf(stderr, "flightrec: build-id cache %s: %u of %u files from it, %u read and "
+		"added", unwind_cache_dir(r->unwind_cache), uw->cache_hits, uw->files_seen,
+		uw->cache_stored);
+	if (uw->cache_rejected)
+		fprintf(stderr, ", %u damaged or stale entries replaced", uw->cache_rejected);
+	if (uw->no_build_id)
+		fprintf(stderr, ", %u without a build-id (never cached)", uw->no_build_id);
+	uint64_t evicted = unwind_cache_evicted(r->unwind_cache);
+	if (evicted)
+		fprintf(stderr, ", %llu old entries removed to stay under --cache-max %.1f GiB",
+			(unsigned long long)evicted, r->opts.cache_max_bytes / 1073741824.0);
+	fprintf(stderr, "; %.2f s of CPU on files\n", uw->file_cpu_ns / 1e9);
 }
 
 static void print_start_summary(struct recording *r)
@@ -430,6 +457,7 @@ static int finish(struct recording *r, uint64_t start_ns)
 				r->track.unwind.debug_files);
 		fprintf(stderr, "\n");
 		const struct unwind_writer_stats *uw = &r->track.unwind;
+		print_cache_summary(r);
 		if (uw->stripped) {
 			fprintf(stderr, "flightrec: %u stripped file%s without a debug file under "
 				ELF_DEBUG_ROOT " (their frames show only exported names, else "
@@ -594,6 +622,16 @@ static int cmd_record(int argc, char **argv)
 	r->track.new_file_ctx = &r->libs;
 	r->track.quiet = o->quiet;
 	r->track.dwarf = o->stack_dwarf;
+	if (o->stack_dwarf && o->cache) {
+		char why[256];
+		r->unwind_cache = unwind_cache_open(o->cache_dir, o->cache_max_bytes, why, sizeof(why));
+		/* the cache only saves time: a recording never fails for it */
+		if (!r->unwind_cache && !o->quiet)
+			fprintf(stderr, "flightrec: build-id cache %s: %s; recording without it "
+				"(--cache-dir DIR for another, --no-cache for none)\n",
+				o->cache_dir, why);
+		r->track.unwind_cache = r->unwind_cache;
+	}
 	if (o->stack_dwarf && o->python) {
 		python_init(&r->python, bpf_probes_py_procs_fd(&r->probes), o->quiet);
 		r->python_on = true;
@@ -723,6 +761,7 @@ static int cmd_record(int argc, char **argv)
 	if (r->python_on)
 		python_destroy(&r->python);
 	ring_mode_free(&r->ring_mode);
+	unwind_cache_close(r->unwind_cache);
 	free(r);
 	return ret;
 
@@ -750,6 +789,7 @@ fail:
 	dso_table_destroy(&r->dsos);
 	if (r->python_on)
 		python_destroy(&r->python);
+	unwind_cache_close(r->unwind_cache);
 	free(r);
 	return 1;
 }

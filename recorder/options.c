@@ -12,6 +12,7 @@
 #include "fr_family.h"
 #include "frec_format.h"
 #include "triggers.h"
+#include "unwind_cache.h"
 
 /* The --probes list of the help: one entry per selectable family. */
 static void print_probe_help(FILE *out)
@@ -88,6 +89,15 @@ void record_usage(FILE *out)
 "      --no-python       do not walk CPython frames (they are walked in the\n"
 "                        kernel for CPython 3.10-3.13 and merged into the\n"
 "                        native stacks)\n"
+"      --cache-dir DIR   where dwarf mode keeps each file's symbols and unwind\n"
+"                        data by build-id, so the next recording of the same\n"
+"                        files skips reading them (default $FLIGHTREC_CACHE_DIR,\n"
+"                        else " UNWIND_CACHE_DEFAULT_DIR "; created with mode 0700,\n"
+"                        and a directory others can open is not used).  The\n"
+"                        trace is the same with or without it\n"
+"      --cache-max SIZE  total size of the cache's entries; past it the least\n"
+"                        recently used go (default 2G)\n"
+"      --no-cache        read every file's symbols and unwind data from the file\n"
 "      --buffer-mib N    BPF ring buffer the kernel writes events into, in MiB\n"
 "                        (default 64; formerly --ring-mib, still accepted)\n"
 "      --codec C         zstd (default), zlib or none\n"
@@ -165,6 +175,9 @@ enum {
 	OPT_MAX_SNAPSHOT_BYTES,
 	OPT_SNAPSHOT_INTERVAL,
 	OPT_ON_SNAPSHOT,
+	OPT_CACHE_DIR,
+	OPT_CACHE_MAX,
+	OPT_NO_CACHE,
 };
 
 /* A size with a unit: 256M, 1G, 512K, 1048576 (bytes). */
@@ -368,6 +381,9 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		{"rdma-counters", required_argument, 0, OPT_RDMA_COUNTERS},
 		{"stack-size", required_argument, 0, OPT_STACK_SIZE},
 		{"no-python", no_argument, 0, OPT_NO_PYTHON},
+		{"cache-dir", required_argument, 0, OPT_CACHE_DIR},
+		{"cache-max", required_argument, 0, OPT_CACHE_MAX},
+		{"no-cache", no_argument, 0, OPT_NO_CACHE},
 		{"verbose", no_argument, 0, 'v'},
 		{"quiet", no_argument, 0, 'q'},
 		{"force", no_argument, 0, OPT_FORCE},
@@ -388,6 +404,8 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 	 * PyTorch wheels) need the stack copy; fp stays for the cheap mode */
 	o->stack_dwarf = true;
 	o->python = true;
+	o->cache = true;
+	o->cache_max_bytes = UNWIND_CACHE_DEFAULT_MAX;
 	o->buffer_mib = 64;
 	o->triggers = TRIGGER_BIT(FR_TRIGGER_OOM) | TRIGGER_BIT(FR_TRIGGER_NCCL_ERROR) |
 		      TRIGGER_BIT(FR_TRIGGER_HANG) | TRIGGER_BIT(FR_TRIGGER_EXIT);
@@ -466,6 +484,21 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_NO_PYTHON:
 			o->python = false;
+			break;
+		case OPT_CACHE_DIR:
+			if (!*optarg) {
+				fprintf(stderr, "flightrec: --cache-dir needs a directory (or pass "
+					"--no-cache)\n");
+				return -1;
+			}
+			o->cache_dir = optarg;
+			break;
+		case OPT_CACHE_MAX:
+			if (parse_size(optarg, "--cache-max", &o->cache_max_bytes))
+				return -1;
+			break;
+		case OPT_NO_CACHE:
+			o->cache = false;
 			break;
 		case OPT_RING_MIB:
 			if (parse_uint(optarg, "--buffer-mib", 4096, &v))
@@ -593,6 +626,10 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		}
 		o->command = &argv[optind];
 		o->command_argc = argc - optind;
+	}
+	if (!o->cache_dir) {
+		const char *env = getenv("FLIGHTREC_CACHE_DIR");
+		o->cache_dir = env && *env ? env : UNWIND_CACHE_DEFAULT_DIR;
 	}
 	if (!o->output) {
 		fprintf(stderr, "flightrec: no output file; pass -o FILE\n");

@@ -29,6 +29,11 @@ struct record_opts {
 	bool stack_dwarf;          /* --stack dwarf */
 	unsigned stack_kib;        /* --stack-size: bytes of user stack copied */
 	bool python;               /* walk CPython frames (default on) */
+	/* dwarf mode's build-id cache of symbols and unwind data (unwind_cache.h) */
+	bool cache;                /* --no-cache clears it */
+	const char *cache_dir;     /* --cache-dir, else $FLIGHTREC_CACHE_DIR, else
+				      UNWIND_CACHE_DEFAULT_DIR */
+	uint64_t cache_max_bytes;  /* --cache-max */
 	unsigned buffer_mib;       /* --buffer-mib: the BPF ring buffer's size */
 	/* flight-recorder mode (--ring): 0 records into FILE as usual */
 	uint64_t ring_bytes;       /* compressed events kept in memory */

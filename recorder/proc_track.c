@@ -153,8 +153,8 @@ static void write_mapping(struct proc_track *t, const struct mapped_file *mf, ui
 		atomic_fetch_add(&t->mappings, 1);
 	}
 	if (is_new && dso_id && t->dwarf && d)
-		unwind_write_file(t->builder, dso_id, d->fd, d->path, d->build_id,
-				  d->build_id_len, &t->unwind);
+		unwind_cache_write_file(t->unwind_cache, t->builder, dso_id, d->fd, d->path,
+					d->build_id, d->build_id_len, &t->unwind);
 	if (t->python)
 		python_on_mapping(t->python, t->builder, pid, path, start, pgoff);
 	/* after the mapping record, so the attach records follow it */

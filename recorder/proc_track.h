@@ -20,6 +20,7 @@
 #include "rdma_counters.h"
 #include "uprobe_family.h"
 #include "python.h"
+#include "unwind_cache.h"
 #include "unwind_writer.h"
 
 /* A file a traced process mapped for the first time (library discovery). */
@@ -62,6 +63,7 @@ struct proc_track {
 	struct rdma_counters *rdma_counters; /* NULL when not sampling */
 	struct python_state *python;       /* NULL: no Python frames */
 	bool dwarf;                        /* --stack dwarf: write unwind data */
+	struct unwind_cache *unwind_cache; /* NULL: --no-cache or none usable */
 	struct unwind_writer_stats unwind;
 	bool quiet;
 	int64_t realtime_offset_ns; /* test hook: shifts realtime anchors */

@@ -154,16 +154,81 @@ out:
 	return image;
 }
 
-static void write_symbols(struct frec_builder *b, uint32_t dso_id, const char *path,
-			  const uint8_t *bid, uint8_t bid_len, const struct elf_symtab *tab,
-			  struct unwind_writer_stats *st)
+void unwind_file_data_free(struct unwind_file_data *d)
 {
-	size_t path_len = strnlen(path, 4096), strtab_len = 0;
+	for (size_t i = 0; i < sizeof(d->owned) / sizeof(d->owned[0]); i++)
+		free(d->owned[i]);
+	memset(d, 0, sizeof(*d));
+}
+
+/* The symbol table as FR_REC_DSO lays it out (sizes clamped to u32, names
+ * concatenated in symbol order), so a cached copy is the record's bytes.
+ * A table whose record would reach 1 GiB is not written at all. */
+static void lay_out_symbols(const struct elf_symtab *tab, struct unwind_file_data *d)
+{
+	size_t strtab_len = 0;
 	for (size_t i = 0; i < tab->n; i++)
 		strtab_len += strlen(tab->syms[i].name) + 1;
+	if (tab->n >= (1u << 26) || strtab_len >= (1u << 30))
+		return;
+	struct fr_dso_sym *syms = malloc(tab->n ? tab->n * sizeof(*syms) : 1);
+	char *strtab = malloc(strtab_len ? strtab_len : 1);
+	if (!syms || !strtab) {
+		free(syms);
+		free(strtab);
+		return;
+	}
+	size_t off = 0;
+	for (size_t i = 0; i < tab->n; i++) {
+		size_t l = strlen(tab->syms[i].name) + 1;
+		syms[i].offset = tab->syms[i].offset;
+		syms[i].size = tab->syms[i].size > UINT32_MAX ? UINT32_MAX : (uint32_t)tab->syms[i].size;
+		syms[i].name_off = (uint32_t)off;
+		memcpy(strtab + off, tab->syms[i].name, l);
+		off += l;
+	}
+	d->has_symbols = true;
+	d->nsyms = (uint32_t)tab->n;
+	d->syms = syms;
+	d->strtab = strtab;
+	d->strtab_len = (uint32_t)strtab_len;
+	d->owned[0] = syms;
+	d->owned[1] = strtab;
+}
+
+int unwind_file_read(int fd, const uint8_t *bid, uint8_t bid_len, struct unwind_file_data *out)
+{
+	struct elf_symtab tab;
+	int stripped = 0;
+	size_t len;
+
+	memset(out, 0, sizeof(*out));
+	if (fd < 0)
+		return -1;
+	if (elf_load_symtab_debug(fd, bid, bid_len, &tab, &stripped) == 0) {
+		lay_out_symbols(&tab, out);
+		elf_symtab_free(&tab);
+	}
+	out->stripped = (uint8_t)stripped;
+	uint8_t *image = unwind_reduced_image(fd, &len);
+	if (image && len < (1u << 30)) {
+		out->image = image;
+		out->image_len = (uint32_t)len;
+		out->owned[2] = image;
+	} else {
+		free(image);
+	}
+	return 0;
+}
+
+static void write_symbols(struct frec_builder *b, uint32_t dso_id, const char *path,
+			  const uint8_t *bid, uint8_t bid_len, const struct unwind_file_data *fd,
+			  struct unwind_writer_stats *st)
+{
+	size_t path_len = strnlen(path, 4096);
 	size_t syms_at = FR_ALIGN8(sizeof(struct fr_rec_dso) + path_len);
-	size_t str_at = syms_at + tab->n * sizeof(struct fr_dso_sym);
-	size_t size = FR_ALIGN8(str_at + strtab_len);
+	size_t str_at = syms_at + (size_t)fd->nsyms * sizeof(struct fr_dso_sym);
+	size_t size = FR_ALIGN8(str_at + fd->strtab_len);
 	if (size >= (1u << 30))
 		return;
 	uint8_t *rec = frec_builder_reserve(b, (uint32_t)size);
@@ -174,51 +239,36 @@ static void write_symbols(struct frec_builder *b, uint32_t dso_id, const char *p
 	d->h.size = (uint32_t)size;
 	d->h.type = FR_REC_DSO;
 	d->dso_id = dso_id;
-	d->nsyms = (uint32_t)tab->n;
-	d->strtab_len = (uint32_t)strtab_len;
+	d->nsyms = fd->nsyms;
+	d->strtab_len = fd->strtab_len;
 	d->path_len = (uint16_t)path_len;
 	d->build_id_len = bid_len > 20 ? 20 : bid_len;
 	memcpy(d->build_id, bid, d->build_id_len);
 	memcpy(rec + sizeof(*d), path, path_len);
-	struct fr_dso_sym *syms = (struct fr_dso_sym *)(rec + syms_at);
-	char *strtab = (char *)rec + str_at;
-	size_t off = 0;
-	for (size_t i = 0; i < tab->n; i++) {
-		size_t l = strlen(tab->syms[i].name) + 1;
-		syms[i].offset = tab->syms[i].offset;
-		syms[i].size = tab->syms[i].size > UINT32_MAX ? UINT32_MAX : (uint32_t)tab->syms[i].size;
-		syms[i].name_off = (uint32_t)off;
-		memcpy(strtab + off, tab->syms[i].name, l);
-		off += l;
-	}
+	if (fd->nsyms)
+		memcpy(rec + syms_at, fd->syms, (size_t)fd->nsyms * sizeof(struct fr_dso_sym));
+	if (fd->strtab_len)
+		memcpy(rec + str_at, fd->strtab, fd->strtab_len);
 	frec_builder_commit(b, 0);
-	st->symbols += tab->n;
+	st->symbols += fd->nsyms;
 }
 
-void unwind_write_file(struct frec_builder *b, uint32_t dso_id, int fd, const char *path,
-		       const uint8_t *bid, uint8_t bid_len, struct unwind_writer_stats *st)
+void unwind_file_emit(struct frec_builder *b, uint32_t dso_id, const char *path,
+		      const uint8_t *bid, uint8_t bid_len, const struct unwind_file_data *fd,
+		      struct unwind_writer_stats *st)
 {
-	struct elf_symtab tab;
-	size_t len;
-	uint8_t *image;
-
-	if (fd < 0)
-		return;
-	int stripped = 0;
-	if (elf_load_symtab_debug(fd, bid, bid_len, &tab, &stripped) == 0) {
-		write_symbols(b, dso_id, path, bid, bid_len, &tab, st);
-		elf_symtab_free(&tab);
-	}
-	if (stripped == 1)
+	if (fd->has_symbols)
+		write_symbols(b, dso_id, path, bid, bid_len, fd, st);
+	if (fd->stripped == 1)
 		st->debug_files++;
-	if (stripped == 2 && st->stripped++ < UNWIND_STRIPPED_NAMED) {
+	if (fd->stripped == 2 && st->stripped++ < UNWIND_STRIPPED_NAMED) {
 		const char *base = strrchr(path, '/');
 		snprintf(st->stripped_names[st->stripped - 1], sizeof(st->stripped_names[0]), "%s",
 			 base ? base + 1 : path);
 	}
-	image = unwind_reduced_image(fd, &len);
-	if (!image)
+	if (!fd->image)
 		return;
+	size_t len = fd->image_len;
 	uint32_t size = FR_ALIGN8(sizeof(struct fr_rec_unwind) + len);
 	struct fr_rec_unwind *r = len < (1u << 30) ? frec_builder_reserve(b, size) : NULL;
 	if (r) {
@@ -229,10 +279,20 @@ void unwind_write_file(struct frec_builder *b, uint32_t dso_id, int fd, const ch
 		r->image_len = (uint32_t)len;
 		r->build_id_len = bid_len > 20 ? 20 : bid_len;
 		memcpy(r->build_id, bid, r->build_id_len);
-		memcpy(r + 1, image, len);
+		memcpy(r + 1, fd->image, len);
 		frec_builder_commit(b, 0);
 		st->files++;
 		st->image_bytes += len;
 	}
-	free(image);
+}
+
+void unwind_write_file(struct frec_builder *b, uint32_t dso_id, int fd, const char *path,
+		       const uint8_t *bid, uint8_t bid_len, struct unwind_writer_stats *st)
+{
+	struct unwind_file_data d;
+
+	if (unwind_file_read(fd, bid, bid_len, &d))
+		return;
+	unwind_file_emit(b, dso_id, path, bid, bid_len, &d, st);
+	unwind_file_data_free(&d);
 }
