@@ -52,6 +52,14 @@ static uint64_t nccl_type_size(uint16_t t)
 	return t < sizeof(sz) ? sz[t] : 0;
 }
 
+/* A file's time on the common clock, wrapping instead of overflowing a
+ * signed add (undefined behaviour on a hostile file's times; found by
+ * fuzz_outputs). */
+static int64_t common_ns(uint64_t ts_ns, int64_t offset_ns)
+{
+	return (int64_t)(ts_ns + (uint64_t)offset_ns);
+}
+
 static int put_nccl(struct out_sqlite *db, struct trace_set *ts, const struct nccl_result *nc)
 {
 	/* per instance: the latest ready time (what the others wait for) */
@@ -104,8 +112,8 @@ static int put_nccl(struct out_sqlite *db, struct trace_set *ts, const struct nc
 			int64_t dur = (int64_t)(rk->step_end_ns[s] - rk->step_begin_ns[s]);
 			struct out_sqlite_step row = {
 				.file_index = rk->file_index, .pid = rk->pid, .rank = rk->rank, .step = s,
-				.start_ns = (int64_t)rk->step_begin_ns[s] + off,
-				.end_ns = (int64_t)rk->step_end_ns[s] + off,
+				.start_ns = common_ns(rk->step_begin_ns[s], off),
+				.end_ns = common_ns(rk->step_end_ns[s], off),
 				.wait_ns = wait[s], .compute_ns = dur > wait[s] ? dur - wait[s] : 0,
 			};
 			rc = out_sqlite_put_step(db, &row);
@@ -144,8 +152,8 @@ static int put_rdma(struct out_sqlite *db, struct trace_set *ts, const struct rd
 			.local_errors = c->by_class[RDMA_ERR_LOCAL],
 			.other_errors = c->by_class[RDMA_ERR_OTHER],
 			.outstanding = c->outstanding, .latency = latency_of(&c->latency),
-			.first_ns = c->first_ns ? (int64_t)c->first_ns + off : 0,
-			.last_ns = c->last_ns ? (int64_t)c->last_ns + off : 0,
+			.first_ns = c->first_ns ? common_ns(c->first_ns, off) : 0,
+			.last_ns = c->last_ns ? common_ns(c->last_ns, off) : 0,
 		};
 		if (out_sqlite_put_rdma_conn(db, &row))
 			return -1;
@@ -181,8 +189,8 @@ static int put_mem(struct out_sqlite *db, struct trace_set *ts, const struct mem
 			.allocs = se->allocs, .alloc_bytes = se->alloc_bytes, .frees = se->frees,
 			.failed = se->failed_allocs, .before_frees = se->before_frees,
 			.peak_bytes = se->peak_bytes,
-			.peak_ns = f ? (int64_t)(f->hdr.start_mono_ns + se->peak_t_ns) +
-					       out_clock_offset_ns(ts, se->file) : 0,
+			.peak_ns = f ? common_ns(f->hdr.start_mono_ns + se->peak_t_ns,
+						 out_clock_offset_ns(ts, se->file)) : 0,
 			.end_bytes = se->end_bytes, .end_count = se->end_count,
 			.caching_allocator = caching,
 		};

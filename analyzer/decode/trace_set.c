@@ -175,7 +175,11 @@ static int open_inputs(struct ts_inputs *in, struct trace_set **out, struct frec
 			goto fail;
 		}
 		f->records_by_type = calloc(TS_N_TYPES, sizeof(uint64_t));
-		f->cmdline = strdup(frec_cmdline(f->reader));
+		/* The header's strings come from the stranger too: printable like
+		 * every record's, or `info` and the text writers would print a
+		 * trace's escape sequences to the terminal (found by fuzz_records). */
+		const char *cmdline = frec_cmdline(f->reader);
+		f->cmdline = ts_strndup_printable(cmdline, strlen(cmdline), ' ');
 		if (!f->records_by_type || !f->cmdline) {
 			frec_error_set(err, f->path, -1, ENOMEM, "out of memory");
 			goto fail;
@@ -183,6 +187,12 @@ static int open_inputs(struct ts_inputs *in, struct trace_set **out, struct frec
 		memcpy(&f->hdr, frec_file_header(f->reader), sizeof(f->hdr));
 		f->hdr.host[sizeof(f->hdr.host) - 1] = '\0';
 		f->hdr.kernel_release[sizeof(f->hdr.kernel_release) - 1] = '\0';
+		for (char *c = f->hdr.host; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+		for (char *c = f->hdr.kernel_release; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
 		f->size_bytes = frec_file_size(f->reader);
 	}
 	ts_inputs_free(in);

@@ -356,6 +356,11 @@ static int decode_dso(const struct ts_where *w, const uint8_t *p, uint32_t size,
 	}
 	memcpy(d.strtab, p + off, r.strtab_len);
 	d.strtab[r.strtab_len] = '\0'; /* every name ends, even the last one */
+	/* names are printed as they are (summary, findings, folded stacks):
+	 * no control character reaches a terminal (found by fuzz_outputs) */
+	for (uint32_t i = 0; i < r.strtab_len; i++)
+		if ((d.strtab[i] > 0 && d.strtab[i] < 0x20) || d.strtab[i] == 0x7f)
+			d.strtab[i] = '?';
 	d.strtab_len = r.strtab_len;
 	uint32_t bad_names = 0;
 	int sorted = 1;

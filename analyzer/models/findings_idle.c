@@ -501,7 +501,9 @@ static int attribute(struct ctx *c, uint64_t a, uint64_t b, uint32_t tid,
 			return -1;
 	}
 	size_t n_nccl_segs = c->n_segs - n_copy_segs;
-	const struct seg *nccl_segs = c->segs + n_copy_segs;
+	/* no segment yet: c->segs is NULL, and NULL + 0 is undefined (found by
+	 * fuzz_records under UBSan) */
+	const struct seg *nccl_segs = n_nccl_segs ? c->segs + n_copy_segs : NULL;
 
 	/* 2. system calls: which file descriptors are checkpoints */
 	struct fd_written fds[FDS_PER_INTERVAL];
@@ -531,7 +533,7 @@ static int attribute(struct ctx *c, uint64_t a, uint64_t b, uint32_t tid,
 	for (size_t i = first; i < p->n && p->ev[i].t0 < b; i++) {
 		const struct fx_ev *e = &p->ev[i];
 		if (e->tid != tid || e->type != FXE_SYSCALL ||
-		    inside_any(c->segs + n_copy_segs, n_nccl_segs, e->t0))
+		    (n_nccl_segs && inside_any(c->segs + n_copy_segs, n_nccl_segs, e->t0)))
 			continue; /* inside a collective: the library's */
 		uint64_t end = e->t1 < b ? e->t1 : b;
 		if (end <= e->t0)

@@ -130,4 +130,12 @@ static inline int64_t file_offset(struct out_sqlite *o, uint32_t file_index)
 	return file_index < o->n_offsets ? o->offsets[file_index] : 0;
 }
 
+/* A file's time on the common clock.  Wraps like the clock arithmetic
+ * elsewhere instead of overflowing a signed add (undefined behaviour on a
+ * hostile file's times; found by fuzz_outputs). */
+static inline int64_t sq_time_ns(struct out_sqlite *o, uint32_t file_index, uint64_t ts_ns)
+{
+	return (int64_t)(ts_ns + (uint64_t)file_offset(o, file_index));
+}
+
 #endif

@@ -36,7 +36,7 @@ static int put_inuse(struct out_sqlite *o, const struct mem_change *c, int64_t d
 	bi(st, 2, c->pid);
 	bdevice(st, 3, c);
 	bt(st, 4, series_kind(c));
-	bi(st, 5, (int64_t)c->t_ns + file_offset(o, c->file));
+	bi(st, 5, sq_time_ns(o, c->file, c->t_ns));
 	bu(st, 6, c->inuse_bytes);
 	bi(st, 7, delta);
 	return sq_put(o, st);
@@ -45,7 +45,6 @@ static int put_inuse(struct out_sqlite *o, const struct mem_change *c, int64_t d
 /* An allocation row: live until c->t_ns (freed) or to the end (never). */
 static int put_alloc(struct out_sqlite *o, const struct mem_change *c)
 {
-	int64_t off = file_offset(o, c->file);
 	sqlite3_stmt *st = o->st[ST_ALLOC];
 	bi(st, 1, c->file);
 	bi(st, 2, c->pid);
@@ -55,9 +54,9 @@ static int put_alloc(struct out_sqlite *o, const struct mem_change *c)
 	bi(st, 6, c->func);
 	bu(st, 7, c->ptr);
 	bu(st, 8, c->bytes);
-	bi(st, 9, (int64_t)c->alloc_ns + off);
+	bi(st, 9, sq_time_ns(o, c->file, c->alloc_ns));
 	if (c->kind == MEM_FREED) {
-		bi(st, 10, (int64_t)c->t_ns + off);
+		bi(st, 10, sq_time_ns(o, c->file, c->t_ns));
 		if (c->end_tid)
 			bi(st, 11, c->end_tid);
 	}

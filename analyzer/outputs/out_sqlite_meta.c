@@ -121,8 +121,8 @@ static int write_files(struct out_sqlite *o, struct trace_set *ts, int64_t *host
 		bi(fs, 8, off);
 		bu(fs, 9, last > f->hdr.start_mono_ns ? last - f->hdr.start_mono_ns : 0);
 		if (f->events) {
-			bi(fs, 10, (int64_t)f->first_event_ns + off);
-			bi(fs, 11, (int64_t)f->last_event_ns + off);
+			bi(fs, 10, sq_time_ns(o, (uint32_t)i, f->first_event_ns));
+			bi(fs, 11, sq_time_ns(o, (uint32_t)i, f->last_event_ns));
 		}
 		bu(fs, 12, f->events);
 		bi(fs, 13, trace_file_complete(f));
@@ -154,7 +154,7 @@ static int write_processes(struct out_sqlite *o, struct trace_set *ts, const int
 				bi(ps, 5, rank);
 			bt(ps, 6, p->comm);
 			bt(ps, 7, p->cmdline);
-			bi(ps, 8, p->start_time_ns ? (int64_t)p->start_time_ns + file_offset(o, (uint32_t)i) : 0);
+			bi(ps, 8, p->start_time_ns ? sq_time_ns(o, (uint32_t)i, p->start_time_ns) : 0);
 			bi(ps, 9, p->threads);
 			rc = sq_put(o, ps);
 		}

@@ -142,10 +142,15 @@ int sq_write_stacks(struct out_sqlite *o, struct trace_set *ts, struct frec_erro
 				}
 				/* root first: user outermost .. user leaf, kernel outermost .. leaf */
 				int kernel = d >= st->n_user;
+				/* a dwarf-mode stack keeps its user frames as names (unwound
+				 * and merged with Python frames), no ips: reading them ran
+				 * past f->ips (found by fuzz_outputs) */
+				int named = !kernel && st->ustack;
 				uint64_t ip = kernel ? f->ips[st->ips_at + (n - 1 - d)]
-						     : f->ips[st->ips_at + st->n_kernel + (st->n_user - 1 - d)];
+					      : named ? 0
+						      : f->ips[st->ips_at + st->n_kernel + (st->n_user - 1 - d)];
 				const char *dso = kernel ? "[kernel.kallsyms]"
-							 : map_path(maps, f->n_maps, st->pid, ip);
+					       : named ? NULL : map_path(maps, f->n_maps, st->pid, ip);
 				int64_t id;
 				if (frame_id(o, &fr, frames[d], dso, kernel, &id)) {
 					rc = -1;
@@ -156,7 +161,10 @@ int sq_write_stacks(struct out_sqlite *o, struct trace_set *ts, struct frec_erro
 				bi(sf, 2, st->stack_id);
 				bi(sf, 3, (int64_t)d);
 				bi(sf, 4, id);
-				bu(sf, 5, ip);
+				if (named)
+					sqlite3_bind_null(sf, 5);
+				else
+					bu(sf, 5, ip);
 				if ((rc = sq_put(o, sf)))
 					break;
 				size_t add = strlen(frames[d]) + 2;

@@ -1,4 +1,4 @@
-/* Input handling both fuzz targets share: the input as a file descriptor,
+/* Input handling the trace fuzz targets share: the input as a file descriptor,
  * and every CRC in it repaired.  Random mutations almost never keep a CRC
  * valid, so the targets run each input a second time repaired to get past
  * the checksums into decompression and record decoding. */

@@ -8,7 +8,8 @@
 # ELF files (elf_craft.h), copies of seed_lib.so and unwind_target (made by
 # the compiler and linker here) and maps files into the build tree.
 # Always: ctest unit.fuzz_recorder_elf_replay, unit.fuzz_recorder_maps_replay
-# (label unit).  With -DFLIGHTREC_FUZZ=ON and clang: fuzz.recorder_elf,
+# (label unit), over those seeds and corpus/recorder_elf, corpus/recorder_maps
+# (what fuzz_long.sh kept) when present.  With -DFLIGHTREC_FUZZ=ON and clang: fuzz.recorder_elf,
 # fuzz.recorder_maps (label fuzz), each a quarter of FLIGHTREC_FUZZ_SECONDS:
 # small parsers, and CI's fuzz time stays within its budget.
 pkg_check_modules(FUZZ_REC_LIBELF REQUIRED IMPORTED_TARGET libelf)
@@ -17,6 +18,17 @@ set(REC_ELF_SOURCES ${REC_DIR}/elf_info.c ${REC_DIR}/unwind_writer.c
   ${REC_DIR}/needed_libs.c ${REC_DIR}/safe_open.c)
 set(REC_ELF_CORPUS ${CMAKE_CURRENT_BINARY_DIR}/corpus_recorder_elf)
 set(REC_MAPS_CORPUS ${CMAKE_CURRENT_BINARY_DIR}/corpus_recorder_maps)
+# what fuzz_long.sh found and kept (committed, minimized), replayed too
+set(REC_ELF_KEPT ${CMAKE_CURRENT_SOURCE_DIR}/corpus/recorder_elf)
+set(REC_MAPS_KEPT ${CMAKE_CURRENT_SOURCE_DIR}/corpus/recorder_maps)
+set(REC_ELF_REPLAY ${REC_ELF_CORPUS})
+set(REC_MAPS_REPLAY ${REC_MAPS_CORPUS})
+if(EXISTS ${REC_ELF_KEPT})
+  list(APPEND REC_ELF_REPLAY ${REC_ELF_KEPT})
+endif()
+if(EXISTS ${REC_MAPS_KEPT})
+  list(APPEND REC_MAPS_REPLAY ${REC_MAPS_KEPT})
+endif()
 
 # A real shared object: DT_NEEDED, DT_RUNPATH $ORIGIN, .debug_frame.
 add_library(fuzz_seed_lib SHARED seed_lib.c)
@@ -41,13 +53,13 @@ target_include_directories(fuzz_recorder_elf_replay PRIVATE ${REC_DIR}
   ${PROJECT_SOURCE_DIR}/bpf)
 target_link_libraries(fuzz_recorder_elf_replay PRIVATE frec_format PkgConfig::FUZZ_REC_LIBELF)
 add_dependencies(fuzz_recorder_elf_replay corpus_recorder)
-add_test(NAME unit.fuzz_recorder_elf_replay COMMAND fuzz_recorder_elf_replay ${REC_ELF_CORPUS})
+add_test(NAME unit.fuzz_recorder_elf_replay COMMAND fuzz_recorder_elf_replay ${REC_ELF_REPLAY})
 set_tests_properties(unit.fuzz_recorder_elf_replay PROPERTIES LABELS unit)
 
 add_executable(fuzz_recorder_maps_replay fuzz_recorder_maps.c replay_main.c ${REC_DIR}/proc_maps.c)
 target_include_directories(fuzz_recorder_maps_replay PRIVATE ${REC_DIR})
 add_dependencies(fuzz_recorder_maps_replay corpus_recorder)
-add_test(NAME unit.fuzz_recorder_maps_replay COMMAND fuzz_recorder_maps_replay ${REC_MAPS_CORPUS})
+add_test(NAME unit.fuzz_recorder_maps_replay COMMAND fuzz_recorder_maps_replay ${REC_MAPS_REPLAY})
 set_tests_properties(unit.fuzz_recorder_maps_replay PROPERTIES LABELS unit)
 
 if(FLIGHTREC_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
@@ -64,6 +76,7 @@ if(FLIGHTREC_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
     string(TOUPPER ${name} upper)
     add_test(NAME fuzz.recorder_${name} COMMAND ${CMAKE_COMMAND}
       -DFUZZER=$<TARGET_FILE:fuzz_recorder_${name}> -DSEEDS=${REC_${upper}_CORPUS}
+      -DEXTRA_SEEDS=${REC_${upper}_KEPT}
       -DWORK=${CMAKE_CURRENT_BINARY_DIR}/fuzz_recorder_${name}_work -DSHARE=25
       -P ${CMAKE_CURRENT_SOURCE_DIR}/run_fuzz.cmake)
     set_tests_properties(fuzz.recorder_${name} PROPERTIES LABELS fuzz TIMEOUT 3600)

@@ -1,5 +1,7 @@
-# ctest fuzz.reader, fuzz.analyzer: fuzz a scratch copy of the seed corpus (new inputs land
+# ctest fuzz.TARGET: fuzz a scratch copy of the seed corpus (new inputs land
 # there, never in the source tree) for $ENV{FLIGHTREC_FUZZ_SECONDS} seconds.
+# -DSEEDS=DIR (the committed corpus; may not exist yet), -DEXTRA_SEEDS=DIR
+# (seeds written at build time), -DDICT=FILE (a libFuzzer dictionary).
 if(DEFINED ENV{FLIGHTREC_FUZZ_SECONDS} AND NOT "$ENV{FLIGHTREC_FUZZ_SECONDS}" STREQUAL "")
   set(seconds $ENV{FLIGHTREC_FUZZ_SECONDS})
 else()
@@ -14,9 +16,17 @@ if(DEFINED SHARE)
 endif()
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/corpus ${WORK}/artifacts)
-file(COPY ${SEEDS}/ DESTINATION ${WORK}/corpus)
+foreach(dir ${SEEDS} ${EXTRA_SEEDS})
+  if(IS_DIRECTORY ${dir})
+    file(COPY ${dir}/ DESTINATION ${WORK}/corpus)
+  endif()
+endforeach()
+set(dict)
+if(DEFINED DICT)
+  set(dict -dict=${DICT})
+endif()
 execute_process(
-  COMMAND ${FUZZER} -max_total_time=${seconds} -rss_limit_mb=2560 -timeout=30
+  COMMAND ${FUZZER} -max_total_time=${seconds} -rss_limit_mb=2560 -timeout=30 ${dict}
           -artifact_prefix=${WORK}/artifacts/ ${WORK}/corpus
   RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

@@ -1,0 +1,175 @@
+/* libFuzzer target for the writers: the input is a list of records
+ * (fuzz_trace.h) written into a valid trace, so the strings a stranger's
+ * trace carries (host, command line, process and thread names, mapped
+ * paths, symbol names, environment, Python names and files, attach and
+ * snapshot texts) reach every writer as given.  Runs findings (text and
+ * --json), summary (md and json), memory/cuda/stragglers/rdma --json,
+ * timeline, report, flame svg and html, sqlite into a scratch file (then
+ * PRAGMA integrity_check), and archive --redact (the redactor rewrites every
+ * record), then `check` on that archive.
+ *
+ * Oracles (fuzz_check.h): JSON outputs parse as JSON; the report and flame
+ * documents are printable ASCII with their inline data valid JSON that
+ * ends where the script does (a string cannot close the element); text
+ * outputs carry no control characters; the database passes its integrity
+ * check; a trace that opens gives an archive that opens. */
+#include "commands.h"
+#include "fuzz_check.h"
+#include "fuzz_trace.h"
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+typedef int (*cmd_fn)(int, char **, FILE *, FILE *);
+
+enum oracle { NONE, JSON, TEXT, REPORT, FLAME_SVG, FLAME_HTML };
+
+static FILE *errout(void)
+{
+	static int verbose = -1;
+	if (verbose < 0)
+		verbose = getenv("FUZZ_VERBOSE") != NULL;
+	return verbose ? stderr : fuzz_null_stream();
+}
+
+static int run(cmd_fn cmd, int argc, char **argv, enum oracle oracle, const char *what)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	if (!out)
+		return -1;
+	int rc = cmd(argc, argv, out, errout());
+	fclose(out);
+	switch (oracle) {
+	case JSON:
+		/* a failed command may have stopped in the middle of its output */
+		if (rc == 0 && len)
+			fuzz_check_json(buf, len, what);
+		break;
+	case TEXT:
+		fuzz_check_text(buf, len, what);
+		break;
+	case REPORT:
+		fuzz_check_markup(buf, len, "<script type=\"application/json\" id=\"fr-data\">",
+				  "</script>", what);
+		break;
+	case FLAME_SVG:
+		fuzz_check_markup(buf, len, "var FLAME_DATA = ", ";\n]]></script>", what);
+		break;
+	case FLAME_HTML:
+		fuzz_check_markup(buf, len, "var FLAME_DATA = ", ";\n</script>", what);
+		break;
+	case NONE:
+		break;
+	}
+	free(buf);
+	return rc;
+}
+
+static char scratch_dir[512];
+
+static void scratch_remove(void)
+{
+	rmdir(scratch_dir);
+}
+
+/* A scratch directory of this process for the sqlite and archive outputs:
+ * $TMPDIR, else /dev/shm, else /tmp; removed at exit (its files are
+ * removed after each input). */
+static const char *scratch(void)
+{
+	if (!scratch_dir[0]) {
+		const char *base = getenv("TMPDIR");
+		if (!base || !base[0])
+			base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+		snprintf(scratch_dir, sizeof(scratch_dir), "%s/frec-fuzz-outputs-%d", base,
+			 (int)getpid());
+		mkdir(scratch_dir, 0700);
+		atexit(scratch_remove);
+	}
+	return scratch_dir;
+}
+
+static void check_db(const char *db_path)
+{
+	sqlite3 *db = NULL;
+	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return;
+	}
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW) {
+		const char *ok = (const char *)sqlite3_column_text(st, 0);
+		if (!ok || strcmp(ok, "ok")) {
+			fprintf(stderr, "fuzz check failed: sqlite: integrity_check says %s\n",
+				ok ? ok : "(null)");
+			abort();
+		}
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int fd = fuzz_trace_build(data, size);
+	if (fd < 0)
+		return 0;
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	char db[600], tar[600];
+	snprintf(db, sizeof(db), "%s/out.db", scratch());
+	snprintf(tar, sizeof(tar), "%s/out.tar.zst", scratch());
+
+	char *findings[] = { "findings", p }, *findings_json[] = { "findings", p, "--json" };
+	char *summary[] = { "summary", p }, *summary_json[] = { "summary", p, "--format", "json" };
+	char *memory[] = { "memory", p, "--json" }, *cuda[] = { "cuda", p, "--json" };
+	char *stragglers[] = { "stragglers", p, "--json" }, *rdma[] = { "rdma", p, "--json" };
+	char *timeline[] = { "timeline", p, "-o", "-" }, *report[] = { "report", p, "-o", "-" };
+	char *svg[] = { "flame", p, "--format", "svg" }, *html[] = { "flame", p, "--format", "html" };
+	char *svg_mem[] = { "flame", p, "--kind", "mem-inuse", "--at", "peak", "--format", "svg" };
+	char *sqlite[] = { "sqlite", p, "-o", db, "--force" };
+	char *archive[] = { "archive", p, "-o", tar, "--redact", "--force" };
+	char *check_trace[] = { "check", p }, *check_archive[] = { "check", tar };
+#define RUN(cmd, argv, oracle) run(cmd, (int)(sizeof(argv) / sizeof(argv[0])), argv, oracle, \
+				   #argv)
+	RUN(cmd_findings, findings, TEXT);
+	RUN(cmd_findings, findings_json, JSON);
+	RUN(cmd_summary, summary, TEXT);
+	RUN(cmd_summary, summary_json, JSON);
+	RUN(cmd_memory, memory, JSON);
+	RUN(cmd_cuda, cuda, JSON);
+	RUN(cmd_stragglers, stragglers, JSON);
+	RUN(cmd_rdma, rdma, JSON);
+	RUN(cmd_timeline, timeline, JSON);
+	RUN(cmd_report, report, REPORT);
+	RUN(cmd_flame, svg, FLAME_SVG);
+	RUN(cmd_flame, html, FLAME_HTML);
+	RUN(cmd_flame, svg_mem, FLAME_SVG);
+	if (RUN(cmd_sqlite, sqlite, NONE) == 0)
+		check_db(db);
+	unlink(db);
+	int trace_rc = RUN(cmd_check, check_trace, NONE);
+	if (RUN(cmd_archive, archive, NONE) == 0) {
+		int archive_rc = RUN(cmd_check, check_archive, NONE);
+		/* check: 0 intact, 1 damaged or incomplete, 2 unusable */
+		if (trace_rc != 2 && archive_rc == 2) {
+			fprintf(stderr, "fuzz check failed: archive --redact of a usable trace is "
+				"unusable (check exit %d, the trace's %d)\n", archive_rc, trace_rc);
+			abort();
+		}
+	}
+	unlink(tar);
+#undef RUN
+	close(fd);
+	return 0;
+}
