@@ -37,6 +37,12 @@ int frec_open(const char *path, struct frec_reader **out, struct frec_error *err
 int frec_open_fd(int fd, const char *name, struct frec_reader **out,
 		 struct frec_error *err);
 void frec_close(struct frec_reader *r);
+/* Frees what reading chunks grew (the payload as stored and decompressed,
+ * the zstd context); the next read grows them again.  Chunks read before
+ * are no longer valid.  For a caller that keeps many readers open between
+ * passes (one per node of a job), so memory follows the files being read,
+ * not the files open. */
+void frec_release_buffers(struct frec_reader *r);
 
 const struct fr_file_hdr *frec_file_header(const struct frec_reader *r);
 const char *frec_path(const struct frec_reader *r);

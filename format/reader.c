@@ -214,6 +214,20 @@ int frec_open(const char *path, struct frec_reader **out, struct frec_error *err
 	return rc;
 }
 
+void frec_release_buffers(struct frec_reader *r)
+{
+	if (!r)
+		return;
+	ZSTD_freeDCtx(r->zd);
+	r->zd = NULL;
+	free(r->stored);
+	r->stored = NULL;
+	r->stored_cap = 0;
+	free(r->raw);
+	r->raw = NULL;
+	r->raw_cap = 0;
+}
+
 void frec_close(struct frec_reader *r)
 {
 	if (!r)

@@ -3,6 +3,7 @@
  * the results to out_report_write.  Not the
  * page (out_report.c, web/report.js). */
 #include "cli.h"
+#include "cli_jobs.h"
 #include "commands.h"
 #include "model_cuda.h"
 #include "model_mem.h"
@@ -17,7 +18,7 @@
 #include <stdlib.h>
 
 static const char report_help[] =
-	"usage: " CLI_PROG " report FILE... -o OUT.html\n"
+	"usage: " CLI_PROG " report FILE... -o OUT.html [--jobs N]\n"
 	"\n"
 	"Write one self-contained HTML report (all scripts and styles inline; it\n"
 	"makes no network request and opens from disk in any current browser):\n"
@@ -28,6 +29,7 @@ static const char report_help[] =
 	"\n"
 	"options:\n"
 	"  -o, --output OUT.html  where to write ('-' for standard output)\n"
+	CLI_JOBS_HELP
 	"\n"
 	"examples:\n"
 	"  " CLI_PROG " report run.frec -o report.html\n"
@@ -88,6 +90,9 @@ static int mem_snapshots(const struct trace_set *first, const void *mem,
 int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 {
 	struct cli_file_output fo;
+	unsigned jobs;
+	if (cli_take_jobs(&argc, argv, "report", &jobs, errout))
+		return CLI_USAGE;
 	int rc = cli_parse_file_output(argc, argv, "report", report_help, "OUT.html", 0, &fo, out, errout);
 	if (rc)
 		return rc < 0 ? CLI_OK : rc;
@@ -99,6 +104,7 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 		free(files);
 		return CLI_FAIL;
 	}
+	trace_set_set_jobs(ts, jobs);
 	struct model_opts cpu_opts = { .per_process = REPORT_MAX_PROC_TREES };
 	void *cpu = trace_set_use_model(ts, "cpu", &cpu_opts);
 	void *syscalls = cpu ? trace_set_use_model(ts, "syscalls", NULL) : NULL;

@@ -4,6 +4,7 @@
  * temporary name and renamed into place only when complete, so a failure
  * never leaves a half-written OUT.db behind. */
 #include "cli.h"
+#include "cli_jobs.h"
 #include "commands.h"
 #include "align.h"
 #include "model_findings.h"
@@ -22,7 +23,7 @@
 #include <unistd.h>
 
 static const char sqlite_help[] =
-	"usage: " CLI_PROG " sqlite FILE... -o OUT.db [--force]\n"
+	"usage: " CLI_PROG " sqlite FILE... -o OUT.db [--force] [--jobs N]\n"
 	"\n"
 	"Write every event of the traces (one file per node) into one SQLite\n"
 	"database: processes with host and rank, threads, stacks and frames, CPU\n"
@@ -37,6 +38,7 @@ static const char sqlite_help[] =
 	"options:\n"
 	"  -o, --output OUT.db  the database to create\n"
 	"  --force              replace OUT.db when it exists\n"
+	CLI_JOBS_HELP
 	"\n"
 	"examples:\n"
 	"  " CLI_PROG " sqlite run.frec -o run.db\n"
@@ -241,6 +243,9 @@ static void print_failure(FILE *errout, struct out_sqlite *db, const char *tmp,
 int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout)
 {
 	struct cli_file_output fo;
+	unsigned jobs;
+	if (cli_take_jobs(&argc, argv, "sqlite", &jobs, errout))
+		return CLI_USAGE;
 	int rc = cli_parse_file_output(argc, argv, "sqlite", sqlite_help, "OUT.db", 1, &fo, out, errout);
 	if (rc)
 		return rc < 0 ? CLI_OK : rc;
@@ -257,6 +262,7 @@ int cmd_sqlite(int argc, char **argv, FILE *out, FILE *errout)
 	free(files);
 	if (!ts)
 		return CLI_FAIL;
+	trace_set_set_jobs(ts, jobs);
 	struct frec_error err = { .offset = -1 };
 	size_t tlen = strlen(output) + 32;
 	char *tmp = malloc(tlen);

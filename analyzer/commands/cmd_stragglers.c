@@ -7,6 +7,7 @@
  * lays out the result. */
 #include "align.h"
 #include "cli.h"
+#include "cli_jobs.h"
 #include "out_common.h"
 #include "out_stragglers_json.h"
 #include "commands.h"
@@ -18,7 +19,7 @@
 #include <string.h>
 
 static const char stragglers_help[] =
-	"usage: " CLI_PROG " stragglers FILE... [--json] [--step-marker-less]\n"
+	"usage: " CLI_PROG " stragglers FILE... [--json] [--step-marker-less] [--jobs N]\n"
 	"\n"
 	"Which rank of a distributed job the others wait for, and why.  Give one\n"
 	"trace per node; their clocks are aligned on the realtime anchors, then on\n"
@@ -50,6 +51,7 @@ static const char stragglers_help[] =
 	"  --json               one JSON object: ranks, straggler (or null), hang\n"
 	"                       (or null), nodes\n"
 	"  --step-marker-less   ignore step-marker events; steps from the period\n"
+	CLI_JOBS_HELP
 	"\n"
 	"examples:\n"
 	"  " CLI_PROG " stragglers nodeA.frec nodeB.frec\n"
@@ -281,6 +283,9 @@ static void stragglers_text(struct trace_set *ts, const struct stragglers_result
 int cmd_stragglers(int argc, char **argv, FILE *out, FILE *errout)
 {
 	struct cli_table_args a;
+	unsigned jobs;
+	if (cli_take_jobs(&argc, argv, "stragglers", &jobs, errout))
+		return CLI_USAGE;
 	int rc = cli_parse_table_args(argc, argv, &stragglers_spec, &a, out, errout);
 	if (rc)
 		return rc < 0 ? CLI_OK : rc;
@@ -291,6 +296,7 @@ int cmd_stragglers(int argc, char **argv, FILE *out, FILE *errout)
 	free(a.files);
 	if (!ts)
 		return CLI_FAIL;
+	trace_set_set_jobs(ts, jobs);
 	if (a.flag)
 		model_stragglers_ignore_step_markers(strag);
 	if (cli_run_set(ts, errout))

@@ -133,6 +133,76 @@ static size_t shared_diffs(const struct group_file *gf, size_t n_gf, uint32_t a,
 	return k;
 }
 
+/* How many groups each file shares with one file f, without comparing
+ * every pair of files over every group (that was files^3 x groups at
+ * hundreds of nodes): each (group, file) entry knows its group's extent in
+ * gf, and each file its entries. */
+struct shared_index {
+	size_t *group_end;   /* per gf entry: one past its group's last entry */
+	size_t *group_begin; /* per gf entry: its group's first entry */
+	size_t *by_file;     /* gf entries ordered by file */
+	size_t *file_at;     /* n_files + 1: each file's entries in by_file */
+	size_t *shared;      /* per file: groups shared with the file counted */
+	size_t n_files;
+};
+
+static void shared_index_free(struct shared_index *sh)
+{
+	free(sh->group_end), free(sh->group_begin), free(sh->by_file), free(sh->file_at);
+	free(sh->shared);
+	memset(sh, 0, sizeof(*sh));
+}
+
+static int shared_index_alloc(struct shared_index *sh, size_t n, size_t n_files)
+{
+	size_t cap = n ? n : 1;
+	sh->group_end = malloc(cap * sizeof(size_t));
+	sh->group_begin = malloc(cap * sizeof(size_t));
+	sh->by_file = malloc(cap * sizeof(size_t));
+	sh->file_at = calloc(n_files + 1, sizeof(size_t));
+	sh->shared = calloc(n_files ? n_files : 1, sizeof(size_t));
+	sh->n_files = n_files;
+	return sh->group_end && sh->group_begin && sh->by_file && sh->file_at && sh->shared ? 0 : -1;
+}
+
+/* gf is sorted by group, then file, one entry per (group, file). */
+static void shared_index_build(struct shared_index *sh, const struct group_file *gf, size_t n_gf,
+			       size_t n_files)
+{
+	for (size_t i = 0; i < n_gf;) {
+		size_t j = i;
+		while (j < n_gf && gf[j].group == gf[i].group)
+			j++;
+		for (size_t k = i; k < j; k++) {
+			sh->group_begin[k] = i;
+			sh->group_end[k] = j;
+		}
+		i = j;
+	}
+	for (size_t i = 0; i < n_gf; i++)
+		sh->file_at[gf[i].file_index + 1]++;
+	for (size_t f = 0; f < n_files; f++)
+		sh->file_at[f + 1] += sh->file_at[f];
+	for (size_t i = 0; i < n_gf; i++)
+		sh->by_file[sh->file_at[gf[i].file_index]++] = i;
+	for (size_t f = n_files; f > 0; f--) /* back to each file's first entry */
+		sh->file_at[f] = sh->file_at[f - 1];
+	sh->file_at[0] = 0;
+}
+
+/* sh->shared[g]: the groups files f and g are both in (what shared_diffs
+ * would return for them). */
+static void shared_count(struct shared_index *sh, const struct group_file *gf, size_t f)
+{
+	memset(sh->shared, 0, sh->n_files * sizeof(*sh->shared));
+	for (size_t x = sh->file_at[f]; x < sh->file_at[f + 1]; x++) {
+		size_t i = sh->by_file[x];
+		for (size_t j = sh->group_begin[i]; j < sh->group_end[i]; j++)
+			if (gf[j].file_index != f)
+				sh->shared[gf[j].file_index]++;
+	}
+}
+
 int align_refine(struct trace_set *ts, const struct align_sync *ev, size_t n,
 		 struct frec_error *err)
 {
@@ -147,8 +217,11 @@ int align_refine(struct trace_set *ts, const struct align_sync *ev, size_t n,
 	int64_t *ranges = malloc(n * sizeof(*ranges));
 	int64_t *anchor = calloc(n_files, sizeof(*anchor));
 	uint64_t *groups_of = calloc(n_files, sizeof(*groups_of));
-	if (!s || !gf || !tmp || !ranges || !anchor || !groups_of) {
+	struct shared_index sh = { 0 };
+	if (!s || !gf || !tmp || !ranges || !anchor || !groups_of ||
+	    shared_index_alloc(&sh, n, n_files)) {
 		free(s), free(gf), free(tmp), free(ranges), free(anchor), free(groups_of);
+		shared_index_free(&sh);
 		frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "out of memory aligning clocks");
 		return -1;
 	}
@@ -182,6 +255,7 @@ int align_refine(struct trace_set *ts, const struct align_sync *ev, size_t n,
 		i = j;
 	}
 	double spread_ns = (double)median_i64(ranges, n_ranges);
+	shared_index_build(&sh, gf, n_gf, n_files);
 
 	size_t ref = 0;
 	for (size_t i = 1; i < n_files; i++)
@@ -201,13 +275,12 @@ int align_refine(struct trace_set *ts, const struct align_sync *ev, size_t n,
 			if (fa->refined)
 				continue;
 			size_t best = SIZE_MAX, best_n = 0;
+			shared_count(&sh, gf, f);
 			for (size_t g = 0; g < n_files; g++) {
 				const struct ts_align *ga = &trace_set_file(ts, g)->align;
 				if (g == f || !ga->refined)
 					continue;
-				int64_t lo, hi;
-				size_t k = shared_diffs(gf, n_gf, (uint32_t)g, ga->correction_ns,
-							(uint32_t)f, tmp, &lo, &hi);
+				size_t k = sh.shared[g];
 				if (k > best_n) {
 					best_n = k;
 					best = g;
@@ -242,5 +315,6 @@ int align_refine(struct trace_set *ts, const struct align_sync *ev, size_t n,
 		}
 	}
 	free(s), free(gf), free(tmp), free(ranges), free(anchor), free(groups_of);
+	shared_index_free(&sh);
 	return 0;
 }

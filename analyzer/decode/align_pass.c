@@ -32,8 +32,8 @@ static int wanted(const uint16_t *types, uint16_t type)
 
 /* The noted EVENTS chunks of one file, the aligner's records fed.  A chunk
  * that cannot be read is left to the events pass, which reports it. */
-static int feed_file(struct trace_set *ts, uint32_t file_index, const struct model_ops *ops,
-		     void *state)
+static int feed_file(struct trace_set *ts, struct ts_prefetch *pf, uint32_t file_index,
+		     const struct model_ops *ops, void *state)
 {
 	struct trace_file *f = &ts->files[file_index];
 	struct ts_pass *ps = f->pass;
@@ -42,7 +42,8 @@ static int feed_file(struct trace_set *ts, uint32_t file_index, const struct mod
 			continue;
 		struct frec_chunk c;
 		struct frec_error io_err = { 0 };
-		if (frec_read_chunk_at(f->reader, ps->refs[i].offset, &c, &io_err) != 1)
+		if (ts_prefetch_get(pf, file_index, i, &c) != 1 &&
+		    frec_read_chunk_at(f->reader, ps->refs[i].offset, &c, &io_err) != 1)
 			continue;
 		size_t cursor = 0;
 		const struct fr_rec_hdr *rec;
@@ -54,10 +55,14 @@ static int feed_file(struct trace_set *ts, uint32_t file_index, const struct mod
 			const struct frec_schema_entry *known = fr_schema_find(h.type);
 			if (!known || h.size < known->fixed_size)
 				continue;
-			if (ops->feed(state, file_index, rec))
+			if (ops->feed(state, file_index, rec)) {
+				ts_prefetch_file_done(pf, file_index);
 				return -1;
+			}
 		}
 	}
+	ts_prefetch_file_done(pf, file_index);
+	frec_release_buffers(f->reader);
 	return 0;
 }
 
@@ -76,12 +81,14 @@ int trace_set_align_pass(struct trace_set *ts, struct frec_error *err)
 				       "out of memory aligning clocks");
 			return -1;
 		}
+		struct ts_prefetch *pf = ts_prefetch_start(ts, 1);
 		for (size_t i = 0; !rc && i < ts->n_files; i++)
-			if (feed_file(ts, (uint32_t)i, ops, state)) {
+			if (feed_file(ts, pf, (uint32_t)i, ops, state)) {
 				frec_error_set(err, "flightrec-analyze", -1, ENOMEM,
 					       "out of memory aligning clocks");
 				rc = -1;
 			}
+		ts_prefetch_stop(pf);
 		if (!rc)
 			rc = ops->finish(state, ts, err);
 		ops->destroy(state);

@@ -3,7 +3,10 @@
  * event chunks in file order, with
  * dwarf-mode stacks resolved as they come and every event fed to the
  * models; then metadata found late, and the models' finish (see
- * trace_set.h).  Every record's length is checked before it is read;
+ * trace_set.h).  With jobs (ts_prefetch.c) the chunks come decompressed
+ * from worker threads, in the same order; a file's read buffers are
+ * released when its pass ends, so they follow the file being read, not
+ * the number of files.  Every record's length is checked before it is read;
  * records are copied with memcpy because decompressed payloads need not be
  * aligned. */
 #include "trace_set_impl.h"
@@ -264,11 +267,14 @@ static int read_pass1(struct trace_set *ts, uint32_t file_index, struct frec_err
 	}
 	if (rc < 0)
 		mark_io_failed(f);
+	frec_release_buffers(f->reader); /* one file's buffers at a time, not every file's */
 	return 0;
 }
 
-/* Pass 2: the noted chunks in file order, then the metadata found in them. */
-static int read_pass2(struct trace_set *ts, uint32_t file_index, struct frec_error *err)
+/* Pass 2: the noted chunks in file order, then the metadata found in them;
+ * pf (or NULL) has them decompressed ahead. */
+static int read_pass2(struct trace_set *ts, struct ts_prefetch *pf, uint32_t file_index,
+		      struct frec_error *err)
 {
 	struct trace_file *f = &ts->files[file_index];
 	struct ts_pass *ps = f->pass;
@@ -278,7 +284,9 @@ static int read_pass2(struct trace_set *ts, uint32_t file_index, struct frec_err
 	for (size_t i = 0; ps && i < ps->n_refs; i++) {
 		const struct ts_chunk_ref *ref = &ps->refs[i];
 		struct frec_error io_err = { 0 };
-		rc = frec_read_chunk_at(f->reader, ref->offset, &c, &io_err);
+		rc = ts_prefetch_get(pf, file_index, i, &c);
+		if (!rc)
+			rc = frec_read_chunk_at(f->reader, ref->offset, &c, &io_err);
 		if (rc < 0) {
 			if (!f->io_failed)
 				f->io_err = io_err;
@@ -290,10 +298,14 @@ static int read_pass2(struct trace_set *ts, uint32_t file_index, struct frec_err
 		if (!ref->late_only)
 			count_chunk(f, &c);
 		if (read_records(ts, file_index, &w, &c, ref->ordinal, ref->late_only ? 3 : 2,
-				 NULL, err))
+				 NULL, err)) {
+			ts_prefetch_file_done(pf, file_index);
 			return -1;
+		}
 	}
+	ts_prefetch_file_done(pf, file_index);
 	trace_set_put_slot(ts, TS_SLOT_RESOLVER, NULL, NULL);
+	frec_release_buffers(f->reader);
 	return 0;
 }
 
@@ -360,9 +372,13 @@ int trace_set_run(struct trace_set *ts, struct frec_error *err)
 		set_ranks(&ts->files[i]);
 	if (trace_set_align_pass(ts, err))
 		return -1;
+	struct ts_prefetch *pf = ts_prefetch_start(ts, 0);
 	for (size_t i = 0; i < ts->n_files; i++)
-		if (read_pass2(ts, (uint32_t)i, err))
+		if (read_pass2(ts, pf, (uint32_t)i, err)) {
+			ts_prefetch_stop(pf);
 			return -1;
+		}
+	ts_prefetch_stop(pf);
 	trace_set_put_slot(ts, TS_SLOT_RESOLVE_SYMBOLIZER, NULL, NULL);
 	for (size_t i = 0; i < ts->n_files; i++)
 		if (finish_file(ts, (uint32_t)i, err))

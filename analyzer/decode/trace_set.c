@@ -233,7 +233,10 @@ int trace_set_reopen(const struct trace_set *src, struct trace_set **out,
 			return -1;
 		}
 	}
-	return open_inputs(&in, out, err);
+	if (open_inputs(&in, out, err))
+		return -1;
+	(*out)->jobs = src->jobs;
+	return 0;
 }
 
 int trace_set_open_fds(const int *fds, const char *const *names, size_t n,
@@ -265,6 +268,11 @@ size_t trace_set_warning_count(const struct trace_set *ts)
 const char *trace_set_warning(const struct trace_set *ts, size_t i)
 {
 	return i < ts->n_warnings ? ts->warnings[i] : NULL;
+}
+
+void trace_set_set_jobs(struct trace_set *ts, unsigned jobs)
+{
+	ts->jobs = jobs;
 }
 
 int trace_file_fd(const struct trace_file *f)

@@ -310,6 +310,11 @@ void *trace_set_use_model(struct trace_set *ts, const char *name,
  * memory runs out or a model fails. */
 int trace_set_run(struct trace_set *ts, struct frec_error *err);
 
+/* Threads that read and decompress chunks ahead of the passes, one file
+ * each at a time (`--jobs N`); <= 1 (the default): none.  The models are
+ * fed in the same order either way, so every result is the same. */
+void trace_set_set_jobs(struct trace_set *ts, unsigned jobs);
+
 size_t trace_set_count(const struct trace_set *ts);
 /* Kernel events of one type fed to the models, over every file. */
 uint64_t trace_set_events_of(struct trace_set *ts, uint16_t type);

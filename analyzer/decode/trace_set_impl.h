@@ -22,6 +22,7 @@ struct trace_set {
 	struct ts_model *models;
 	size_t n_models;
 	int clocks_final; /* the files' offsets no longer change (align_pass.c) */
+	unsigned jobs;    /* threads decompressing ahead of the passes; <= 1: none */
 	/* what later stages hang on the set (trace_set_put_slot) */
 	struct ts_slot_entry {
 		void *p;
@@ -91,5 +92,23 @@ int ts_decode_meta(const struct ts_where *w, uint16_t type, const uint8_t *p, ui
  * a canonical stack of its file.  0, or -1 when memory runs out. */
 int ts_decode_ustack(struct trace_set *ts, uint32_t file_index, const struct ts_where *w,
 		     const uint8_t *p, uint32_t size, struct frec_error *err);
+
+/* ts_prefetch.c: workers that read and decompress the noted chunks of the
+ * files in file order ahead of a pass (ts->jobs of them); NULL for the
+ * serial path (jobs <= 1, or no thread could start).  events_only: the
+ * align pass's chunks (refs not late_only), else every ref. */
+struct ts_prefetch;
+struct ts_prefetch *ts_prefetch_start(struct trace_set *ts, int events_only);
+/* The chunk of ref index ref of the file, asked for in the order of the
+ * refs (those the pass reads): 1 with *out valid until the next call for
+ * that file, 0 when the pass must read it itself (frec_read_chunk_at on
+ * the file's reader: damage and I/O errors are found there, as without
+ * workers).  pf NULL: always 0. */
+int ts_prefetch_get(struct ts_prefetch *pf, uint32_t file_index, size_t ref,
+		    struct frec_chunk *out);
+/* The pass is done with the file (at its end or after an error). */
+void ts_prefetch_file_done(struct ts_prefetch *pf, uint32_t file_index);
+/* Stops and joins the workers, frees what they queued. */
+void ts_prefetch_stop(struct ts_prefetch *pf);
 
 #endif

@@ -146,13 +146,26 @@ int fx_nccl_events(struct fx_state *m)
 		return 0;
 	int blocks = job_blocks(nc);
 	const struct straggler_verdict *v = &s->verdict;
+	/* each instance's latest ready time, once: every member reads it */
+	int64_t *all_ready_of = malloc((nc->n_instances ? nc->n_instances : 1) * sizeof(int64_t));
+	if (!all_ready_of)
+		return -1;
+	for (size_t i = 0; i < nc->n_instances; i++) {
+		const struct nccl_instance *in = &nc->instances[i];
+		const struct nccl_member *mem = &nc->members[in->first_member];
+		all_ready_of[i] = INT64_MIN;
+		for (uint32_t k = 0; k < in->n_members; k++)
+			if (nccl_member_ready_ns(nc, &mem[k]) > all_ready_of[i])
+				all_ready_of[i] = nccl_member_ready_ns(nc, &mem[k]);
+	}
+	int rc = -1;
 	for (size_t ri = 0; ri < nc->n_ranks; ri++) {
 		const struct nccl_rank *rk = &nc->ranks[ri];
 		if (!rk->n_calls || (m->opts.filter_pid && rk->pid != m->opts.pid))
 			continue;
 		struct fx_proc *p = fx_proc_get(m, rk->file_index, rk->pid);
 		if (!p)
-			return -1;
+			goto out;
 		for (size_t c = 0; c < rk->n_calls; c++) {
 			const struct nccl_call *call = &rk->calls[c];
 			if (call->exit_ns < call->entry_ns)
@@ -165,11 +178,7 @@ int fx_nccl_events(struct fx_state *m)
 				call->instance != NCCL_NONE && call->instance < nc->n_instances
 					? &nc->instances[call->instance] : NULL;
 			if (in && nccl_instance_complete(nc, in)) {
-				const struct nccl_member *mem = &nc->members[in->first_member];
-				int64_t all_ready = INT64_MIN;
-				for (uint32_t k = 0; k < in->n_members; k++)
-					if (nccl_member_ready_ns(nc, &mem[k]) > all_ready)
-						all_ready = nccl_member_ready_ns(nc, &mem[k]);
+				int64_t all_ready = all_ready_of[call->instance];
 				x.all_ready_ns = file_ns(call->entry_ns, call->entry_common_ns, all_ready);
 				x.instance = call->instance;
 				if (v->found && ri != v->rank_index && s->charged_lost_ns &&
@@ -183,10 +192,13 @@ int fx_nccl_events(struct fx_state *m)
 				.async = !blocks, .device = -1,
 			};
 			if (push_nccl(p, &x) || fx_push(p, &e))
-				return -1;
+				goto out;
 		}
 	}
-	return 0;
+	rc = 0;
+out:
+	free(all_ready_of);
+	return rc;
 }
 
 int fx_nccl_first_done(struct fx_state *m)

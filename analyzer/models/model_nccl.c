@@ -51,6 +51,7 @@ static void *nccl_create(const struct model_opts *opts)
 	(void)opts; /* a pid filter would break the matching across ranks */
 	struct model_nccl *m = calloc(1, sizeof(struct model_nccl));
 	if (m) {
+		proc_lists_init(&m->raw, sizeof(struct fr_ev_nccl));
 		hmap_init(&m->event_of);
 		hmap_init(&m->sync_seen);
 	}
@@ -68,11 +69,12 @@ static int nccl_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *
 	struct fr_rec_hdr h;
 	memcpy(&h, rec, sizeof(h));
 	if (h.type == FR_EV_NCCL) {
-		if (grow_array((void **)&m->raw, &m->cap_raw, m->n_raw + 1, sizeof(*m->raw), 256))
+		struct fr_ev_nccl ev;
+		memcpy(&ev, rec, sizeof(ev)); /* size checked by the decoder */
+		struct fr_ev_nccl *kept = proc_lists_append(&m->raw, file_index, ev.c.pid);
+		if (!kept)
 			return -1;
-		struct nccl_raw *r = &m->raw[m->n_raw++];
-		memcpy(&r->ev, rec, sizeof(r->ev)); /* size checked by the decoder */
-		r->file_index = file_index;
+		*kept = ev;
 		m->result.events++;
 	} else if (h.type == FR_EV_STEP) {
 		struct fr_ev_step ev;
@@ -132,7 +134,7 @@ static void nccl_destroy(void *state)
 	free(r->comms);
 	free(r->instances);
 	free(r->members);
-	free(m->raw);
+	proc_lists_free(&m->raw);
 	free(m->marks);
 	free(m->events);
 	hmap_free(&m->event_of);

@@ -6,7 +6,6 @@
  * the parts).  Not for matching collectives or aligning clocks
  * (model_nccl.c, align.c) nor for output (cmd_stragglers.c). */
 #include "strag_private.h"
-#include "grow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -21,6 +20,8 @@ static void *strag_create(const struct model_opts *opts)
 	if (!m)
 		return NULL;
 	m->result.candidate = -1;
+	proc_lists_init(&m->samples, sizeof(struct cpu_sample));
+	proc_lists_init(&m->syscalls, sizeof(struct syscall_ev));
 	return m;
 }
 
@@ -37,21 +38,19 @@ static int strag_feed(void *state, uint32_t file_index, const struct fr_rec_hdr 
 	if (h.type == FR_EV_CPU_SAMPLE) {
 		struct fr_ev_cpu_sample ev;
 		memcpy(&ev, rec, sizeof(ev));
-		if (grow_array((void **)&m->samples, &m->cap_samples, m->n_samples + 1,
-			       sizeof(*m->samples), 1024))
+		struct cpu_sample *kept = proc_lists_append(&m->samples, file_index, ev.c.pid);
+		if (!kept)
 			return -1;
-		m->samples[m->n_samples++] = (struct cpu_sample){ file_index, ev.c.pid, ev.c.ts_ns,
-								  ev.stack_id };
+		*kept = (struct cpu_sample){ ev.c.ts_ns, ev.stack_id };
 		return 0;
 	}
 	if (h.type == FR_EV_SYSCALL) {
 		struct fr_ev_syscall ev;
 		memcpy(&ev, rec, sizeof(ev));
-		if (grow_array((void **)&m->syscalls, &m->cap_syscalls, m->n_syscalls + 1,
-			       sizeof(*m->syscalls), 1024))
+		struct syscall_ev *kept = proc_lists_append(&m->syscalls, file_index, ev.c.pid);
+		if (!kept)
 			return -1;
-		m->syscalls[m->n_syscalls++] = (struct syscall_ev){ file_index, ev.c.pid, ev.c.ts_ns,
-								    ev.duration_ns, ev.nr };
+		*kept = (struct syscall_ev){ ev.c.ts_ns, ev.duration_ns, ev.nr };
 	}
 	return 0;
 }
@@ -88,8 +87,8 @@ static void strag_destroy(void *state)
 	struct model_stragglers *m = state;
 	if (!m)
 		return;
-	free(m->samples);
-	free(m->syscalls);
+	proc_lists_free(&m->samples);
+	proc_lists_free(&m->syscalls);
 	free(m->result.rows);
 	free(m->result.charged_lost_ns);
 	free(m);

@@ -21,14 +21,9 @@
 #include <stdint.h>
 #include "hmap.h"
 #include "model_nccl.h"
+#include "proc_lists.h"
 
 struct trace_set;
-
-/* One FR_EV_NCCL as decoded, with the file it came from. */
-struct nccl_raw {
-	struct fr_ev_nccl ev;
-	uint32_t file_index;
-};
 
 /* One FR_EV_STEP marker. */
 struct step_raw {
@@ -52,8 +47,8 @@ struct cuda_event_state {
 
 struct model_nccl {
 	int ignore_markers;
-	struct nccl_raw *raw;
-	size_t n_raw, cap_raw;
+	struct proc_lists raw;    /* struct fr_ev_nccl, per (file, pid); each process's
+				   * freed once its rank is built */
 	struct step_raw *marks;
 	size_t n_marks, cap_marks;
 	struct cuda_event_state *events;

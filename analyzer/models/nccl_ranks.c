@@ -14,16 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One process's calls in time order (a stable sort: calls at the same
+ * instant keep the order they were recorded in). */
 static int cmp_raw(const void *a, const void *b)
 {
-	const struct nccl_raw *x = a, *y = b;
-	if (x->file_index != y->file_index)
-		return x->file_index < y->file_index ? -1 : 1;
-	if (x->ev.c.pid != y->ev.c.pid)
-		return x->ev.c.pid < y->ev.c.pid ? -1 : 1;
-	if (x->ev.c.ts_ns != y->ev.c.ts_ns)
-		return x->ev.c.ts_ns < y->ev.c.ts_ns ? -1 : 1;
-	return (x->ev.c.tid > y->ev.c.tid) - (x->ev.c.tid < y->ev.c.tid);
+	const struct fr_ev_nccl *x = a, *y = b;
+	if (x->c.ts_ns != y->c.ts_ns)
+		return x->c.ts_ns < y->c.ts_ns ? -1 : 1;
+	return (x->c.tid > y->c.tid) - (x->c.tid < y->c.tid);
 }
 
 static uint64_t fnv_u64(uint64_t h, uint64_t v)
@@ -70,7 +68,7 @@ static int note_joined(struct nccl_rank *rk, uint64_t ptr, int64_t c, int32_t co
 }
 
 /* The events of one process, raw[0..n), in time order, into rank rk. */
-static int build_rank(struct build *b, const struct nccl_raw *raw, size_t n, struct nccl_rank *rk,
+static int build_rank(struct build *b, const struct fr_ev_nccl *raw, size_t n, struct nccl_rank *rk,
 		      int32_t *init_rank)
 {
 	struct hmap comm_of, seq_of, splits_of;
@@ -84,7 +82,7 @@ static int build_rank(struct build *b, const struct nccl_raw *raw, size_t n, str
 	if (!rk->calls)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
-		const struct fr_ev_nccl *ev = &raw[i].ev;
+		const struct fr_ev_nccl *ev = &raw[i];
 		if (ev->result)
 			b->r->failed_calls++;
 		uint64_t ci = 0;
@@ -178,25 +176,24 @@ int nccl_build_ranks(struct model_nccl *m, struct trace_set *ts)
 	struct nccl_result *r = &m->result;
 	struct build b = { .r = r };
 	hmap_init(&b.comm_by_uid);
-	if (m->n_raw)
-		qsort(m->raw, m->n_raw, sizeof(*m->raw), cmp_raw);
+	proc_lists_sort(&m->raw);
 	int rc = -1;
-	for (size_t i = 0; i < m->n_raw;) {
-		size_t j = i;
-		while (j < m->n_raw && m->raw[j].file_index == m->raw[i].file_index &&
-		       m->raw[j].ev.c.pid == m->raw[i].ev.c.pid)
-			j++;
+	for (size_t i = 0; i < m->raw.n; i++) {
+		struct proc_list *l = &m->raw.lists[i];
+		if (l->n)
+			qsort(l->items, l->n, sizeof(struct fr_ev_nccl), cmp_raw);
 		struct nccl_rank *ranks = realloc(r->ranks, (r->n_ranks + 1) * sizeof(*ranks));
 		if (!ranks)
 			goto out;
 		r->ranks = ranks;
 		struct nccl_rank *rk = &ranks[r->n_ranks++];
 		memset(rk, 0, sizeof(*rk));
-		rk->file_index = m->raw[i].file_index;
-		rk->pid = m->raw[i].ev.c.pid;
+		rk->file_index = l->file_index;
+		rk->pid = l->pid;
 		int32_t init_rank;
-		if (build_rank(&b, &m->raw[i], j - i, rk, &init_rank))
+		if (build_rank(&b, l->items, l->n, rk, &init_rank))
 			goto out;
+		proc_list_release(l); /* the rank's calls hold it now */
 		const struct trace_file *f = trace_set_file(ts, rk->file_index);
 		const struct ts_process *p = f ? trace_file_process(f, rk->pid) : NULL;
 		rk->host = f ? f->hdr.host : "";
@@ -204,7 +201,6 @@ int nccl_build_ranks(struct model_nccl *m, struct trace_set *ts)
 		rk->rank_from_env = p && p->rank >= 0;
 		rk->local_rank = p ? p->local_rank : -1;
 		rk->world_size = p ? p->world_size : -1;
-		i = j;
 	}
 	if (r->n_ranks)
 		qsort(r->ranks, r->n_ranks, sizeof(*r->ranks), cmp_rank);

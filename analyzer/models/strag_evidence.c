@@ -53,23 +53,17 @@ static long in_segment(const struct segment *seg, size_t n, uint64_t ts)
 	return lo < n && seg[lo].begin_ns <= ts ? (long)lo : -1;
 }
 
+/* One process's samples and system calls in time order (stable: those at
+ * the same instant keep the order they were recorded in). */
 static int cmp_sample(const void *a, const void *b)
 {
 	const struct cpu_sample *x = a, *y = b;
-	if (x->file_index != y->file_index)
-		return x->file_index < y->file_index ? -1 : 1;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
 	return (x->ts_ns > y->ts_ns) - (x->ts_ns < y->ts_ns);
 }
 
 static int cmp_syscall(const void *a, const void *b)
 {
 	const struct syscall_ev *x = a, *y = b;
-	if (x->file_index != y->file_index)
-		return x->file_index < y->file_index ? -1 : 1;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
 	return (x->ts_ns > y->ts_ns) - (x->ts_ns < y->ts_ns);
 }
 
@@ -190,10 +184,6 @@ int strag_evidence(struct model_stragglers *m, struct trace_set *ts, struct frec
 	int rc = -1;
 	if (!(e.sym = trace_set_symbolizer(ts, err)))
 		goto done;
-	if (m->n_samples)
-		qsort(m->samples, m->n_samples, sizeof(*m->samples), cmp_sample);
-	if (m->n_syscalls)
-		qsort(m->syscalls, m->n_syscalls, sizeof(*m->syscalls), cmp_syscall);
 	double cand_wall = 0, cand_on = 0, others_wall = 0, others_on = 0;
 	size_t others = 0;
 	for (size_t ri = 0; ri < nc->n_ranks; ri++) {
@@ -210,22 +200,17 @@ int strag_evidence(struct model_stragglers *m, struct trace_set *ts, struct frec
 		for (size_t s = 0; s < n_seg; s++)
 			wall += (double)(seg[s].end_ns - seg[s].begin_ns);
 		/* CPU samples of this process in its segments */
-		struct cpu_sample key = { rk->file_index, rk->pid, 0, 0 };
-		size_t lo = 0, hi = m->n_samples;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (cmp_sample(&m->samples[mid], &key) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		struct proc_list *sl = proc_lists_find(&m->samples, rk->file_index, rk->pid);
+		const struct cpu_sample *samples = sl ? sl->items : NULL;
+		size_t n_samples = samples ? sl->n : 0;
+		if (n_samples)
+			qsort(sl->items, n_samples, sizeof(*samples), cmp_sample);
 		uint64_t in = 0;
-		for (size_t i = lo; i < m->n_samples && m->samples[i].file_index == rk->file_index &&
-				    m->samples[i].pid == rk->pid; i++) {
-			if (in_segment(seg, n_seg, m->samples[i].ts_ns) < 0)
+		for (size_t i = 0; i < n_samples; i++) {
+			if (in_segment(seg, n_seg, samples[i].ts_ns) < 0)
 				continue;
 			in++;
-			if (count_frames(&e, rk, m->samples[i].stack_id, is_cand))
+			if (count_frames(&e, rk, samples[i].stack_id, is_cand))
 				goto oom;
 		}
 		double on = (double)in * sample_period_ns(trace_set_file(ts, rk->file_index));
@@ -240,18 +225,13 @@ int strag_evidence(struct model_stragglers *m, struct trace_set *ts, struct frec
 			others++;
 		}
 		/* system calls entered in its segments */
-		struct syscall_ev skey = { rk->file_index, rk->pid, 0, 0, 0 };
-		lo = 0, hi = m->n_syscalls;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (cmp_syscall(&m->syscalls[mid], &skey) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (size_t i = lo; i < m->n_syscalls && m->syscalls[i].file_index == rk->file_index &&
-				    m->syscalls[i].pid == rk->pid; i++) {
-			const struct syscall_ev *sc = &m->syscalls[i];
+		struct proc_list *cl = proc_lists_find(&m->syscalls, rk->file_index, rk->pid);
+		const struct syscall_ev *calls = cl ? cl->items : NULL;
+		size_t n_calls = calls ? cl->n : 0;
+		if (n_calls)
+			qsort(cl->items, n_calls, sizeof(*calls), cmp_syscall);
+		for (size_t i = 0; i < n_calls; i++) {
+			const struct syscall_ev *sc = &calls[i];
 			if (in_segment(seg, n_seg, sc->ts_ns) < 0)
 				continue;
 			struct sc_total *t = sc_slot(&sct, &n_sct, sc->nr);

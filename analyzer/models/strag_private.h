@@ -18,19 +18,18 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "model_stragglers.h"
+#include "proc_lists.h"
 
 struct trace_set;
 
+/* What the evidence keeps of each CPU sample and system call, in a list
+ * per process (proc_lists.h). */
 struct cpu_sample {
-	uint32_t file_index;
-	uint32_t pid;
 	uint64_t ts_ns;
 	uint32_t stack_id;
 };
 
 struct syscall_ev {
-	uint32_t file_index;
-	uint32_t pid;
 	uint64_t ts_ns;
 	uint64_t duration_ns;
 	uint32_t nr;
@@ -38,10 +37,8 @@ struct syscall_ev {
 
 struct model_stragglers {
 	void *nccl;
-	struct cpu_sample *samples;
-	size_t n_samples, cap_samples;
-	struct syscall_ev *syscalls;
-	size_t n_syscalls, cap_syscalls;
+	struct proc_lists samples;  /* struct cpu_sample */
+	struct proc_lists syscalls; /* struct syscall_ev */
 	struct stragglers_result result;
 };
 

@@ -75,6 +75,7 @@ int strag_verdict(struct stragglers_result *r)
 	double *tmp = malloc((nc->n_members + nc->n_instances + 1) * sizeof(double));
 	int64_t *ready = malloc((n_ranks ? n_ranks : 1) * sizeof(int64_t));
 	uint32_t *n_seen = NULL;
+	size_t *rank_at = NULL;   /* where each rank's lateness values end in tmp */
 	uint32_t *n_latest = NULL;
 	if (!iv || !late || !late_rank || !tmp || !ready)
 		goto out;
@@ -130,12 +131,21 @@ int strag_verdict(struct stragglers_result *r)
 	}
 	r->complete_collectives = n_iv;
 	r->verdict_collectives = n_cls;
-	for (size_t ri = 0; ri < n_ranks; ri++) {
-		size_t k = 0;
-		for (size_t j = 0; j < n_late; j++)
-			if (late_rank[j] == ri)
-				tmp[k++] = late[j];
-		r->rows[ri].median_lateness_ms = strag_median(tmp, k);
+	/* each rank's lateness values, grouped by rank in one pass (in the
+	 * order they came: a rank's median reads the same array as ever) */
+	if (!(rank_at = calloc(n_ranks + 1, sizeof(*rank_at))))
+		goto out;
+	for (size_t j = 0; j < n_late; j++)
+		if (late_rank[j] < n_ranks)
+			rank_at[late_rank[j] + 1]++;
+	for (size_t ri = 0; ri < n_ranks; ri++)
+		rank_at[ri + 1] += rank_at[ri];
+	for (size_t j = 0; j < n_late; j++)
+		if (late_rank[j] < n_ranks)
+			tmp[rank_at[late_rank[j]]++] = late[j];
+	for (size_t ri = 0, from = 0; ri < n_ranks; ri++) {
+		r->rows[ri].median_lateness_ms = strag_median(tmp + from, rank_at[ri] - from);
+		from = rank_at[ri];
 	}
 	if (n_ranks < 2) {
 		why(r, "fewer than two ranks made NCCL calls");
@@ -245,5 +255,6 @@ out:
 	free(ready);
 	free(n_seen);
 	free(n_latest);
+	free(rank_at);
 	return rc;
 }

@@ -11,13 +11,18 @@ process, measured with wait4 (wall time and that process's own peak RSS):
   stragglers --json     (and whether it names the straggler: printed only)
   report -o FILE
   sqlite -o FILE --force
+each with every --jobs N of --jobs (default 1,2: the serial path, then two
+threads decompressing ahead), and whether the output is the same for every
+N (it must be).  CPU is the process's user + system time (wait4): on a
+shared machine wall time also counts the other processes.
 Growth: the ratio of each number between successive rank counts; with 4x
 the ranks, 4.0 is linear.
 
 usage: tests/bench/bench_ranks.py [--build build] [--ranks 64,256,1024]
                                   [--ranks-per-node 8] [--steps 200]
-                                  [--late-ms 10] [--out DIR]
+                                  [--late-ms 10] [--jobs 1,2] [--out DIR]
 """
+import filecmp
 import argparse
 import json
 import os
@@ -27,7 +32,7 @@ import time
 
 
 def run_measured(cmd, stdout_path):
-    """Runs cmd in a fresh process; returns (wall_s, peak_rss_kib, rc)."""
+    """Runs cmd in a fresh process; returns (wall_s, peak_rss_kib, rc, cpu_s)."""
     with open(stdout_path, "w") as out, open(stdout_path + ".err", "w") as err:
         t0 = time.monotonic()
         p = subprocess.Popen(cmd, stdout=out, stderr=err)
@@ -37,7 +42,7 @@ def run_measured(cmd, stdout_path):
     if p.returncode != 0:
         with open(stdout_path + ".err") as f:
             print("FAILED (%d): %s\n%s" % (p.returncode, " ".join(cmd), f.read()), file=sys.stderr)
-    return wall, ru.ru_maxrss, p.returncode  # ru_maxrss: KiB on Linux
+    return wall, ru.ru_maxrss, p.returncode, ru.ru_utime + ru.ru_stime  # ru_maxrss: KiB
 
 
 def straggler_named(json_path):
@@ -60,6 +65,7 @@ def main():
     ap.add_argument("--ranks-per-node", type=int, default=8)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--late-ms", type=float, default=10)
+    ap.add_argument("--jobs", default="1,2", help="comma-separated --jobs values")
     ap.add_argument("--out", default="/tmp/flightrec-bench-ranks")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
@@ -69,6 +75,7 @@ def main():
         if not os.access(exe, os.X_OK):
             sys.exit("bench_ranks: %s not built (cmake --build %s)" % (exe, a.build))
     counts = [int(x) for x in a.ranks.split(",") if x]
+    jobs_list = [int(x) for x in a.jobs.split(",") if x]
 
     results = []
     rows = []
@@ -87,55 +94,70 @@ def main():
         print("generated %d ranks: %d files, %.1f MiB in %.1f s" % (n, len(files), mib, gen_s))
         entry = {"ranks": n, "files": len(files), "trace_mib": mib, "generate_s": gen_s,
                  "straggler": straggler, "commands": {}}
-        cmds = [("stragglers", [analyze, "stragglers"] + files + ["--json"], os.path.join(d, "stragglers.json")),
-                ("report", [analyze, "report"] + files + ["-o", os.path.join(d, "report.html")], None),
-                ("sqlite", [analyze, "sqlite"] + files + ["-o", os.path.join(d, "trace.db"), "--force"], None)]
-        for name, cmd, stdout_path in cmds:
-            wall, rss_kib, rc = run_measured(cmd, stdout_path or os.path.join(d, name + ".out"))
-            c = {"wall_s": wall, "peak_rss_mib": rss_kib / 1024, "rc": rc, "s_per_rank": wall / n}
+        cmds = []
+        for j in jobs_list:
+            jj = ["--jobs", str(j)]
+            cmds += [("stragglers", j, [analyze, "stragglers"] + files + ["--json"] + jj,
+                      os.path.join(d, "stragglers-j%d.json" % j)),
+                     ("report", j, [analyze, "report"] + files + ["-o", os.path.join(d, "report-j%d.html" % j)] + jj,
+                      os.path.join(d, "report-j%d.html" % j)),
+                     ("sqlite", j, [analyze, "sqlite"] + files + ["-o", os.path.join(d, "trace-j%d.db" % j), "--force"] + jj,
+                      os.path.join(d, "trace-j%d.db" % j))]
+        for name, j, cmd, result_path in cmds:
+            stdout_path = result_path if name == "stragglers" else os.path.join(d, "%s-j%d.out" % (name, j))
+            wall, rss_kib, rc, cpu = run_measured(cmd, stdout_path)
+            c = {"jobs": j, "wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss_kib / 1024, "rc": rc,
+                 "s_per_rank": wall / n}
+            first = os.path.join(d, os.path.basename(result_path).replace("-j%d" % j, "-j%d" % jobs_list[0]))
+            c["same_as_jobs_%d" % jobs_list[0]] = filecmp.cmp(first, result_path, shallow=False)
             if name == "stragglers":
                 named = straggler_named(stdout_path)
                 c["straggler_named"] = named
                 c["straggler_right"] = named == straggler
                 print("  stragglers names rank %s (expected %d): %s" %
                       (named, straggler, "right" if named == straggler else "WRONG"))
-            entry["commands"][name] = c
-            rows.append((n, len(files), mib, name, c))
+            key = "%s@j%d" % (name, j)
+            entry["commands"][key] = c
+            rows.append((n, len(files), mib, key, c))
         results.append(entry)
 
     print()
-    print("%6s %6s %9s  %-11s %8s %13s %12s" %
-          ("ranks", "files", "trace MiB", "command", "wall s", "peak RSS MiB", "s per rank"))
+    print("%6s %6s %9s  %-14s %8s %8s %13s %12s %5s" %
+          ("ranks", "files", "trace MiB", "command", "wall s", "CPU s", "peak RSS MiB", "s per rank",
+           "same"))
     for n, nfiles, mib, name, c in rows:
-        print("%6d %6d %9.1f  %-11s %8.2f %13.1f %12.5f" %
-              (n, nfiles, mib, name, c["wall_s"], c["peak_rss_mib"], c["s_per_rank"]))
+        print("%6d %6d %9.1f  %-14s %8.2f %8.2f %13.1f %12.5f %5s" %
+              (n, nfiles, mib, name, c["wall_s"], c["cpu_s"], c["peak_rss_mib"], c["s_per_rank"],
+               "yes" if c["same_as_jobs_%d" % jobs_list[0]] else "NO"))
 
     growth = []
     if len(results) > 1:
         print()
         print("growth (x ranks: %s)" % ", ".join("%d/%d" % (b["ranks"], p["ranks"])
                                                   for p, b in zip(results, results[1:])))
-        print("%-11s %-8s %s" % ("command", "of", "ratios (ranks ratio, then each number's)"))
+        print("%-14s %-8s %s" % ("command", "of", "ratios (ranks ratio, then each number's)"))
         for p, b in zip(results, results[1:]):
             g = {"from": p["ranks"], "to": b["ranks"], "ranks": b["ranks"] / p["ranks"],
                  "trace_mib": ratio(p["trace_mib"], b["trace_mib"]), "commands": {}}
             for name in b["commands"]:
                 pc, bc = p["commands"][name], b["commands"][name]
                 g["commands"][name] = {"wall_s": ratio(pc["wall_s"], bc["wall_s"]),
+                                       "cpu_s": ratio(pc["cpu_s"], bc["cpu_s"]),
                                        "peak_rss_mib": ratio(pc["peak_rss_mib"], bc["peak_rss_mib"])}
             growth.append(g)
         fmt = lambda x: "%.2f" % x if x else "?"
         for g in growth:
             label = "%d/%d" % (g["to"], g["from"])
-            print("%-11s %-8s ranks %.1f, trace MiB %s" % ("(input)", label, g["ranks"], fmt(g["trace_mib"])))
+            print("%-14s %-8s ranks %.1f, trace MiB %s" % ("(input)", label, g["ranks"], fmt(g["trace_mib"])))
             for name, c in g["commands"].items():
-                print("%-11s %-8s wall %s, peak RSS %s" % (name, label, fmt(c["wall_s"]), fmt(c["peak_rss_mib"])))
+                print("%-14s %-8s wall %s, CPU %s, peak RSS %s" % (name, label, fmt(c["wall_s"]), fmt(c["cpu_s"]),
+                                                                 fmt(c["peak_rss_mib"])))
 
     out = os.path.join(build, "bench")
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "ranks.json")
     with open(path, "w") as f:
-        json.dump({"ranks_per_node": a.ranks_per_node, "steps": a.steps, "late_ms": a.late_ms,
+        json.dump({"ranks_per_node": a.ranks_per_node, "steps": a.steps, "late_ms": a.late_ms, "jobs": jobs_list,
                    "runs": results, "growth": growth}, f, indent=1)
     print("results: " + path)
 
