@@ -114,6 +114,10 @@ enum fr_syscall_flags {
 	FR_SYSCALL_HAS_BYTES = 1 << 1, /* count is the requested byte count */
 };
 
+/* System call numbers whose ring-full losses the kernel counts one by one
+ * (map fr_sys_drops_by_nr, a u64 per CPU per number; FR_REC_SYSCALL_DROPS). */
+#define FR_SYSCALL_DROP_NRS 512
+
 /* One completed system call; ts_ns is the entry time. */
 struct fr_ev_syscall {
 	struct fr_ev_common c;

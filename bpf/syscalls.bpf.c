@@ -21,6 +21,17 @@ struct {
 	__type(value, __u32);
 } fr_sys_tick SEC(".maps");
 
+/* Calls lost to a full ring, per call number: the family's drop counter
+ * cannot say which calls were lost, and a process makes calls of every
+ * kind, so "every read was recorded or counted" needs the number.  Numbers
+ * from FR_SYSCALL_DROP_NRS up are counted in the family's drops only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FR_SYSCALL_DROP_NRS);
+	__type(key, __u32);
+	__type(value, __u64);
+} fr_sys_drops_by_nr SEC(".maps");
+
 static __always_inline bool syscall_wants_stack(__u64 dur)
 {
 	if (!fr_syscall_stacks)
@@ -178,7 +189,12 @@ int BPF_PROG(fr_sys_exit, struct pt_regs *regs, long ret)
 	e.count = (ent->sc_flags & FR_SYSCALL_HAS_BYTES) ? ent->arg2 : 0;
 	e._pad = 0;
 	bpf_map_delete_elem(&fr_sys_inflight, &tid);
-	fr_emit(ctx, &e, sizeof(e), FR_PROBE_SYSCALLS,
-		syscall_wants_stack(dur) ? FR_STACK_USER : FR_STACK_NO);
+	if (fr_emit(ctx, &e, sizeof(e), FR_PROBE_SYSCALLS,
+		    syscall_wants_stack(dur) ? FR_STACK_USER : FR_STACK_NO) == 0)
+		return 0;
+	__u32 nr = e.nr;
+	__u64 *lost = nr < FR_SYSCALL_DROP_NRS ? bpf_map_lookup_elem(&fr_sys_drops_by_nr, &nr) : 0;
+	if (lost)
+		*lost += 1; /* per CPU: a program nested on this CPU is not a syscall exit */
 	return 0;
 }

@@ -58,6 +58,8 @@ enum fr_meta_type {
 				     flight-recorder snapshot holds */
 	FR_REC_INFLIGHT = 0x11a,  /* struct fr_rec_inflight + calls[]: calls entered and not
 				     returned when the recorder looked */
+	FR_REC_SYSCALL_DROPS = 0x11b, /* struct fr_rec_syscall_drops + counts[]: the
+					 syscalls family's ring-full losses per call number */
 };
 
 struct fr_rec_hdr {
@@ -407,6 +409,25 @@ struct fr_rec_inflight {
 	fr_u32 _pad;
 };
 FR_STATIC_ASSERT(sizeof(struct fr_rec_inflight) == 24, "fr_rec_inflight");
+
+/* The syscalls family's events lost to a full ring, per call number (the
+ * per-probe drop count cannot say which calls were lost), cumulative since
+ * start; only numbers with losses are listed.  Written at the end of the
+ * recording, after the probes are gone; the latest ts_ns wins. */
+struct fr_rec_syscall_drops {
+	struct fr_rec_hdr h;
+	fr_u64 ts_ns;      /* CLOCK_MONOTONIC when the counters were read */
+	fr_u32 n;          /* struct fr_syscall_drop entries that follow */
+	fr_u32 _pad;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_rec_syscall_drops) == 24, "fr_rec_syscall_drops");
+
+struct fr_syscall_drop {
+	fr_u32 nr;         /* x86-64 system call number, < FR_SYSCALL_DROP_NRS */
+	fr_u32 _pad;
+	fr_u64 count;      /* completed calls whose event the full ring lost */
+};
+FR_STATIC_ASSERT(sizeof(struct fr_syscall_drop) == 16, "fr_syscall_drop");
 
 /* A clock anchor: the same instant read on both clocks. */
 struct fr_rec_clock {

@@ -31,6 +31,7 @@
 #include "ring_mode.h"
 #include "stack_table.h"
 #include "sym_collector.h"
+#include "syscall_drops.h"
 
 #ifndef FLIGHTREC_VERSION
 #define FLIGHTREC_VERSION "0.1.0"
@@ -360,15 +361,19 @@ static bool writer_stopped(struct recording *r)
 	return true;
 }
 
+static void write_inflight(struct recording *r);
+
 /* SIGUSR2: a snapshot in ring mode; otherwise every chunk being built is
  * sealed and handed to the writer, so the file holds what was recorded up
- * to now (a recorder killed later loses nothing before this). */
+ * to now (a recorder killed later loses nothing before this), with the
+ * calls in flight now: a hang is named from the file as it stands. */
 static void on_sigusr2(struct recording *r)
 {
 	if (r->ring) {
 		ring_mode_signal(&r->ring_mode, mono_ns());
 		return;
 	}
+	write_inflight(r);
 	int late = drain_flush_sync(&r->drain, 2000000000ull) |
 		   proc_track_flush_sync(&r->track, 5000000000ull);
 	/* and written: the writer's queue empties within seconds (a disk that
@@ -412,6 +417,9 @@ static int finish(struct recording *r, uint64_t start_ns)
 	else
 		write_inflight(r);
 	bpf_probes_detach(&r->probes);
+	/* the probes are gone: the per-number counts are final */
+	if (!r->ring)
+		syscall_drops_write(&r->probes, r->writer, mono_ns());
 	if (r->drain_running)
 		drain_stop(&r->drain);
 	if (r->track_running)

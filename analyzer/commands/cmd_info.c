@@ -72,9 +72,45 @@ static void info_losses_text(const struct trace_file *f, FILE *out)
 		if (trace_file_drop_window(f, &d[i], &first, &last))
 			snprintf(when, sizeof(when), "%.3f-%.3f s", first, last);
 		fprintf(out, "    %-16.16s %-12s %12" PRIu64 "  %-6s %s\n", d[i].probe,
-			fr_drop_reason_name(d[i].reason), d[i].count,
-			FR_DROP_LOSES_EVENT(d[i].reason) ? "event" : "stack", when);
+			fr_drop_reason_name(d[i].reason), d[i].count, out_drop_unit(&d[i]), when);
 	}
+}
+
+static const char *syscall_label(uint32_t nr, char *buf, size_t len);
+
+/* The syscalls family's ring-full losses by call number: with the calls
+ * recorded, how many of one kind the job made, exactly. */
+static void info_syscall_drops_text(const struct trace_file *f, FILE *out)
+{
+	uint32_t n = 0;
+	const struct fr_syscall_drop *d = trace_file_syscall_drops(f, &n);
+	if (!d)
+		return;
+	fprintf(out, "\n  syscalls lost to a full ring, by call:\n");
+	for (uint32_t i = 0; i < n; i++) {
+		char lbl[40];
+		fprintf(out, "    %-24s %12" PRIu64 "\n", syscall_label(d[i].nr, lbl, sizeof(lbl)),
+			d[i].count);
+	}
+}
+
+static void info_syscall_drops_json(const struct trace_file *f, FILE *out)
+{
+	uint32_t n = 0;
+	const struct fr_syscall_drop *d = trace_file_syscall_drops(f, &n);
+	fprintf(out, ",\"syscall_drops\":");
+	if (!f->has_syscall_drops) {
+		fprintf(out, "null");
+		return;
+	}
+	fputc('[', out);
+	for (uint32_t i = 0; d && i < n; i++) {
+		char lbl[40];
+		fprintf(out, "%s{\"nr\":%u,\"name\":", i ? "," : "", d[i].nr);
+		out_json_str(out, syscall_label(d[i].nr, lbl, sizeof(lbl)));
+		fprintf(out, ",\"count\":%" PRIu64 "}", d[i].count);
+	}
+	fputc(']', out);
 }
 
 static const char *syscall_label(uint32_t nr, char *buf, size_t len)
@@ -196,6 +232,7 @@ static void info_text(struct trace_file *f, uint32_t file_index, const void *sys
 	}
 	free(pr.probes);
 	info_losses_text(f, out);
+	info_syscall_drops_text(f, out);
 
 	struct syscall_stat top[INFO_TOP_SYSCALLS];
 	size_t n_top = syscalls ? model_syscalls_top(syscalls, file_index, top, INFO_TOP_SYSCALLS) : 0;
@@ -326,6 +363,7 @@ static void info_json(struct trace_file *f, uint32_t file_index, const void *sys
 		drops += pr.probes[i].drops;
 	fprintf(out, ",\"drops\":%" PRIu64 ",\"losses\":", drops);
 	out_json_losses(out, f);
+	info_syscall_drops_json(f, out);
 	fprintf(out, ",\"recorder_cpu_user_ns\":%" PRIu64 ",\"recorder_cpu_sys_ns\":%" PRIu64,
 		pr.cpu_user_ns, pr.cpu_sys_ns);
 	free(pr.probes);

@@ -117,6 +117,7 @@ static void trace_file_free(struct trace_file *f)
 	}
 	free(f->stats_probes);
 	free(f->stats_drops);
+	free(f->syscall_drops);
 	free(f->inflight);
 	free(f->clock_pairs);
 	hmap_free(&f->env_by_pid);
@@ -492,6 +493,12 @@ const struct fr_drop_count *trace_file_drops(const struct trace_file *f, uint32_
 		return frec_end_drops(f->reader, n);
 	*n = f->n_stats_drops;
 	return f->n_stats_drops ? f->stats_drops : NULL;
+}
+
+const struct fr_syscall_drop *trace_file_syscall_drops(const struct trace_file *f, uint32_t *n)
+{
+	*n = f->n_syscall_drops;
+	return f->n_syscall_drops ? f->syscall_drops : NULL;
 }
 
 const char *trace_file_stopped(const struct trace_file *f, char *buf, size_t len)

@@ -236,6 +236,13 @@ struct trace_file {
 	struct fr_drop_count *stats_drops; /* losses per (probe, reason) */
 	uint32_t n_stats_drops;
 
+	/* FR_REC_SYSCALL_DROPS: the syscalls family's ring-full losses per call
+	 * number (the latest record), in nr order; has_ 0 when none */
+	int has_syscall_drops;
+	uint64_t syscall_drops_ts_ns;
+	struct fr_syscall_drop *syscall_drops;
+	uint32_t n_syscall_drops;
+
 	/* RDMA port counters, summed per name (model_rdma.c reports them) */
 	struct ts_rdma_counter *rdma_counters;
 	size_t n_rdma_counters;
@@ -338,6 +345,10 @@ const struct fr_drop_count *trace_file_drops(const struct trace_file *f, uint32_
  * 1, or 0 when the recorder could not tell. */
 int trace_file_drop_window(const struct trace_file *f, const struct fr_drop_count *d,
 			   double *first_s, double *last_s);
+/* The syscalls family's ring-full losses per call number, in nr order;
+ * NULL (n = 0) when the file has no FR_REC_SYSCALL_DROPS record (an older
+ * recorder, a killed one, a snapshot, no syscalls probe) or it lists none. */
+const struct fr_syscall_drop *trace_file_syscall_drops(const struct trace_file *f, uint32_t *n);
 int trace_file_damaged(const struct trace_file *f);
 /* "stopped early: disk full at 12.345 s ..." when the recorder could not
  * write the whole recording (the file is valid up to there), else NULL. */

@@ -264,6 +264,50 @@ static int decode_inflight(const struct ts_where *w, const uint8_t *p, uint32_t 
 	return 0;
 }
 
+static int by_nr(const void *a, const void *b)
+{
+	const struct fr_syscall_drop *x = a, *y = b;
+	return (x->nr > y->nr) - (x->nr < y->nr);
+}
+
+/* The syscalls family's losses per call number: the latest record wins
+ * (the counts are cumulative).  A number listed twice, or one the kernel
+ * never counts, is damage, not a count to add up. */
+static int decode_syscall_drops(const struct ts_where *w, const uint8_t *p, uint32_t size,
+				struct frec_error *err)
+{
+	struct trace_file *f = w->f;
+	struct fr_rec_syscall_drops r;
+	memcpy(&r, p, sizeof(r));
+	if ((uint64_t)r.n * sizeof(struct fr_syscall_drop) > size - sizeof(r)) {
+		PROBLEM(w, "syscall_drops: %u counts do not fit in the record (%u bytes)", r.n, size);
+		return 0;
+	}
+	if (f->has_syscall_drops && r.ts_ns < f->syscall_drops_ts_ns)
+		return 0; /* an older reading */
+	struct fr_syscall_drop *counts = NULL;
+	if (r.n) {
+		if (!(counts = malloc((size_t)r.n * sizeof(*counts))))
+			return ts_oom(err, w);
+		memcpy(counts, p + sizeof(r), (size_t)r.n * sizeof(*counts));
+		qsort(counts, r.n, sizeof(*counts), by_nr);
+		for (uint32_t i = 0; i < r.n; i++) {
+			if (counts[i].nr >= FR_SYSCALL_DROP_NRS || (i && counts[i].nr == counts[i - 1].nr)) {
+				PROBLEM(w, "syscall_drops: call number %u is %s", counts[i].nr,
+					counts[i].nr >= FR_SYSCALL_DROP_NRS ? "out of range" : "listed twice");
+				free(counts);
+				return 0;
+			}
+		}
+	}
+	free(f->syscall_drops);
+	f->syscall_drops = counts;
+	f->n_syscall_drops = r.n;
+	f->syscall_drops_ts_ns = r.ts_ns;
+	f->has_syscall_drops = 1;
+	return 0;
+}
+
 static int sym_cmp(const void *a, const void *b)
 {
 	const struct ts_symbol *x = a, *y = b;
@@ -631,6 +675,8 @@ int ts_decode_meta(const struct ts_where *w, uint16_t type, const uint8_t *p, ui
 		return decode_python(w, p, err);
 	case FR_REC_INFLIGHT:
 		return decode_inflight(w, p, size, err);
+	case FR_REC_SYSCALL_DROPS:
+		return decode_syscall_drops(w, p, size, err);
 	case FR_REC_SNAPSHOT:
 		return decode_snapshot(w, p, size, err);
 	}

@@ -125,6 +125,16 @@ void out_html_text(FILE *f, const char *str)
 }
 
 
+const char *out_drop_unit(const struct fr_drop_count *d)
+{
+	if (!FR_DROP_LOSES_EVENT(d->reason))
+		return "stack";
+	/* the hold counts what it could not hold, not the events it missed */
+	if (d->reason == FR_DROP_NOT_ATTACHED)
+		return !strncmp(d->probe, "rdma", sizeof(d->probe)) ? "qp_or_context" : "dlopen";
+	return "event";
+}
+
 void out_json_losses(FILE *f, const struct trace_file *tf)
 {
 	uint32_t n = 0;
@@ -139,7 +149,7 @@ void out_json_losses(FILE *f, const struct trace_file *tf)
 		fprintf(f, ",\"reason\":");
 		out_json_str(f, fr_drop_reason_name(d[i].reason));
 		fprintf(f, ",\"count\":%" PRIu64 ",\"lost\":\"%s\"", d[i].count,
-			FR_DROP_LOSES_EVENT(d[i].reason) ? "event" : "stack");
+			out_drop_unit(&d[i]));
 		double first, last;
 		if (trace_file_drop_window(tf, &d[i], &first, &last))
 			fprintf(f, ",\"first_s\":%.6f,\"last_s\":%.6f", first, last);

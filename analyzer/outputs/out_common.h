@@ -18,6 +18,7 @@
 #include "events.h"
 
 struct trace_set;
+struct fr_drop_count;
 struct trace_file;
 
 /* Common clock: aligned_ns = event ts (CLOCK_MONOTONIC of its node) +
@@ -47,8 +48,12 @@ const char *out_iso_time(uint64_t realtime_ns, char *buf, size_t len);
  * and every one of < > & ' escaped as \uXXXX, so the text can sit inside an
  * HTML <script> element; invalid UTF-8 becomes U+FFFD. */
 void out_json_str(FILE *f, const char *s);
+/* What one unit of a loss count is: "event" (an event lost whole),
+ * "stack" (an event kept without its stack), or "qp_or_context" (rdma's
+ * not_attached: QPs and contexts whose early work may be missing). */
+const char *out_drop_unit(const struct fr_drop_count *d);
 /* The file's losses per (probe, reason) as a JSON array: probe, reason,
- * count, lost ("event" or "stack"), first_s/last_s (seconds since the
+ * count, lost (out_drop_unit), first_s/last_s (seconds since the
  * recording's start; null when the recorder could not tell). */
 void out_json_losses(FILE *f, const struct trace_file *tf);
 /* Text content for HTML, SVG or XML: markup characters and everything

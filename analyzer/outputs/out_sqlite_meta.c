@@ -213,7 +213,7 @@ static int write_drops_damage(struct out_sqlite *o, struct trace_set *ts)
 			bi(dr, 1, (int64_t)i);
 			bt(dr, 2, probe);
 			bt(dr, 3, fr_drop_reason_name(d->reason));
-			bt(dr, 4, FR_DROP_LOSES_EVENT(d->reason) ? "event" : "stack");
+			bt(dr, 4, out_drop_unit(d));
 			bu(dr, 5, d->count);
 			if (trace_file_drop_window(f, d, &first, &last)) {
 				sqlite3_bind_double(dr, 6, first);

@@ -653,7 +653,7 @@ static void drops_section(const struct summary_input *in, const struct summary_l
 				continue;
 			char probe[17];
 			snprintf(probe, sizeof(probe), "%.16s", d[k].probe);
-			const char *lost = FR_DROP_LOSES_EVENT(d[k].reason) ? "event" : "stack";
+			const char *lost = out_drop_unit(&d[k]);
 			if (md) {
 				fprintf(out, "- %s%s%s %s: %" PRIu64 " (%s lost)\n", n > 1 ? host_of(ts, i) : "",
 					n > 1 ? ": " : "", probe, fr_drop_reason_name(d[k].reason),

@@ -53,6 +53,8 @@ static const struct frec_schema_entry metadata[] = {
 	  "suppressed:u32,pid:u32,detail_len:u32,detail:var" },
 	{ FR_REC_INFLIGHT, 1, sizeof(struct fr_rec_inflight), "inflight",
 	  "seen_ns:u64,n:u32,_pad:u32,calls:var" },
+	{ FR_REC_SYSCALL_DROPS, 1, sizeof(struct fr_rec_syscall_drops), "syscall_drops",
+	  "ts_ns:u64,n:u32,_pad:u32,counts:var" },
 };
 
 #define MAX_RECORDS 64

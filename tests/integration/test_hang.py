@@ -15,10 +15,14 @@ others wait for it until the recordings are stopped with SIGINT.
 In each, `stragglers --json` over both files, and over nodeA.frec alone (the
 culprit's node holds nothing in flight, or no trace at all), gives
 {"op":"AllReduce","seq":3,"waiting_ranks":[0,1,2],"missing_ranks":[3]}, and
-the text output says it in one line.  The recordings stop once every waiting
-rank has said it is about to wait (nccl_train prints it just before the
-call or the wait), plus MARGIN_S: assertions are about who and what, never
-about how long.  Not a test of the rule's arithmetic
+the text output says it in one line.  The recordings stop once the hang
+can be read from them: after every waiting rank has said it is about to
+wait (nccl_train prints it just before the call or the wait), the test
+asks both recorders to write what they hold (SIGUSR2: the chunks and the
+calls in flight now) and runs `stragglers --json` on the files as they
+stand, again until it names the hang (a timeout only fails the test).  A
+look later than one that named it can only show a longer wait, so the
+assertions are about who and what, never about how long.  Not a test of the rule's arithmetic
 (tests/unit/test_analyzer_hang.c) nor of the stand-ins
 (samples/nccl/test_nccl_train.sh, samples/cudart/test_cudart_standin.c)."""
 import json
@@ -35,11 +39,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frtest  # noqa: E402
 
 HANG_AT = 3
-# The analyzer reports a wait as a hang once it exceeds twice the longest
-# gap between the communicator's earlier collectives (~20 ms steps here);
-# seconds leave room for a slow machine.
-MARGIN_S = 3.0
+# only to fail: how long the job may take to hang, and the analyzer to see it
 START_TIMEOUT_S = 90.0
+HANG_SEEN_TIMEOUT_S = 120.0
 
 
 def free_port():
@@ -71,6 +73,41 @@ class Lines:
             return "".join(self.lines)
 
 
+def names_hang(files):
+    """Whether stragglers, on the files as they stand, names the planned
+    hang: over both files and over the waiting ranks' node alone."""
+    for subset in (files, files[:1]):
+        p = frtest.analyze("stragglers", "--json", *subset, check=False)
+        try:
+            hang = json.loads(p.stdout).get("hang")
+        except ValueError:
+            return False
+        if not hang or hang.get("seq") != HANG_AT or hang.get("waiting_ranks") != [0, 1, 2]:
+            return False
+    return True
+
+
+def wait_until_hang_seen(procs, files):
+    """SIGUSR2 to every recorder (each writes its chunks and the calls in
+    flight, then says so), then the analyzer on the files, until it names
+    the hang."""
+    deadline = time.monotonic() + HANG_SEEN_TIMEOUT_S
+    while True:
+        for _, p, lines in procs:
+            before = lines.count("SIGUSR2: ")
+            p.send_signal(signal.SIGUSR2)
+            while lines.count("SIGUSR2: ") == before:
+                if time.monotonic() > deadline or p.poll() is not None:
+                    raise AssertionError("a recorder did not write on SIGUSR2:\n" + lines.text())
+                time.sleep(0.05)
+        if names_hang(files):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError("the recordings never showed the hang:\n" +
+                                 frtest.analyze("stragglers", "--json", *files,
+                                                check=False).stdout)
+
+
 def record_hang(d, wait, asynchronous):
     """Records the hung job into nodeA.frec and nodeB.frec; returns their paths."""
     port = free_port()
@@ -81,6 +118,7 @@ def record_hang(d, wait, asynchronous):
     if asynchronous:
         env["FLIGHTREC_FAKE_NCCL_ASYNC"] = "1"
     procs = []
+    files = [os.path.join(d, "nodeA.frec"), os.path.join(d, "nodeB.frec")]
     for name, first, local in (("nodeA", 0, 3), ("nodeB", 3, 1)):
         cmd = [frtest.FLIGHTREC, "record", "-o", os.path.join(d, name + ".frec"),
                "--probes", "nccl,cuda", "--",
@@ -98,7 +136,7 @@ def record_hang(d, wait, asynchronous):
                 raise AssertionError("the job never hung as planned:\n" +
                                      "\n".join(lines.text() for _, _, lines in procs))
             time.sleep(0.05)
-        time.sleep(MARGIN_S)
+        wait_until_hang_seen(procs, files)
         # One node after the other, the waiting ranks' first: a recorder
         # stopped with SIGINT passes it on to its job, and the culprit's
         # death would end the others' wait (its peers see the connection
@@ -117,7 +155,6 @@ def record_hang(d, wait, asynchronous):
                 p.wait()
             lines.thread.join(timeout=10)
             p.stderr.close()
-    files = [os.path.join(d, "nodeA.frec"), os.path.join(d, "nodeB.frec")]
     for f in files:
         frtest.analyze("check", f)
     return files

@@ -52,11 +52,13 @@ def recorded_by_qp(trace):
 
 
 def rdma_losses(trace):
-    """{reason: count} of the rdma probe's event losses."""
+    """{reason: count} of the rdma probe's losses of events (not_attached
+    counts QPs and contexts whose work requests went unseen: its unit says
+    so, and it is a loss of events all the same)."""
     info = json.loads(frtest.analyze("info", "--json", trace).stdout)
     out = {}
     for loss in info["files"][0]["losses"]:
-        if loss["probe"] == "rdma" and loss["lost"] == "event":
+        if loss["probe"] == "rdma" and loss["lost"] in ("event", "qp_or_context"):
             out[loss["reason"]] = out.get(loss["reason"], 0) + loss["count"]
     return out
 

@@ -1,6 +1,7 @@
 """Other ways to pick what to record: --pid on a running process, --cgroup
 on a cgroup v2 directory (filtered in the kernel by cgroup id), and
 --duration."""
+import json
 import os
 import subprocess
 import time
@@ -20,18 +21,28 @@ class Targets(frtest.Case):
     def test_pid(self):
         d = frtest.workdir("target_pid")
         trace = os.path.join(d, "pid.frec")
-        work = subprocess.Popen([frtest.sample("cpu_split"), "4"], stdout=subprocess.DEVNULL)
+        # runs until killed: only --duration can end this recording (no
+        # signal is sent to the recorder, and the target does not exit)
+        work = subprocess.Popen([frtest.sample("cpu_split"), "3600"], stdout=subprocess.DEVNULL)
         try:
             time.sleep(0.3)
-            t0 = time.monotonic()
             frtest.record(trace, ["--probes", "cpu", "--duration", "1.5"], ["--pid", str(work.pid)])
-            self.assertLess(time.monotonic() - t0, 3.5, "--duration did not stop the recording")
+            self.assertIsNone(work.poll(), "the target ended: --duration was not what stopped "
+                                           "the recording")
         finally:
+            work.kill()
             work.wait()
+        info = json.loads(frtest.analyze("info", trace, "--json").stdout)["files"][0]
+        # closed cleanly, and not before the duration (measured on the
+        # trace's own clock; how much later depends on the machine's load)
+        self.assertTrue(info["complete"], info)
+        self.assertGreaterEqual(info["duration_ns"], 1_500_000_000, info)
         stacks = frtest.folded(trace, "--pid", str(work.pid))
         n = sum(v for f, v in stacks.items() if "run_rounds" in f)
-        # 1.5 s of a busy process: at least a third of 99 Hz even on a loaded machine
-        self.assertGreaterEqual(n, 50, stacks)
+        # how many samples depends on the CPU the machine gave it; that they
+        # are this process's rounds does not
+        self.assertGreater(n, 0, stacks)
+        self.assertGreaterEqual(n, 0.9 * sum(stacks.values()), stacks)
 
     def test_cgroup(self):
         root = cgroup2_root()
@@ -49,8 +60,9 @@ class Targets(frtest.Case):
             trace = os.path.join(d, "cg.frec")
             frtest.record(trace, ["--probes", "cpu", "--duration", "1.5"], ["--cgroup", cg])
             stacks = frtest.folded(trace)
-            # the point is the filter: samples of the process inside, none outside
-            self.assertGreaterEqual(sum(v for f, v in stacks.items() if "run_rounds" in f), 10, stacks)
+            # the point is the filter: samples of the process inside (how many
+            # depends on the CPU a loaded machine gives it), none outside
+            self.assertGreater(sum(v for f, v in stacks.items() if "run_rounds" in f), 0, stacks)
             self.assertFalse(any("burn" in f for f in stacks), "a process outside the cgroup was sampled")
         finally:
             for p in (inside, outside):

@@ -41,7 +41,7 @@ static void test_schema(void)
 		FR_REC_CLOCK, FR_REC_STATS, FR_REC_SCHEMA, FR_REC_THREAD,
 		FR_REC_PROC_ENV, FR_REC_ATTACH, FR_REC_RDMA_COUNTERS,
 		FR_REC_USTACK, FR_REC_UNWIND, FR_REC_PYCODE, FR_REC_PYTHON,
-		FR_REC_INFLIGHT, FR_REC_SNAPSHOT,
+		FR_REC_INFLIGHT, FR_REC_SNAPSHOT, FR_REC_SYSCALL_DROPS,
 	};
 	CHECK_EQ_U64(n, sizeof(every_type) / sizeof(every_type[0]));
 	for (size_t i = 0; i < sizeof(every_type) / sizeof(every_type[0]); i++)
@@ -95,6 +95,7 @@ static void test_field_offsets(void)
 		{ FR_EV_NCCL, "nranks", offsetof(struct fr_ev_nccl, nranks) },
 		{ FR_EV_NCCL, "seq", offsetof(struct fr_ev_nccl, seq) },
 		{ FR_REC_INFLIGHT, "n", offsetof(struct fr_rec_inflight, n) },
+		{ FR_REC_SYSCALL_DROPS, "n", offsetof(struct fr_rec_syscall_drops, n) },
 		{ FR_REC_SNAPSHOT, "oom_retry", offsetof(struct fr_rec_snapshot, oom_retry) },
 		{ FR_REC_SNAPSHOT, "detail_len", offsetof(struct fr_rec_snapshot, detail_len) },
 		{ FR_EV_RDMA_CTRL, "gid", offsetof(struct fr_ev_rdma_ctrl, gid) },
