@@ -2,13 +2,17 @@
  * calls.  Entry saves the arguments; return builds one event with the
  * result, the duration, the pointer the call returned (read from *devPtr)
  * and the caller's stack (taken at return: the frame-pointer chain is then
- * the caller's, complete).  Kernel launches are frequent, so only one in
+ * the caller's, complete).  The entry state lives in the thread's own
+ * storage (uprobe_common.bpf.h); synchronizes also go to fr_cuda_calls,
+ * where the recorder finds one that never returns.  Kernel launches are frequent, so only one in
  * fr_launch_stack_every takes a stack.  Not for GPU-side timing: flightrec
  * sees the host side of the API. */
 #include "uprobe_common.bpf.h"
 
 const volatile __u32 fr_launch_stack_every = 64;
 
+/* Synchronizes only: the calls the recorder reports when they never
+ * return (recorder/inflight.c). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -16,12 +20,8 @@ struct {
 	__type(value, struct call_state);
 } fr_cuda_calls SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);  /* tid */
-	__type(value, __s32); /* current device */
-} fr_cuda_device SEC(".maps");
+/* Every call, and the thread's current device. */
+FR_CALL_STACK_MAP(fr_cuda_thread);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -30,26 +30,40 @@ struct {
 	__type(value, __u32);
 } fr_launch_tick SEC(".maps");
 
+static __always_inline bool is_sync(__u16 func)
+{
+	return func == FR_CUDA_STREAM_SYNC || func == FR_CUDA_DEVICE_SYNC ||
+	       func == FR_CUDA_EVENT_SYNC || func == FR_CU_EVENT_SYNC;
+}
+
 static __always_inline int enter(struct pt_regs *ctx, bool launch)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	struct call_stack *cs;
+	struct call_state *st;
 	struct call_key k;
-	struct call_state st;
 
 	if (!fr_is_traced(id >> 32))
 		return 0;
 	k = call_key_of(ctx, id);
-	save_args(ctx, &st);
+	cs = call_stack_get(&fr_cuda_thread);
+	if (!cs)
+		return 0; /* its return counts it: no entry */
+	st = call_push(cs, k.cookie_lo);
+	if (!st)
+		return 0;
+	save_args(ctx, st);
+	__u16 func = CALL_COOKIE_FUNC(k.cookie_lo);
 	if (launch) {
-		__u16 func = k.cookie_lo & 0xffff;
 		if (func == FR_CUDA_LAUNCH_KERNEL)
-			st.extra[0] = stack_arg(ctx, 1);      /* stream after sharedMem */
+			st->extra[0] = stack_arg(ctx, 1);      /* stream after sharedMem */
 		else if (func == FR_CU_LAUNCH_KERNEL)
-			st.extra[0] = stack_arg(ctx, 2);      /* blockDimZ, sharedMem, hStream */
+			st->extra[0] = stack_arg(ctx, 2);      /* blockDimZ, sharedMem, hStream */
 		else if (func == FR_CU_LAUNCH_KERNEL_EX)
-			st.extra[0] = read_user_u64(st.arg[0] + 32); /* CUlaunchConfig.hStream */
+			st->extra[0] = read_user_u64(st->arg[0] + 32); /* CUlaunchConfig.hStream */
 	}
-	bpf_map_update_elem(&fr_cuda_calls, &k, &st, BPF_ANY);
+	if (is_sync(func))
+		bpf_map_update_elem(&fr_cuda_calls, &k, st, BPF_ANY);
 	return 0;
 }
 
@@ -183,12 +197,11 @@ int BPF_KRETPROBE(fr_cuda_exit)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct call_key k = call_key_of(ctx, id);
-	struct call_state *st = bpf_map_lookup_elem(&fr_cuda_calls, &k);
+	struct call_stack *cs = call_stack_get(&fr_cuda_thread);
+	struct call_state *st = cs ? call_pop(cs, k.cookie_lo) : NULL;
 	struct fr_ev_cuda e;
 	__u16 func = cookie & 0xffff;
 	__s32 result = (__s32)PT_REGS_RC(ctx);
-	__s32 *dev;
-	__u32 tid = (__u32)id;
 	bool stack;
 
 	if (!st) {
@@ -197,8 +210,8 @@ int BPF_KRETPROBE(fr_cuda_exit)
 		return 0;
 	}
 	if (func == FR_CUDA_SET_DEVICE && result == 0) {
-		__s32 d = (__s32)st->arg[0];
-		bpf_map_update_elem(&fr_cuda_device, &tid, &d, BPF_ANY);
+		cs->device = (__s32)st->arg[0];
+		cs->device_known = 1;
 	}
 	stack = take_stack(func);
 	fr_fill_common(&e.c, FR_EV_CUDA, sizeof(e), 0, id);
@@ -216,11 +229,10 @@ int BPF_KRETPROBE(fr_cuda_exit)
 	fill_args(&e, st, func, (__u32)(cookie >> 32));
 	if (func == FR_CUDA_SET_DEVICE)
 		e.device = (__s32)st->arg[0];
-	else {
-		dev = bpf_map_lookup_elem(&fr_cuda_device, &tid);
-		e.device = dev ? *dev : -1;
-	}
-	bpf_map_delete_elem(&fr_cuda_calls, &k);
+	else
+		e.device = cs->device_known ? cs->device : -1;
+	if (is_sync(func))
+		bpf_map_delete_elem(&fr_cuda_calls, &k);
 	fr_emit(ctx, &e, sizeof(e), FR_PROBE_CUDA, stack ? FR_STACK_USER : FR_STACK_NO);
 	return 0;
 }

@@ -1,8 +1,11 @@
 /* Process tracking: follows the traced process tree in the kernel (a forked
  * child of a traced process is traced from its first instruction) and
  * reports fork/exec/exit so the recorder can name processes.  Not for
- * threads: they share their process's tgid and need no bookkeeping. */
+ * threads: they share their process's tgid and need no bookkeeping.  Also
+ * the dlopen hold of the library families (lib_hold.bpf.h), attached by
+ * the recorder itself (recorder/lib_hold.c), not with the tracepoints. */
 #include "common.bpf.h"
+#include "lib_hold.bpf.h"
 
 static __always_inline void emit_proc(__u16 type, __u32 pid, __u32 tid,
 				      __u32 ppid, int exit_code)

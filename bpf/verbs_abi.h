@@ -52,7 +52,7 @@
 #define RDMA_DP_POST_RECV 101
 #define RDMA_DP_POLL_CQ 102
 
-/* ---- the data-path hold (bpf/rdma.bpf.c, recorder/rdma_hold.c) ----------
+/* ---- the data-path hold (bpf/rdma.bpf.c, recorder/attach_hold.c) ----------
  * A context handed back by ibv_open_device (or a QP by ibv_create_qp) whose
  * provider functions are not probed yet would post unseen work requests
  * while the recorder attaches them: the return probe stops the process

@@ -84,6 +84,21 @@ static struct bpf_object *open_object(const struct fr_family *f, const void *elf
 	return bpf_object__open_mem(elf, size, &opts);
 }
 
+/* The dlopen hold's programs (bpf/lib_hold.bpf.h): attached by lib_hold.c,
+ * not at their sections' hooks; loaded only when wanted. */
+static const char *const lib_hold_progs[] = {"fr_dlopen_enter", "fr_dlopen_exit"};
+
+static void set_lib_hold_progs(struct bpf_object *obj, bool load)
+{
+	for (size_t i = 0; i < sizeof(lib_hold_progs) / sizeof(lib_hold_progs[0]); i++) {
+		struct bpf_program *prog = bpf_object__find_program_by_name(obj, lib_hold_progs[i]);
+		if (!prog)
+			continue;
+		bpf_program__set_autoattach(prog, false);
+		bpf_program__set_autoload(prog, load);
+	}
+}
+
 /* The proc object creates the shared maps: their sizes are set here. */
 static int size_shared_maps(struct bpf_object *obj, const struct record_opts *o)
 {
@@ -203,8 +218,10 @@ static int load_family(struct bpf_probes *p, const struct fr_family *f,
 			bpf_object__close(obj);
 			return -1;
 		}
-		if (f->id == FR_PROBE_PROC)
+		if (f->id == FR_PROBE_PROC) {
+			set_lib_hold_progs(obj, p->lib_hold_loaded);
 			err = size_shared_maps(obj, o);
+		}
 		else
 			err = reuse_shared_maps(p, obj);
 		prepare_uprobes(obj);
@@ -234,8 +251,18 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 	memset(p, 0, sizeof(*p));
 	p->events_fd = p->pids_fd = p->drops_fd = p->py_procs_fd = -1;
 	/* proc first: its object creates the maps the others reuse */
-	if (load_family(p, proc, o, cgroup_id, msg, len))
-		return -1;
+	p->lib_hold_loaded = o->probes & (PROBE_BIT(FR_PROBE_CUDA) | PROBE_BIT(FR_PROBE_NCCL));
+	if (load_family(p, proc, o, cgroup_id, msg, len)) {
+		if (!p->lib_hold_loaded)
+			return -1;
+		/* a kernel that refuses the hold's programs (no BTF for
+		 * security_mmap_file ...) still records, without the hold */
+		snprintf(p->lib_hold_why, sizeof(p->lib_hold_why), "cannot load the dlopen "
+			 "hold's programs (%s)", msg);
+		p->lib_hold_loaded = false;
+		if (load_family(p, proc, o, cgroup_id, msg, len))
+			return -1;
+	}
 	struct bpf_object *obj = p->objs[FR_PROBE_PROC];
 	p->events_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "fr_events"));
 	p->pids_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "fr_pids"));
@@ -272,6 +299,8 @@ static int attach_programs(struct bpf_probes *p, const struct fr_family *f)
 	struct bpf_program *prog;
 
 	bpf_object__for_each_program(prog, p->objs[f->id]) {
+		if (!bpf_program__autoload(prog) || !bpf_program__autoattach(prog))
+			continue; /* attached by its own module (the dlopen hold's) */
 		struct bpf_link *l = bpf_program__attach(prog);
 		int err = l ? 0 : -errno;
 		if (!err && (err = keep_link(p, f->id, l)))
@@ -429,6 +458,13 @@ void bpf_probes_drops(const struct bpf_probes *p,
 	struct fr_drop_slot *vals;
 
 	memset(out, 0, sizeof(struct fr_drop_slot) * FR_PROBE_MAX * FR_DROP_REASON_MAX);
+	for (int id = 0; id < FR_PROBE_MAX; id++)
+		for (int why = 0; why < FR_DROP_REASON_MAX; why++) {
+			const struct user_drop *u = &p->user_drops[id][why];
+			out[id][why].count = atomic_load(&u->count);
+			out[id][why].first_ns = atomic_load(&u->first_ns);
+			out[id][why].last_ns = atomic_load(&u->last_ns);
+		}
 	if (ncpu <= 0 || !(vals = calloc((size_t)ncpu, sizeof(*vals))))
 		return;
 	for (uint32_t k = 0; k < FR_PROBE_MAX * FR_DROP_REASON_MAX; k++) {
@@ -446,6 +482,20 @@ void bpf_probes_drops(const struct bpf_probes *p,
 		}
 	}
 	free(vals);
+}
+
+void bpf_probes_count_drop(struct bpf_probes *p, enum fr_probe_id probe,
+			   enum fr_drop_reason reason, uint64_t at_ns)
+{
+	struct user_drop *u;
+	if ((unsigned)probe >= FR_PROBE_MAX || (unsigned)reason >= FR_DROP_REASON_MAX)
+		return;
+	u = &p->user_drops[probe][reason];
+	/* one thread counts (the tracking thread): first/last need no CAS */
+	if (atomic_fetch_add(&u->count, 1) == 0 || at_ns < atomic_load(&u->first_ns))
+		atomic_store(&u->first_ns, at_ns);
+	if (at_ns > atomic_load(&u->last_ns))
+		atomic_store(&u->last_ns, at_ns);
 }
 
 int bpf_probes_calls_fd(const struct bpf_probes *p, enum fr_probe_id id)

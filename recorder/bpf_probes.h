@@ -10,6 +10,7 @@
 #ifndef FLIGHTREC_BPF_PROBES_H
 #define FLIGHTREC_BPF_PROBES_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -42,6 +43,14 @@ struct bpf_probes {
 	unsigned loaded;   /* PROBE_BIT of the families that loaded */
 	unsigned attached; /* PROBE_BIT of the families attached (or waiting for a file) */
 	char why_not[FR_PROBE_MAX][256]; /* per probe id: why it is missing */
+	/* the dlopen hold's programs in the proc object (bpf/lib_hold.bpf.h):
+	 * loaded with the cuda or nccl family; attached by lib_hold.c */
+	bool lib_hold_loaded;
+	char lib_hold_why[256]; /* why they are not, when they were wanted */
+	/* losses the recorder counts itself, added to the kernel's */
+	struct user_drop {
+		atomic_uint_fast64_t count, first_ns, last_ns;
+	} user_drops[FR_PROBE_MAX][FR_DROP_REASON_MAX];
 };
 
 /* Opens and loads every requested family.  Families that fail are skipped
@@ -68,6 +77,10 @@ void bpf_probes_forget_pid(struct bpf_probes *p, uint32_t pid);
 /* The kernel's loss counters, summed over CPUs, per probe and reason. */
 void bpf_probes_drops(const struct bpf_probes *p,
 		      struct fr_drop_slot out[FR_PROBE_MAX][FR_DROP_REASON_MAX]);
+/* A loss the recorder saw itself (at CLOCK_MONOTONIC at_ns), reported
+ * with the kernel's by bpf_probes_drops.  Any thread. */
+void bpf_probes_count_drop(struct bpf_probes *p, enum fr_probe_id probe,
+			   enum fr_drop_reason reason, uint64_t at_ns);
 /* The map the Python frame walker reads per-process settings from. */
 int bpf_probes_py_procs_fd(const struct bpf_probes *p);
 /* The per-call entry map (fr_<family>_calls: struct call_key ->

@@ -1,6 +1,7 @@
 /* Ring-buffer drain (see drain.h). */
 #include "drain.h"
 #include "rdma_datapath.h"
+#include "verbs_abi.h"
 
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -93,7 +94,7 @@ static int lineage_of(const struct drain *d, uint32_t pid, uint32_t lineage[4])
 }
 
 /* ---- rdma: each context's data path, attached as soon as its ops table
- * is seen; a process held for it (rdma_hold.h) let go once it is ---------- */
+ * is seen; a process held for it (attach_hold.h) let go once it is ---------- */
 
 /* What a program may have posted unseen (FR_DROP_NOT_ATTACHED): a QP it
  * got while its provider was not attached and it was not held, or a held
@@ -129,7 +130,7 @@ static void schedule_release(struct drain *d, const struct fr_ev_rdma_ctrl *r, b
 	}
 	if (d->n_releases == (int)(sizeof(d->releases) / sizeof(d->releases[0]))) {
 		/* never leave a process stopped for want of a slot */
-		if (!rdma_hold_release(&d->hold, r->c.pid, (uint64_t)r->result) || lost)
+		if (!attach_hold_release(&d->hold, r->c.pid, (uint64_t)r->result) || lost)
 			count_not_attached(d, 0);
 		return;
 	}
@@ -152,7 +153,7 @@ static enum rdma_dp_status try_rdma_ops(struct drain *d, const struct pending_op
 		memcpy(&k.ino, r->gid, 8);
 		memcpy(&k.offset, r->gid + 8, 8);
 		k.dev = r->lkey;
-		rdma_hold_mark_ready(&d->hold, &k);
+		attach_hold_mark_ready(&d->hold, &k);
 	}
 	if (st != RDMA_DP_UNMAPPED && ops_held(r))
 		schedule_release(d, r, st != RDMA_DP_ATTACHED);
@@ -175,7 +176,7 @@ static void release_held(struct drain *d)
 		}
 		/* not in force any more: the guardian let it go past its bound,
 		 * before the attach */
-		if (!rdma_hold_release(&d->hold, h.pid, h.held_ns) || h.lost)
+		if (!attach_hold_release(&d->hold, h.pid, h.held_ns) || h.lost)
 			count_not_attached(d, 0);
 	}
 	d->n_releases = w;
@@ -352,17 +353,17 @@ int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 		frec_builder_free(d->builder);
 		return err ? err : -EINVAL;
 	}
-	rdma_hold_init(&d->hold);
+	attach_hold_init(&d->hold);
 	if (rdma_dp && rdma_ctrl) {
 		char why[200];
-		if (rdma_hold_start(&d->hold, rdma_ctrl->exit_prog, why, sizeof(why)))
+		if (attach_hold_start(&d->hold, rdma_ctrl->exit_prog, "fr_rdma", why, sizeof(why)))
 			fprintf(stderr, "flightrec: rdma: %s: processes are not held while their "
 				"data path is attached; QPs created before it are counted as "
 				"not_attached\n", why);
 	}
 	int err = pthread_create(&d->thread, NULL, drain_main, d);
 	if (err) {
-		rdma_hold_stop(&d->hold);
+		attach_hold_stop(&d->hold);
 		ring_buffer__free(d->rb);
 		frec_builder_free(d->builder);
 		return -err;
@@ -375,7 +376,7 @@ void drain_stop(struct drain *d)
 	atomic_store(&d->stop, 1);
 	pthread_join(d->thread, NULL);
 	/* the recording ends: every held process goes on */
-	rdma_hold_stop(&d->hold);
+	attach_hold_stop(&d->hold);
 	ring_buffer__free(d->rb);
 	frec_builder_free(d->builder);
 	d->builder = NULL;

@@ -17,7 +17,7 @@
 #include "dso_table.h"
 #include "uprobe_family.h"
 #include "ring_record.h"
-#include "rdma_hold.h"
+#include "attach_hold.h"
 
 struct ring_buffer;
 
@@ -53,9 +53,9 @@ struct drain {
 		int n_lineage;
 	} ops_retry[64];
 	int n_ops_retry;
-	/* processes held for their data path (rdma_hold.h), and those to let
+	/* processes held for their data path (attach_hold.h), and those to let
 	 * go once the events drained so far are handled */
-	struct rdma_hold hold;
+	struct attach_hold hold;
 	struct held_release { uint32_t pid; uint64_t held_ns; bool lost; } releases[64];
 	int n_releases;
 	unsigned period_us;       /* sleep between drains */

@@ -1,12 +1,15 @@
 /* Library discovery and attach reporting (see lib_attach.h). */
 #include "lib_attach.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "needed_libs.h"
+#include "safe_open.h"
 
 static uint64_t mono_ns(void)
 {
@@ -47,17 +50,23 @@ static void write_attach(struct frec_builder *b, uint32_t pid, uint16_t probe,
 	frec_builder_commit(b, now);
 }
 
-void lib_attach_try(struct lib_attach *la, struct frec_builder *b, uint32_t pid,
-		    const char *path, uint64_t mapped_ns, unsigned only_bit)
+void lib_attach_try(struct lib_attach *la, struct frec_builder *b,
+		    const struct mapped_file *m, uint64_t mapped_ns, unsigned only_bit)
 {
-	char kpath[4352], text[600], when[96] = "";
+	const char *path = m->path;
+	uint32_t pid = m->pid;
+	char text[600], when[96] = "";
+	struct stat st;
+	int fd;
 
-	if (!path || path[0] != '/')
+	if (!path || path[0] != '/' || !la->probes->n_families)
 		return;
-	if (pid)
-		snprintf(kpath, sizeof(kpath), "/proc/%u/root%s", pid, path);
-	else
-		snprintf(kpath, sizeof(kpath), "%s", path);
+	/* a regular file only, also by a trusted name: a FIFO would block
+	 * this thread in open(2), a device's open can act */
+	fd = pid ? dso_open_mapped(m, &st) : safe_open_regular(AT_FDCWD, path, 0, &st);
+	if (fd < 0 && !only_bit)
+		return; /* gone, or no longer the mapped file */
+	int open_errno = errno;
 	for (int i = 0; i < la->probes->n_families; i++) {
 		struct uprobe_family *f = la->probes->families[i];
 		const char *name = f->family->name;
@@ -67,7 +76,11 @@ void lib_attach_try(struct lib_attach *la, struct frec_builder *b, uint32_t pid,
 
 		if (only_bit && PROBE_BIT(f->family->id) != only_bit)
 			continue;
-		if (uprobe_family_attach_file(f, kpath, &res, &already) < 0) {
+		if (fd < 0) {
+			memset(&res, 0, sizeof(res));
+			snprintf(res.error, sizeof(res.error), "cannot open it: %s", strerror(open_errno));
+		}
+		if (fd < 0 || uprobe_family_attach_file(f, fd, &res, &already) < 0) {
 			if (only_bit) { /* --lib named this file: say why it failed */
 				snprintf(text, sizeof(text), "%s: %s", path, res.error[0] ? res.error : "not an ELF file");
 				write_attach(b, pid, probe, FR_ATTACH_FAILED, "", 0, text);
@@ -111,6 +124,8 @@ void lib_attach_try(struct lib_attach *la, struct frec_builder *b, uint32_t pid,
 			fprintf(stderr, "flightrec: %s: note: %s\n", name, text);
 		}
 	}
+	if (fd >= 0)
+		close(fd);
 }
 
 struct prepare_ctx {
@@ -121,7 +136,7 @@ struct prepare_ctx {
 static void prepare_one(const char *path, void *ctx)
 {
 	struct prepare_ctx *p = ctx;
-	lib_attach_try(p->la, p->b, 0, path, 0, 0);
+	lib_attach_try(p->la, p->b, &(struct mapped_file){.path = path}, 0, 0);
 }
 
 void lib_attach_prepare(struct lib_attach *la, struct frec_builder *b,
@@ -130,7 +145,8 @@ void lib_attach_prepare(struct lib_attach *la, struct frec_builder *b,
 	struct prepare_ctx ctx = {la, b};
 
 	for (int i = 0; i < o->n_libs; i++)
-		lib_attach_try(la, b, 0, o->libs[i].path, 0, o->libs[i].probe);
+		lib_attach_try(la, b, &(struct mapped_file){.path = o->libs[i].path}, 0,
+			       o->libs[i].probe);
 	if (!o->command || !la->probes->n_families)
 		return;
 	needed_libs_walk(o->command[0], prepare_one, &ctx);

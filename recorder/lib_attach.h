@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "bpf_probes.h"
+#include "dso_table.h"
 #include "frec_writer.h"
 
 struct lib_attach {
@@ -23,12 +24,16 @@ struct lib_attach {
 
 void lib_attach_init(struct lib_attach *la, struct bpf_probes *probes, bool quiet);
 
-/* Tries every library family on the file `path` as mapped by pid (0: not
- * mapped yet, a path of this system).  mapped_ns: when the mapping was seen
- * (CLOCK_MONOTONIC), 0 when not mapped.  only_bit: restrict to one family
- * (--lib), 0 for all.  Attach records go to b. */
-void lib_attach_try(struct lib_attach *la, struct frec_builder *b, uint32_t pid,
-		    const char *path, uint64_t mapped_ns, unsigned only_bit);
+/* Tries every library family on the file m names: as mapped by m->pid, or
+ * (pid 0) a path of this system that flightrec's user chose (--lib, the
+ * command's libraries: a trusted name, its links followed).  A mapped file
+ * is opened as the kernel mapped it (dso_open_mapped), so the probes go to
+ * the file the process runs, whatever file its name leads to by now.
+ * mapped_ns: when the mapping was seen (CLOCK_MONOTONIC), 0 when not
+ * mapped.  only_bit: restrict to one family (--lib), 0 for all.  Attach
+ * records go to b. */
+void lib_attach_try(struct lib_attach *la, struct frec_builder *b,
+		    const struct mapped_file *m, uint64_t mapped_ns, unsigned only_bit);
 
 /* Before `-- COMMAND` runs: the closure of its libraries, and --lib files. */
 void lib_attach_prepare(struct lib_attach *la, struct frec_builder *b,

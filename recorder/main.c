@@ -185,10 +185,10 @@ static void collect_stats(void *ctx, struct recorder_stats *st)
 	rusage_ns(&st->cpu_user_ns, &st->cpu_sys_ns);
 }
 
-static void on_new_file(void *ctx, struct frec_builder *b, uint32_t pid, const char *path,
+static void on_new_file(void *ctx, struct frec_builder *b, const struct mapped_file *mf,
 			uint64_t mapped_ns)
 {
-	lib_attach_try(ctx, b, pid, path, mapped_ns, 0);
+	lib_attach_try(ctx, b, mf, mapped_ns, 0);
 }
 
 static void human_bytes(uint64_t b, char *buf, size_t len)

@@ -1,6 +1,7 @@
 /* Process, thread and mapping tracking (see proc_track.h). */
 #include "proc_track.h"
 #include "proc_maps.h"
+#include "proc_text.h"
 #include "rdma_datapath.h"
 
 #include <ctype.h>
@@ -71,6 +72,7 @@ int proc_track_open(struct proc_track *t, struct bpf_probes *probes,
 
 	memset(t, 0, sizeof(*t));
 	pthread_mutex_init(&t->lock, NULL);
+	lib_hold_init(&t->lib_hold);
 	t->probes = probes;
 	t->dsos = dsos;
 	t->builder = frec_builder_new(w, FR_CHUNK_META);
@@ -156,10 +158,15 @@ static void write_mapping(struct proc_track *t, const struct mapped_file *mf, ui
 		unwind_cache_write_file(t->unwind_cache, t->builder, dso_id, d->fd, d->path,
 					d->build_id, d->build_id_len, &t->unwind);
 	if (t->python)
-		python_on_mapping(t->python, t->builder, pid, path, start, pgoff);
+		python_on_mapping(t->python, t->builder, mf, pgoff);
 	/* after the mapping record, so the attach records follow it */
 	if (is_new && dso_id && t->new_file_fn)
-		t->new_file_fn(t->new_file_ctx, t->builder, pid, path, ts_ns);
+		t->new_file_fn(t->new_file_ctx, t->builder, mf, ts_ns);
+	if (is_new && dso_id && t->lib_hold.on && path[0] == '/') {
+		char kpath[4352];
+		snprintf(kpath, sizeof(kpath), "/proc/%u/root%s", pid, path);
+		lib_hold_on_file(&t->lib_hold, kpath); /* a libc: its dlopen is probed */
+	}
 }
 
 static ssize_t read_file(const char *path, char *buf, size_t len)
@@ -204,37 +211,19 @@ static void write_threads(struct proc_track *t, uint32_t pid, uint64_t now)
 	closedir(dir);
 }
 
-/* Launcher variables worth keeping: rank identity and placement. */
-static const char *const env_keys[] = {
-	"RANK=", "LOCAL_RANK=", "WORLD_SIZE=", "LOCAL_WORLD_SIZE=", "GROUP_RANK=",
-	"MASTER_ADDR=", "MASTER_PORT=", "CUDA_VISIBLE_DEVICES=", "OMPI_COMM_WORLD_RANK=",
-	"OMPI_COMM_WORLD_SIZE=", "SLURM_PROCID=", "SLURM_NTASKS=", "TORCHELASTIC_RUN_ID=",
-	"NCCL_SOCKET_IFNAME=", "NCCL_IB_HCA=",
-};
-
 /* FR_REC_PROC_ENV from /proc/PID/environ (as the process started). */
 static void write_env(struct proc_track *t, uint32_t pid, uint64_t now)
 {
 	static char env[65536];
 	char path[64], out[4096];
-	size_t out_len = 0;
+	size_t out_len;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%u/environ", pid);
-	n = read_file(path, env, sizeof(env) - 1);
+	n = read_file(path, env, sizeof(env));
 	if (n <= 0)
 		return;
-	env[n] = 0;
-	for (char *v = env; v < env + n; v += strlen(v) + 1) {
-		for (size_t k = 0; k < sizeof(env_keys) / sizeof(env_keys[0]); k++) {
-			size_t kl = strlen(env_keys[k]), vl = strnlen(v, 512);
-			if (strncmp(v, env_keys[k], kl) || out_len + vl + 1 > sizeof(out))
-				continue;
-			memcpy(out + out_len, v, vl);
-			out[out_len + vl] = 0;
-			out_len += vl + 1;
-		}
-	}
+	out_len = proc_env_keep(env, (size_t)n, out, sizeof(out));
 	if (!out_len)
 		return;
 	uint32_t size = FR_ALIGN8(sizeof(struct fr_rec_proc_env) + out_len);
@@ -268,45 +257,22 @@ static bool write_process(struct proc_track *t, uint32_t pid, const char *fallba
 		memcpy(p.comm, fallback_comm, strnlen(fallback_comm, sizeof(p.comm) - 1));
 		cmd_len = 0;
 	} else {
-		stat[n] = 0;
-		char *open = strchr(stat, '('), *close = strrchr(stat, ')');
-		if (open && close && close > open) {
-			size_t clen = (size_t)(close - open - 1);
-			memcpy(p.comm, open + 1, clen < 15 ? clen : 15);
-			/* fields after comm: state ppid ... starttime is field 22 */
-			char state;
-			unsigned ppid;
-			unsigned long long start_ticks = 0;
-			if (sscanf(close + 2, "%c %u", &state, &ppid) == 2)
-				p.ppid = ppid;
-			char *f = close + 2;
-			for (int field = 3; field < 22 && f; field++) {
-				f = strchr(f, ' ');
-				if (f)
-					f++;
-			}
-			if (f && sscanf(f, "%llu", &start_ticks) == 1) {
+		struct proc_stat_fields sf;
+		if (proc_stat_parse(stat, (size_t)n, &sf) == 0) {
+			memcpy(p.comm, sf.comm, strnlen(sf.comm, sizeof(p.comm) - 1));
+			if (sf.has_ppid)
+				p.ppid = sf.ppid;
+			if (sf.has_start) {
 				long hz = sysconf(_SC_CLK_TCK);
-				uint64_t since_boot = start_ticks * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
+				uint64_t since_boot = sf.start_ticks * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
 				uint64_t boot_minus_mono = clock_ns(CLOCK_BOOTTIME) - now;
 				p.start_time_ns = since_boot > boot_minus_mono ? since_boot - boot_minus_mono : 0;
 			}
 		}
 		snprintf(path, sizeof(path), "/proc/%u/status", pid);
-		n = read_file(path, status, sizeof(status) - 1);
-		if (n > 0) {
-			status[n] = 0;
-			char *ns = strstr(status, "\nNSpid:");
-			if (ns) {
-				char *end = strchr(ns + 1, '\n'), *last = NULL;
-				for (char *s = ns + 7; s && (!end || s < end); s++) {
-					if (isdigit((unsigned char)*s) && !isdigit((unsigned char)s[-1]))
-						last = s;
-				}
-				if (last)
-					p.ns_pid = (uint32_t)strtoul(last, NULL, 10);
-			}
-		}
+		n = read_file(path, status, sizeof(status));
+		if (n > 0)
+			p.ns_pid = proc_status_nspid(status, (size_t)n);
 		snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
 		cmd_len = read_file(path, cmdline, sizeof(cmdline));
 		if (cmd_len < 0)
@@ -674,13 +640,23 @@ static void *track_main(void *arg)
 	/* ahead of a job that keeps every CPU busy (see drain_main) */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10);
 
-	struct pollfd pfds[1024];
+	struct pollfd pfds[1025];
+	nfds_t n_pfds = 0;
 	for (int i = 0; i < t->n_rings && i < 1024; i++)
-		pfds[i] = (struct pollfd){.fd = t->rings[i].fd, .events = POLLIN};
+		pfds[n_pfds++] = (struct pollfd){.fd = t->rings[i].fd, .events = POLLIN};
+	/* a process held at dlopen's return wakes us through this one */
+	if (lib_hold_fd(&t->lib_hold) >= 0)
+		pfds[n_pfds++] = (struct pollfd){.fd = lib_hold_fd(&t->lib_hold), .events = POLLIN};
 	t->last_tick_ns = clock_ns(CLOCK_MONOTONIC);
 	while (!atomic_load(&t->stop)) {
+		/* the held first, the mappings after: each held process's new
+		 * mappings were recorded before it was held, so they are handled
+		 * (attached) before it is let go */
+		bool held = lib_hold_collect(&t->lib_hold) > 0;
 		for (int i = 0; i < t->n_rings; i++)
 			drain_ring(t, &t->rings[i]);
+		if (held)
+			lib_hold_release(&t->lib_hold);
 		handle_pending(t);
 		if (t->python)
 			python_resolve_pending(t->python, t->builder);
@@ -705,10 +681,12 @@ static void *track_main(void *arg)
 			if (asked)
 				atomic_store(&t->flush_done, req);
 		}
-		poll(pfds, (nfds_t)t->n_rings, 10);
+		poll(pfds, n_pfds, 10);
 	}
+	lib_hold_collect(&t->lib_hold);
 	for (int i = 0; i < t->n_rings; i++)
 		drain_ring(t, &t->rings[i]);
+	lib_hold_release(&t->lib_hold);
 	handle_pending(t);
 	return NULL;
 }
@@ -728,6 +706,11 @@ int proc_track_flush_sync(struct proc_track *t, uint64_t timeout_ns)
 
 int proc_track_start(struct proc_track *t)
 {
+	char why[400];
+	/* before the command runs: it may dlopen at once */
+	if (lib_hold_start(&t->lib_hold, t->probes, t->quiet, why, sizeof(why)))
+		fprintf(stderr, "flightrec: %s: libraries loaded with dlopen are attached after "
+			"they are mapped, and calls made before that are not seen\n", why);
 	return -pthread_create(&t->thread, NULL, track_main, t);
 }
 
@@ -735,6 +718,8 @@ void proc_track_stop(struct proc_track *t)
 {
 	atomic_store(&t->stop, 1);
 	pthread_join(t->thread, NULL);
+	/* every held process goes on; the recording ends */
+	lib_hold_stop(&t->lib_hold);
 	if (t->python)
 		python_resolve_pending(t->python, t->builder);
 	sym_collector_flush(t->syms, t->builder, true);

@@ -2,7 +2,9 @@
  * kernel event.  It names processes and threads (/proc), follows their
  * executable mappings through perf's mmap2 records (synchronous in the
  * kernel, with build-ids, so even a process that lives a millisecond is
- * covered), registers the mapped files, and writes clock anchors and
+ * covered), registers the mapped files, lets go the processes held at
+ * dlopen's return once their new mappings are handled (lib_hold.h), and
+ * writes clock anchors and
  * per-probe counters every second.  All its output goes to its own META
  * chunk builder, so the drain thread never waits for /proc or the disk. */
 #ifndef FLIGHTREC_PROC_TRACK_H
@@ -16,6 +18,7 @@
 #include "dso_table.h"
 #include "events.h"
 #include "frec_writer.h"
+#include "lib_hold.h"
 #include "sym_collector.h"
 #include "rdma_counters.h"
 #include "uprobe_family.h"
@@ -23,9 +26,10 @@
 #include "unwind_cache.h"
 #include "unwind_writer.h"
 
-/* A file a traced process mapped for the first time (library discovery). */
-typedef void (*track_new_file_fn)(void *ctx, struct frec_builder *b, uint32_t pid,
-				  const char *path, uint64_t mapped_ns);
+/* A file a traced process mapped for the first time (library discovery):
+ * the mapping as the kernel reported it. */
+typedef void (*track_new_file_fn)(void *ctx, struct frec_builder *b,
+				  const struct mapped_file *mf, uint64_t mapped_ns);
 
 /* What FR_REC_STATS and END report: events and losses per probe, losses
  * per (probe, reason), the recorder's CPU time. */
@@ -71,6 +75,9 @@ struct proc_track {
 
 	struct perf_ring *rings;
 	int n_rings;
+	/* processes held at dlopen's return until the libraries it mapped are
+	 * handled here (lib_hold.h) */
+	struct lib_hold lib_hold;
 
 	pthread_mutex_t lock;
 	struct pending_pid *pending;

@@ -8,9 +8,7 @@
 #include "python.h"
 
 #include <bpf/bpf.h>
-#include <ctype.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,14 +18,7 @@
 #include <unistd.h>
 
 #include "events.h"
-#include "safe_open.h"
-
-/* Code-object fields the resolver reads. */
-struct py_code_offsets {
-	uint32_t firstlineno, filename, name, qualname, linetable;
-	uint32_t ascii_data;   /* data of a compact ASCII str */
-	uint32_t compact_data; /* data of a compact non-ASCII str */
-};
+#include "python_parse.h"
 
 static const struct py_offsets frames_310 = {
 	.version = 310, .interp_head = 40, .interp_next = 0, .threads_head = 8, .ts_next = 8,
@@ -57,15 +48,6 @@ static const struct py_offsets frames_313 = {
 	.entry_kind = PY_ENTRY_OWNER, .fr_entry = 70, .code_adaptive = 200,
 	.code_firstlineno = 68,
 };
-
-static const struct py_code_offsets code_310 = {40, 104, 112, 112, 120, 48, 72};
-static const struct py_code_offsets code_311 = {72, 112, 120, 128, 136, 48, 72};
-static const struct py_code_offsets code_312 = {68, 112, 120, 128, 136, 40, 56};
-
-static const struct py_code_offsets *code_offsets(unsigned version)
-{
-	return version == 310 ? &code_310 : version == 311 ? &code_311 : &code_312;
-}
 
 void python_init(struct python_state *ps, int procs_map_fd, bool quiet)
 {
@@ -111,116 +93,26 @@ static void remember(struct python_state *ps, uint32_t pid, const struct py_proc
 		bpf_map_update_elem(ps->procs_map_fd, &pid, pp, BPF_ANY);
 }
 
-/* "python3.11", "libpython3.11.so.1.0" -> 311; "python3" -> 300 (read the
- * version from the binary); 0 when the name is not an interpreter's. */
-static unsigned version_from_name(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	if (!strncmp(base, "lib", 3))
-		base += 3;
-	if (strncmp(base, "python3", 7))
-		return 0;
-	const char *p = base + 7;
-	if (*p == 0)
-		return 300;
-	if (*p != '.' || !isdigit((unsigned char)p[1]))
-		return 0;
-	unsigned minor = (unsigned)strtoul(p + 1, NULL, 10);
-	return 300 + minor;
-}
-
-struct elf_facts {
-	uint64_t runtime_vaddr;
-	uint64_t py_version_off;  /* file offset of Py_Version, 0 when absent */
-	uint64_t runtime_off;     /* file offset of _PyRuntime's initial bytes */
-	uint64_t exec_seg_vaddr;  /* vaddr of the PT_LOAD holding file offset pgoff */
-	int found_seg;
-};
-
-static uint64_t vaddr_to_offset(Elf *e, uint64_t vaddr)
-{
-	size_t n = 0;
-	if (elf_getphdrnum(e, &n))
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
-		    vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz)
-			return vaddr - ph.p_vaddr + ph.p_offset;
-	}
-	return 0;
-}
-
-static int read_facts(int fd, uint64_t pgoff, struct elf_facts *f)
+/* The interpreter's facts from its file (fd: the mapped file itself). */
+static int read_facts(int fd, uint64_t pgoff, struct py_elf_facts *f)
 {
 	Elf *e;
-	Elf_Scn *scn = NULL;
-	size_t nph = 0;
 
-	memset(f, 0, sizeof(*f));
 	if (elf_version(EV_CURRENT) == EV_NONE || !(e = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
 		return -1;
-	if (elf_getphdrnum(e, &nph) == 0) {
-		for (size_t i = 0; i < nph; i++) {
-			GElf_Phdr ph;
-			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
-			    pgoff >= ph.p_offset && pgoff < ph.p_offset + ph.p_filesz) {
-				f->exec_seg_vaddr = ph.p_vaddr + (pgoff - ph.p_offset);
-				f->found_seg = 1;
-				break;
-			}
-		}
-	}
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
-		    !sh.sh_entsize)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym s;
-			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF)
-				continue;
-			const char *name = elf_strptr(e, sh.sh_link, s.st_name);
-			if (!name)
-				continue;
-			if (!strcmp(name, "_PyRuntime")) {
-				f->runtime_vaddr = s.st_value;
-				f->runtime_off = vaddr_to_offset(e, s.st_value);
-			} else if (!strcmp(name, "Py_Version")) {
-				f->py_version_off = vaddr_to_offset(e, s.st_value);
-			}
-		}
-	}
+	int rc = py_elf_facts_read(e, pgoff, f);
 	elf_end(e);
-	return 0;
+	return rc;
 }
 
 /* 3.13+: offsets from the _Py_DebugOffsets at the start of _PyRuntime. */
 static int debug_offsets(int fd, uint64_t runtime_off, struct py_offsets *o)
 {
-	uint8_t buf[352];
-	uint64_t v;
+	uint8_t buf[PY_DEBUG_OFFSETS_LEN];
 
-	if (!runtime_off || pread(fd, buf, sizeof(buf), (off_t)runtime_off) != (ssize_t)sizeof(buf) ||
-	    memcmp(buf, "xdebugpy", 8))
+	if (!runtime_off || pread(fd, buf, sizeof(buf), (off_t)runtime_off) != (ssize_t)sizeof(buf))
 		return -1;
-#define AT(off) (memcpy(&v, buf + (off), 8), (uint32_t)v)
-	o->interp_head = AT(40);
-	o->threads_head = AT(72);
-	o->ts_next = AT(168);
-	o->ts_frame = AT(184);
-	o->ts_thread_id = AT(200);
-	o->fr_previous = AT(232);
-	o->fr_code = AT(240);
-	o->fr_instr = AT(248);
-	o->fr_entry = AT(264);
-	o->code_adaptive = AT(344);
-	o->code_firstlineno = AT(312);
-#undef AT
-	o->ts_cframe = 0;
-	return 0;
+	return py_debug_offsets_parse(buf, sizeof(buf), o);
 }
 
 static void write_python(struct frec_builder *b, uint32_t pid, unsigned version,
@@ -239,32 +131,32 @@ static void write_python(struct frec_builder *b, uint32_t pid, unsigned version,
 	frec_builder_append(b, &r, sizeof(r), r.ts_ns);
 }
 
-void python_on_mapping(struct python_state *ps, struct frec_builder *b, uint32_t pid,
-		       const char *path, uint64_t start, uint64_t pgoff)
+void python_on_mapping(struct python_state *ps, struct frec_builder *b,
+		       const struct mapped_file *m, uint64_t pgoff)
 {
-	unsigned version = version_from_name(path);
-	char kpath[4352];
-	struct elf_facts f;
+	uint32_t pid = m->pid;
+	const char *path = m->path;
+	uint64_t start = m->start;
+	unsigned version = py_version_from_name(path);
+	struct py_elf_facts f;
 	struct py_proc pp;
+	struct stat st;
 	int fd;
 
 	if (!version || known_of(ps, pid))
 		return;
-	snprintf(kpath, sizeof(kpath), "/proc/%u/root%s", pid, path);
-	/* the process names the file: refuse a FIFO (open(2) would block the
-	 * tracking thread) or a device put under that name */
-	fd = safe_open_regular(AT_FDCWD, kpath, 0, NULL);
-	if (fd < 0)
-		fd = safe_open_regular(AT_FDCWD, path, 0, NULL);
+	/* the file mapped, not what its name leads to now: the job may have
+	 * put a link, a FIFO or another interpreter under that name */
+	fd = dso_open_mapped(m, &st);
 	if (fd < 0 || read_facts(fd, pgoff, &f)) {
 		if (fd >= 0)
 			close(fd);
 		return;
 	}
 	if (f.py_version_off) {
-		uint32_t hex = 0;
-		if (pread(fd, &hex, 4, (off_t)f.py_version_off) == 4 && (hex >> 24) == 3)
-			version = 300 + ((hex >> 16) & 0xff);
+		uint8_t hex[4];
+		if (pread(fd, hex, sizeof(hex), (off_t)f.py_version_off) == (ssize_t)sizeof(hex))
+			version = py_version_from_hex(hex, sizeof(hex), version);
 	}
 	if (!f.runtime_vaddr || !f.found_seg) {
 		/* a python3 launcher without the interpreter linked in: the
@@ -379,54 +271,19 @@ static int peek(uint32_t pid, uint64_t addr, void *buf, size_t len)
 	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
 }
 
-static void put_utf8(char *out, size_t *n, size_t cap, uint32_t c)
-{
-	if (c < 0x80 && *n + 1 <= cap) {
-		out[(*n)++] = (char)c;
-	} else if (c < 0x800 && *n + 2 <= cap) {
-		out[(*n)++] = (char)(0xc0 | (c >> 6));
-		out[(*n)++] = (char)(0x80 | (c & 0x3f));
-	} else if (c < 0x10000 && *n + 3 <= cap) {
-		out[(*n)++] = (char)(0xe0 | (c >> 12));
-		out[(*n)++] = (char)(0x80 | ((c >> 6) & 0x3f));
-		out[(*n)++] = (char)(0x80 | (c & 0x3f));
-	} else if (*n + 4 <= cap) {
-		out[(*n)++] = (char)(0xf0 | (c >> 18));
-		out[(*n)++] = (char)(0x80 | ((c >> 12) & 0x3f));
-		out[(*n)++] = (char)(0x80 | ((c >> 6) & 0x3f));
-		out[(*n)++] = (char)(0x80 | (c & 0x3f));
-	}
-}
-
 /* A str object as UTF-8 (compact strings: every identifier and file name). */
 static size_t read_str(uint32_t pid, uint64_t obj, const struct py_code_offsets *co,
 		       char *out, size_t cap)
 {
-	uint8_t hdr[40];
-	int64_t length;
-	uint32_t state;
-	size_t n = 0;
+	uint8_t hdr[PY_STR_HEADER_LEN];
+	uint8_t raw[PY_STR_MAX_CHARS * 4];
+	struct py_str_layout l;
 
-	if (!obj || peek(pid, obj, hdr, sizeof(hdr)))
+	if (!obj || peek(pid, obj, hdr, sizeof(hdr)) ||
+	    py_str_layout_parse(hdr, sizeof(hdr), co, &l) ||
+	    peek(pid, obj + l.data_off, raw, l.length * l.width))
 		return 0;
-	memcpy(&length, hdr + 16, 8);
-	memcpy(&state, hdr + 32, 4);
-	if (length <= 0 || length > 4096 || !((state >> 5) & 1))
-		return 0; /* not compact: not an identifier or a path */
-	unsigned kind = (state >> 2) & 7;
-	bool ascii = (state >> 6) & 1;
-	uint8_t raw[4096 * 4];
-	size_t width = ascii ? 1 : kind;
-	if (width != 1 && width != 2 && width != 4)
-		return 0;
-	if (peek(pid, obj + (ascii ? co->ascii_data : co->compact_data), raw,
-		 (size_t)length * width))
-		return 0;
-	for (int64_t i = 0; i < length; i++) {
-		uint32_t c = width == 1 ? raw[i] : width == 2 ? ((uint16_t *)raw)[i] : ((uint32_t *)raw)[i];
-		put_utf8(out, &n, cap, c);
-	}
-	return n;
+	return py_str_to_utf8(raw, l.length * l.width, l.width, out, cap);
 }
 
 static void resolve_one(struct python_state *ps, struct frec_builder *b, uint32_t pid,
@@ -436,32 +293,28 @@ static void resolve_one(struct python_state *ps, struct frec_builder *b, uint32_
 	const struct py_code_offsets *co;
 	static char qual[4096], file[4096];
 	static uint8_t lines[65536];
-	uint8_t obj[160];
-	uint64_t p_file, p_qual, p_lines;
-	uint32_t first = 0;
+	uint8_t obj[PY_CODE_READ_LEN];
+	struct py_code_fields cf;
 	int64_t lines_len = 0;
 
 	if (!k || !k->proc.runtime_addr)
 		return;
-	co = code_offsets(k->proc.off.version);
-	if (peek(pid, code, obj, sizeof(obj))) {
+	co = py_code_offsets(k->proc.off.version);
+	if (peek(pid, code, obj, sizeof(obj)) || py_code_fields_parse(obj, sizeof(obj), co, &cf)) {
 		ps->codes_failed++;
 		return;
 	}
-	memcpy(&first, obj + co->firstlineno, 4);
+	uint32_t first = cf.firstlineno;
 	if ((uint16_t)first != fingerprint) {
 		/* freed and reused since the event: naming it would lie */
 		ps->codes_failed++;
 		return;
 	}
-	memcpy(&p_file, obj + co->filename, 8);
-	memcpy(&p_qual, obj + co->qualname, 8);
-	memcpy(&p_lines, obj + co->linetable, 8);
-	size_t qlen = read_str(pid, p_qual, co, qual, sizeof(qual));
-	size_t flen = read_str(pid, p_file, co, file, sizeof(file));
-	if (p_lines && peek(pid, p_lines + 16, &lines_len, 8) == 0 && lines_len > 0 &&
-	    lines_len <= (int64_t)sizeof(lines)) {
-		if (peek(pid, p_lines + 32, lines, (size_t)lines_len))
+	size_t qlen = read_str(pid, cf.qualname, co, qual, sizeof(qual));
+	size_t flen = read_str(pid, cf.filename, co, file, sizeof(file));
+	if (cf.linetable && peek(pid, cf.linetable + PY_BYTES_SIZE_OFF, &lines_len, 8) == 0 &&
+	    lines_len > 0 && lines_len <= (int64_t)sizeof(lines)) {
+		if (peek(pid, cf.linetable + PY_BYTES_DATA_OFF, lines, (size_t)lines_len))
 			lines_len = 0;
 	} else {
 		lines_len = 0;

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dso_table.h"
 #include "frec_writer.h"
 #include "python_abi.h"
 
@@ -33,10 +34,12 @@ struct python_state {
 void python_init(struct python_state *ps, int procs_map_fd, bool quiet);
 void python_destroy(struct python_state *ps);
 
-/* Tracking thread: a mapping of pid.  When it is an interpreter, configure
- * the walker for pid and write FR_REC_PYTHON. */
-void python_on_mapping(struct python_state *ps, struct frec_builder *b, uint32_t pid,
-		       const char *path, uint64_t start, uint64_t pgoff);
+/* Tracking thread: a mapping of m->pid at file offset pgoff.  When it is an
+ * interpreter, configure the walker for the pid and write FR_REC_PYTHON.
+ * The facts come from the file mapped (dso_open_mapped), never from what
+ * its name leads to by now. */
+void python_on_mapping(struct python_state *ps, struct frec_builder *b,
+		       const struct mapped_file *m, uint64_t pgoff);
 /* Tracking thread: a forked child runs its parent's interpreter. */
 void python_on_fork(struct python_state *ps, uint32_t ppid, uint32_t pid);
 

@@ -1,10 +1,13 @@
 /* Verbs data-path attach (see rdma_datapath.h). */
 #include "rdma_datapath.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "events.h"
 #include "proc_maps.h"
@@ -42,11 +45,10 @@ static void attach_record(struct frec_builder *b, uint32_t pid, uint16_t status,
 
 /* The file and offset of addr from the process's own maps, for when its
  * mapping record has not reached the dso table yet (the tracking thread
- * reads them every 10 ms; a held process waits for this).  The file is
- * named for the kernel by /proc/PID/map_files/START-END, the very file
- * mapped there, whatever its name says now. */
+ * reads them every 10 ms; a held process waits for this).  *mf gets the
+ * mapping (range and identity) for dso_open_mapped. */
 static bool map_from_proc(uint32_t pid, uint64_t addr, char *path, size_t path_len,
-			  char *kpath, size_t kpath_len, uint64_t *offset)
+			  struct mapped_file *mf, uint64_t *offset)
 {
 	char name[64], *line = NULL;
 	size_t cap = 0;
@@ -64,8 +66,9 @@ static bool map_from_proc(uint32_t pid, uint64_t addr, char *path, size_t path_l
 			continue;
 		memcpy(path, e.path, e.path_len);
 		path[e.path_len] = '\0';
-		snprintf(kpath, kpath_len, "/proc/%u/map_files/%llx-%llx", pid,
-			 (unsigned long long)e.start, (unsigned long long)e.end);
+		*mf = (struct mapped_file){.pid = pid, .path = path, .start = e.start, .end = e.end,
+					   .has_inode = true, .dev = makedev(e.dev_major, e.dev_minor),
+					   .ino = e.ino};
 		*offset = addr - e.start + e.offset;
 		found = true;
 	}
@@ -100,7 +103,8 @@ enum rdma_dp_status rdma_datapath_attach_ops(struct uprobe_family *dp, struct ds
 
 	static const char *names[3] = {"post_send", "post_recv", "poll_cq"};
 	static const uint64_t cookies[3] = {RDMA_DP_POST_SEND, RDMA_DP_POST_RECV, RDMA_DP_POLL_CQ};
-	char kpaths[3][4352], text[4800], when[160] = "";
+	struct mapped_file mfs[3];
+	char text[4800], when[160] = "";
 
 	/* resolve the three first: they attach together or not at all yet, so
 	 * no completion is seen without the post that caused it */
@@ -117,13 +121,15 @@ enum rdma_dp_status rdma_datapath_attach_ops(struct uprobe_family *dp, struct ds
 				  dso_table_path(dsos, m.dso_id, paths[i], sizeof(paths[i]));
 			if (have[i]) {
 				offsets[i] = addrs[i] - m.start + m.pgoff;
-				snprintf(kpaths[i], sizeof(kpaths[i]), "/proc/%u/root%.4095s",
-					 lineage[k], paths[i]);
+				/* the provider's file as mapped (map_files): the
+				 * process may have swapped its name since */
+				mfs[i] = (struct mapped_file){.pid = lineage[k], .path = paths[i],
+							      .start = m.start, .end = m.end};
 			}
 		}
 		if (!have[i] && held)
-			have[i] = map_from_proc(pid, addrs[i], paths[i], sizeof(paths[i]), kpaths[i],
-						sizeof(kpaths[i]), &offsets[i]);
+			have[i] = map_from_proc(pid, addrs[i], paths[i], sizeof(paths[i]), &mfs[i],
+						&offsets[i]);
 		if (have[i])
 			continue;
 		all_mapped = false;
@@ -154,7 +160,17 @@ enum rdma_dp_status rdma_datapath_attach_ops(struct uprobe_family *dp, struct ds
 		have[i] = false;
 		struct attach_result res;
 		bool done[3];
-		int rc = uprobe_family_attach_offsets(dp, kpaths[i], offs, cks, n, done, &res);
+		struct stat st;
+		int fd = dso_open_mapped(&mfs[i], &st), rc;
+		if (fd < 0) {
+			memset(&res, 0, sizeof(res));
+			snprintf(res.error, sizeof(res.error), "cannot open the mapped file: %s",
+				 strerror(errno));
+			rc = -1;
+		} else {
+			rc = uprobe_family_attach_offsets(dp, fd, offs, cks, n, done, &res);
+			close(fd);
+		}
 		/* how long the program could have posted unseen, or was held */
 		uint64_t gap = opened_ns ? mono_ns() - opened_ns : 0;
 		if (opened_ns)

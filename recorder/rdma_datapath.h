@@ -37,7 +37,7 @@ enum rdma_dp_status {
 /* rdma_datapath_attach_lineage, saying which of the three happened.
  * opened_ns: when the program got the context (the ops event), to say in
  * the attach record how long after it the data path was attached (gap_ns);
- * held: the process was stopped meanwhile (rdma_hold.h). */
+ * held: the process was stopped meanwhile (attach_hold.h). */
 enum rdma_dp_status rdma_datapath_attach_ops(struct uprobe_family *dp, struct dso_table *dsos,
 					     struct frec_builder *b, const uint32_t *lineage,
 					     int n_lineage, const uint64_t addrs[3],

@@ -14,7 +14,14 @@
 #include <unistd.h>
 
 #include "elf_info.h"
-#include "safe_open.h"
+
+/* The kernel attaches uprobes by path, not by fd.  /proc/self/fd/N names
+ * the inode the fd holds: the probes go to the file whose symbols were read,
+ * whatever its name leads to by now. */
+static void fd_path(int fd, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/self/fd/%d", fd);
+}
 
 #define ATTACH_UPROBE_MULTI 48     /* BPF_TRACE_UPROBE_MULTI (kernel 6.6) */
 #define UPROBE_MULTI_RETURN 1      /* BPF_F_UPROBE_MULTI_RETURN */
@@ -229,30 +236,26 @@ out:
 	free(take);
 }
 
-int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
+int uprobe_family_attach_file(struct uprobe_family *f, int fd,
 			      struct attach_result *res, bool *already)
 {
 	struct stat st;
 	const char **names;
 	uint64_t *offsets;
 	uint8_t (*code)[8];
-	int fd, found;
+	char path[64];
+	int found;
 
 	memset(res, 0, sizeof(*res));
 	*already = false;
-	/* path is named by a traced process (its mappings): a FIFO there
-	 * would block this thread in open(2), a device's open can act */
-	fd = safe_open_regular(AT_FDCWD, path, 0, NULL);
-	if (fd < 0 || fstat(fd, &st)) {
-		snprintf(res->error, sizeof(res->error), "cannot open %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (fstat(fd, &st)) {
+		snprintf(res->error, sizeof(res->error), "cannot stat the file: %s", strerror(errno));
 		return -1;
 	}
+	fd_path(fd, path, sizeof(path));
 	pthread_mutex_lock(&f->lock);
 	if (seen_file(f, st.st_dev, st.st_ino, 0)) {
 		pthread_mutex_unlock(&f->lock);
-		close(fd);
 		*already = true;
 		return 0;
 	}
@@ -264,13 +267,11 @@ int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
 		free(names);
 		free(offsets);
 		free(code);
-		close(fd);
 		return -1;
 	}
 	for (size_t i = 0; i < f->n_symbols; i++)
 		names[i] = f->symbols[i].symbol;
 	found = elf_find_functions(fd, names, f->n_symbols, offsets, code);
-	close(fd);
 	if (found < 0) {
 		pthread_mutex_unlock(&f->lock);
 		free(names);
@@ -327,24 +328,22 @@ int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
 	return 0;
 }
 
-int uprobe_family_attach_offset(struct uprobe_family *f, const char *path, uint64_t offset,
+int uprobe_family_attach_offset(struct uprobe_family *f, int fd, uint64_t offset,
 				uint64_t cookie, int entry, struct attach_result *res)
 {
 	struct stat st;
 	uint8_t code[8] = {0};
-	int fd, ret = 0;
+	char path[64];
+	int ret = 0;
 
 	memset(res, 0, sizeof(*res));
-	fd = safe_open_regular(AT_FDCWD, path, 0, NULL); /* see above */
-	if (fd < 0 || fstat(fd, &st)) {
-		snprintf(res->error, sizeof(res->error), "cannot open %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (fstat(fd, &st)) {
+		snprintf(res->error, sizeof(res->error), "cannot stat the file: %s", strerror(errno));
 		return -1;
 	}
+	fd_path(fd, path, sizeof(path));
 	if (pread(fd, code, sizeof(code), (off_t)offset) != (ssize_t)sizeof(code))
 		memset(code, 0, sizeof(code));
-	close(fd);
 	pthread_mutex_lock(&f->lock);
 	if (seen_file(f, st.st_dev, st.st_ino, offset + 1)) {
 		pthread_mutex_unlock(&f->lock);
@@ -409,13 +408,14 @@ static void *destroy_links(void *arg)
 /* Removing a uprobe waits for an RCU grace period (~0.1 s each on this kind
  * of VM): one after another, 100 probes keep the recorder 10 s in its exit.
  * The waits overlap when the removals run side by side. */
-int uprobe_family_attach_offsets(struct uprobe_family *f, const char *path,
+int uprobe_family_attach_offsets(struct uprobe_family *f, int fd,
 				 const uint64_t *offsets, const uint64_t *cookies, int n,
 				 bool *attached, struct attach_result *res)
 {
 	uint64_t offs[8], cks[8];
 	struct stat st;
-	int m = 0, fd;
+	char path[64];
+	int m = 0;
 
 	memset(res, 0, sizeof(*res));
 	for (int i = 0; i < n; i++)
@@ -425,7 +425,7 @@ int uprobe_family_attach_offsets(struct uprobe_family *f, const char *path,
 		int ret = 0;
 		for (int i = 0; i < n; i++) {
 			struct attach_result one;
-			int rc = uprobe_family_attach_offset(f, path, offsets[i], cookies[i], 0, &one);
+			int rc = uprobe_family_attach_offset(f, fd, offsets[i], cookies[i], 0, &one);
 			attached[i] = rc == 0;
 			res->attached += rc == 0;
 			res->single_stepped += one.single_stepped;
@@ -436,13 +436,11 @@ int uprobe_family_attach_offsets(struct uprobe_family *f, const char *path,
 		}
 		return ret;
 	}
-	fd = safe_open_regular(AT_FDCWD, path, 0, NULL); /* see above */
-	if (fd < 0 || fstat(fd, &st)) {
-		snprintf(res->error, sizeof(res->error), "cannot open %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (fstat(fd, &st)) {
+		snprintf(res->error, sizeof(res->error), "cannot stat the file: %s", strerror(errno));
 		return -1;
 	}
+	fd_path(fd, path, sizeof(path));
 	pthread_mutex_lock(&f->lock);
 	for (int i = 0; i < n; i++) {
 		bool dup = false;
@@ -459,7 +457,6 @@ int uprobe_family_attach_offsets(struct uprobe_family *f, const char *path,
 		attached[i] = true;
 		m++;
 	}
-	close(fd);
 	int ret = 0;
 	if (m) {
 		int in_fd = multi_link(f->entry_progs[0], path, offs, cks, (uint32_t)m, false);

@@ -57,23 +57,26 @@ void uprobe_family_init(struct uprobe_family *f);
  * The programs must then be loaded with uprobe_multi_prepare(). */
 bool uprobe_multi_supported(void);
 void uprobe_multi_prepare(struct bpf_program *prog);
-/* Attach to the file at path (a path the kernel can open: for a process's
- * mapping, /proc/PID/root/PATH).  0 when the file was handled now or before
- * (res->found == 0: nothing of this family in it), -1 when it is not ELF. */
-int uprobe_family_attach_file(struct uprobe_family *f, const char *path,
+/* Attach to the regular file open at fd (the caller's to close).  The
+ * probes go to that very inode, never to what a name leads to: a process's
+ * file is opened as it is mapped (dso_open_mapped), so the job cannot swap
+ * another in between.  Files are told apart by device and inode.  0 when
+ * the file was handled now or before (res->found == 0: nothing of this
+ * family in it), -1 when it is not ELF. */
+int uprobe_family_attach_file(struct uprobe_family *f, int fd,
 			      struct attach_result *res, bool *already);
 /* Attaches entry_progs[entry] (and exit_prog) at one file offset with the
  * given cookie, once per (file, offset).  For functions without a symbol,
  * found through a live process (the verbs provider's data path).  0 when
  * attached now, 1 when it already was, -1 on failure (res->error). */
-int uprobe_family_attach_offset(struct uprobe_family *f, const char *path, uint64_t offset,
+int uprobe_family_attach_offset(struct uprobe_family *f, int fd, uint64_t offset,
 				uint64_t cookie, int entry, struct attach_result *res);
 
 /* Several offsets of one file at once (multi mode: one entry and one return
  * link, so the functions start being traced together).  Offsets attached
  * before are skipped; attached[i] says which were attached now.  0, or -1
  * with res->error. */
-int uprobe_family_attach_offsets(struct uprobe_family *f, const char *path,
+int uprobe_family_attach_offsets(struct uprobe_family *f, int fd,
 				 const uint64_t *offsets, const uint64_t *cookies, int n,
 				 bool *attached, struct attach_result *res);
 

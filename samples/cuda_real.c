@@ -9,10 +9,13 @@
  * after start, as with frameworks that load CUDA lazily.
  * What it is NOT for: using a GPU.
  *
- * Usage: cuda_real LIBCUDART [--hold-ms MS]
+ * Usage: cuda_real LIBCUDART [--hold-ms MS] [--wait-usr1]
  *   e.g. cuda_real /usr/local/cuda/lib64/libcudart.so.13
- *   --hold-ms  sleep after dlopen before the calls (time for a recorder
- *              to attach to the newly mapped library; default 0)
+ *   --hold-ms    sleep after dlopen before the calls (time for a recorder
+ *                to attach to the newly mapped library; default 0)
+ *   --wait-usr1  print "cuda_real: waiting for SIGUSR1" and wait for it
+ *                before the dlopen (a test decides when the library is
+ *                loaded)
  * Calls, each from its own function, printing "cuda_real: CALL -> CODE NAME":
  *   call_get_device_count  cudaGetDeviceCount(&n)
  *   call_malloc            cudaMalloc(&p, 1 MiB)
@@ -22,6 +25,7 @@
  * library or a symbol could not be loaded, 2 on usage errors.
  */
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,11 +73,28 @@ static NOINLINE void call_free_null(free_fn fn)
 int main(int argc, char **argv)
 {
 	long hold_ms = 0;
-	if (argc == 4 && !strcmp(argv[2], "--hold-ms"))
-		hold_ms = strtol(argv[3], NULL, 10);
-	else if (argc != 2) {
-		fprintf(stderr, "usage: cuda_real LIBCUDART [--hold-ms MS]\n");
+	int wait_usr1 = 0;
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--hold-ms") && i + 1 < argc)
+			hold_ms = strtol(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--wait-usr1"))
+			wait_usr1 = 1;
+		else
+			argc = 0;
+	}
+	if (argc < 2) {
+		fprintf(stderr, "usage: cuda_real LIBCUDART [--hold-ms MS] [--wait-usr1]\n");
 		return 2;
+	}
+	if (wait_usr1) {
+		sigset_t set;
+		int sig;
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		printf("cuda_real: waiting for SIGUSR1\n");
+		fflush(stdout);
+		sigwait(&set, &sig);
 	}
 	void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {

@@ -16,10 +16,20 @@ tests/bench/cuda_callbench (mean over PAIRS calls, median over RUNS runs):
 The ratio that matters is (flightrec - bare) / (floor - bare): the cuda
 family's cost over the floor.  Target: at most 1.15.
 
+Then one more run of the floor and of each flightrec variant with the
+kernel's BPF run-time statistics on (BPF_ENABLE_STATS, for that run only):
+the nanoseconds per call of each BPF program (the floor's entry and return
+against flightrec's), the part of a probed call the programs themselves
+decide; the rest (the breakpoint, the return trampoline) is the same for
+every program.
+
 usage: sudo tests/bench/bench_cuda.py [--build build] [--runs 5] [--pairs 100000]
                                      [--recorder PATH]  (another flightrec, to compare)
+                                     [--no-prog-stats]
 """
 import argparse
+import ctypes
+import glob
 import json
 import os
 import re
@@ -27,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def ns_per_pair(cmd):
@@ -37,12 +48,78 @@ def ns_per_pair(cmd):
     return float(m.group(1))
 
 
+def enable_prog_stats():
+    """Turns on the kernel's per-program run time accounting for as long as
+    the returned fd stays open (BPF_ENABLE_STATS: reference-counted, so the
+    kernel.bpf_stats_enabled sysctl others may rely on is left alone).
+    None when the kernel refuses."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = (ctypes.c_uint32 * 2)(0, 0)  # type BPF_STATS_RUN_TIME
+    fd = libc.syscall(321, 32, attr, ctypes.c_uint(8))  # __NR_bpf, BPF_ENABLE_STATS
+    return fd if fd >= 0 else None
+
+
+def prog_name(prog_id, names):
+    if prog_id not in names:
+        p = subprocess.run(["bpftool", "prog", "show", "id", str(prog_id), "-j"],
+                           capture_output=True, text=True)
+        try:
+            names[prog_id] = json.loads(p.stdout)["name"]
+        except (ValueError, KeyError):
+            names[prog_id] = "prog%d" % prog_id
+    return names[prog_id]
+
+
+def prog_stats_of(pid, names):
+    """{program name: (run_cnt, run_time_ns)} of the BPF programs process pid
+    holds, read from its fdinfo (programs of the same name are summed)."""
+    out = {}
+    for fdinfo in glob.glob("/proc/%d/fdinfo/*" % pid):
+        try:
+            text = open(fdinfo).read()
+        except OSError:
+            continue
+        f = dict(re.findall(r"^(\w+):\s+(\S+)", text, re.M))
+        if "prog_id" not in f or "run_cnt" not in f:
+            continue
+        name = prog_name(int(f["prog_id"]), names)
+        c, t = out.get(name, (0, 0))
+        out[name] = (c + int(f["run_cnt"]), t + int(f["run_time_ns"]))
+    return out
+
+
+def run_with_prog_stats(cmd, env=None):
+    """Runs cmd (a recorder or uprobe_floor wrapping a workload) and samples
+    the run counts and times of its BPF programs until it exits: (stdout,
+    {name: (calls, ns per call)}) for the programs that ran.  The last
+    sample is taken a few ms before the end, so counts are not the
+    workload's exact total; their ratio is what is read."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                         env=env)
+    names, last = {}, {}
+    while p.poll() is None:
+        now = prog_stats_of(p.pid, names)
+        if now:
+            last = now
+        time.sleep(0.05)
+    out = p.stdout.read()
+    return out, {k: (c, t / c) for k, (c, t) in last.items() if c}
+
+
+def print_prog_stats(title, stats):
+    print(title)
+    for name, (calls, ns) in sorted(stats.items()):
+        print("  %-24s %10d calls %9.0f ns per call" % (name, calls, ns))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--pairs", type=int, default=100000)
     ap.add_argument("--recorder", help="the flightrec binary to measure (default: the build's)")
+    ap.add_argument("--no-prog-stats", action="store_true",
+                    help="skip the runs with BPF run-time statistics")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench_cuda: needs root")
@@ -52,20 +129,22 @@ def main():
     floor = [os.path.join(b, "tests", "bench", "uprobe_floor"), lib, "--"]
     rec = a.recorder or os.path.join(b, "recorder", "flightrec")
     tmp = tempfile.mkdtemp(prefix="flightrec-bench-cuda-")
-    res = {"bare": [], "floor": [], "flightrec": [], "flightrec_dwarf": [],
-           "flightrec_dwarf_syscalls": []}
+    cmds = {
+        "floor": floor + bench,
+        "flightrec": [rec, "record", "-q", "-o", os.path.join(tmp, "c.frec"), "--probes", "cuda",
+                      "--stack", "fp", "--lib", f"cuda={lib}", "--"] + bench,
+        "flightrec_dwarf": [rec, "record", "-q", "-o", os.path.join(tmp, "d.frec"), "--probes",
+                            "cuda", "--stack", "dwarf", "--lib", f"cuda={lib}", "--"] + bench,
+        "flightrec_dwarf_syscalls": [rec, "record", "-q", "-o", os.path.join(tmp, "s.frec"),
+                                     "--probes", "cuda,syscalls", "--stack", "dwarf",
+                                     "--lib", f"cuda={lib}", "--"] + bench,
+    }
+    res = {"bare": []}
+    res.update({k: [] for k in cmds})
     for i in range(a.runs):
         res["bare"].append(ns_per_pair(bench))
-        res["floor"].append(ns_per_pair(floor + bench))
-        res["flightrec"].append(ns_per_pair([rec, "record", "-q", "-o", os.path.join(tmp, "c.frec"),
-                                             "--probes", "cuda", "--stack", "fp",
-                                             "--lib", f"cuda={lib}", "--"] + bench))
-        res["flightrec_dwarf"].append(ns_per_pair([rec, "record", "-q", "-o", os.path.join(tmp, "d.frec"),
-                                                   "--probes", "cuda", "--stack", "dwarf",
-                                                   "--lib", f"cuda={lib}", "--"] + bench))
-        res["flightrec_dwarf_syscalls"].append(ns_per_pair(
-            [rec, "record", "-q", "-o", os.path.join(tmp, "s.frec"), "--probes", "cuda,syscalls",
-             "--stack", "dwarf", "--lib", f"cuda={lib}", "--"] + bench))
+        for k, cmd in cmds.items():
+            res[k].append(ns_per_pair(cmd))
     med = {k: statistics.median(v) for k, v in res.items()}
     over = {k: med[k] - med["bare"] for k in med}
     print("cudaMalloc + cudaFree pair, %d pairs per run, %d runs, medians" % (a.pairs, a.runs))
@@ -76,11 +155,22 @@ def main():
                      ("flightrec_dwarf_syscalls", "  same, with syscalls")):
         ratio = over[k] / over["floor"] if over["floor"] > 0 and k != "bare" else float("nan")
         print("%-28s %12.1f %14.1f %10.2f" % (label, med[k], over[k], ratio))
+    progs = {}
+    fd = None if a.no_prog_stats else enable_prog_stats()
+    if fd is not None:
+        print("\nBPF programs, ns per call (one run each, run-time statistics on)")
+        for k, cmd in cmds.items():
+            _, progs[k] = run_with_prog_stats(cmd)
+            print_prog_stats(k, {n: v for n, v in progs[k].items()
+                                 if n.startswith(("floor_", "fr_cuda", "fr_sys"))})
+        os.close(fd)
+    elif not a.no_prog_stats:
+        print("(no BPF run-time statistics: the kernel refused BPF_ENABLE_STATS)")
     out = os.path.join(b, "bench")
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "bench_cuda.json")
     with open(path, "w") as f:
-        json.dump({"runs": res, "median_ns_per_pair": med,
+        json.dump({"runs": res, "median_ns_per_pair": med, "prog_ns_per_call": progs,
                    "ratio_over_floor": over["flightrec"] / over["floor"] if over["floor"] > 0 else None,
                    "ratio_over_floor_dwarf": over["flightrec_dwarf"] / over["floor"] if over["floor"] > 0 else None},
                   f, indent=1)

@@ -24,8 +24,13 @@ them) costs more than the floor measured on one it emulates; and the
 pair's own cost (~17 us on the stand-in) makes that floor noisy from run to
 run, so read "x floor" as a rough guide and "added ns" as the measurement.
 
+Then one run of each recorded variant with the kernel's BPF run-time
+statistics on (as bench_cuda.py does): nanoseconds per call of each of the
+family's programs, next to the floor's.
+
 usage: sudo tests/bench/bench_probes.py [--build build] [--runs 5] [--iters 100000]
                                        [--only MODE,...] [--recorder PATH]
+                                       [--no-prog-stats]
 """
 import argparse
 import json
@@ -38,7 +43,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_cuda import ns_per_pair  # noqa: E402  (the floor, measured the same way)
+from bench_cuda import (ns_per_pair, enable_prog_stats, run_with_prog_stats,  # noqa: E402
+                        print_prog_stats)  # the floor, measured the same way
 
 # mode, family, library (relative to the build), probed calls per iteration, label
 WORKLOADS = (
@@ -74,6 +80,8 @@ def main():
     ap.add_argument("--iters", type=int, default=100000)
     ap.add_argument("--only", help="comma list of modes to run (default: all)")
     ap.add_argument("--recorder", help="the flightrec binary to measure (default: the build's)")
+    ap.add_argument("--no-prog-stats", action="store_true",
+                    help="skip the runs with BPF run-time statistics")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench_probes: needs root")
@@ -132,13 +140,34 @@ def main():
             print("%-24s %-20s %5d %9.1f %11.1f %9.1f %9s" % (
                 label, name, ncalls, med["bare"], val, added,
                 "%.2f" % ratio if ratio is not None else "n/a"))
+    progs = {}
+    fd = None if a.no_prog_stats else enable_prog_stats()
+    if fd is not None:
+        print("\nBPF programs, ns per call (one run each, run-time statistics on)")
+        _, progs["floor"] = run_with_prog_stats(floor_cmd)
+        print_prog_stats("floor (cudaMalloc+cudaFree)", progs["floor"])
+        for mode, family, lib, _n, label in workloads:
+            libpath = os.path.join(b, lib)
+            for name, opts, _launch_only in VARIANTS:
+                if opts is None or name not in res[mode]:
+                    continue
+                cmd = [rec, "record", "-q", "-o", trace, "--probes", family,
+                       "--lib", f"{family}={libpath}"] + opts + ["--", bench, mode, libpath,
+                                                                str(a.iters)]
+                _, got = run_with_prog_stats(cmd, env)
+                got = {k: v for k, v in got.items() if k.startswith("fr_" + family)}
+                progs["%s %s" % (mode, name)] = got
+                print_prog_stats("%s, %s" % (label, name), got)
+        os.close(fd)
+    elif not a.no_prog_stats:
+        print("(no BPF run-time statistics: the kernel refused BPF_ENABLE_STATS)")
     out = os.path.join(b, "bench")
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "probes.json")
     with open(path, "w") as f:
         json.dump({"iters": a.iters, "runs": a.runs, "floor_runs": floor_runs,
                    "floor_ns_per_probed_call": floor_per_call, "runs_ns_per_iter": res,
-                   "rows": rows}, f, indent=1)
+                   "rows": rows, "prog_ns_per_call": progs}, f, indent=1)
     shutil.rmtree(tmp, ignore_errors=True)
     print("results: " + path)
 

@@ -43,7 +43,9 @@ outputs:2.0:768:seeds_records:-max_len=20000 -dict=$root/tests/fuzz/strings.dict
 pyframes:0.5:96:seeds_pyframes
 unwind:1.0:256:seeds_unwind
 recorder_elf:1.0:384:corpus_recorder_elf
-recorder_maps:0.5:96:corpus_recorder_maps"
+recorder_maps:0.5:96:corpus_recorder_maps
+recorder_python:0.5:96:corpus_recorder_python
+recorder_proc:0.25:64:-"
 
 if [ $# -gt 0 ]; then
 	want=" $* "

@@ -6,7 +6,13 @@ recorder, attached with --pid, writes the symbols of every mapped file into
 the trace (dwarf mode), and the trace belongs to the user: it must hold the
 symbols of the library the job mapped, never those of the link's target.
 Before, the recorder opened the name through /proc/PID/root, followed the
-link, and copied the root-only library's symbols into the trace."""
+link, and copied the root-only library's symbols into the trace.
+
+The same swap must not choose where uprobes go (they are per file: probes
+put on the link's target would fire in every process that runs it, and the
+job's own library would go unseen) nor which file the CPython facts are
+read from: the job's calls into the library it mapped are the ones counted,
+and the interpreter version is the mapped libpython's."""
 import os
 import shutil
 import subprocess
@@ -84,6 +90,133 @@ class MappedFileSwap(frtest.Case):
                          "the recorder followed the job's link to a file the job cannot read")
         # the recorder is root: /proc/PID/map_files gives it the mapped file itself
         self.assertTrue(b"mapped_lib_marker_fn" in data, "the mapped library's symbols are missing")
+
+
+# Maps LIB (dlopen), swaps its name for a link to TARGET as above, says
+# "ready", waits for a line on stdin, calls LIB's cudaMalloc CALLS times.
+SWAP_JOB = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	char link[4200], line[16];
+	void *h = dlopen(argv[1], RTLD_NOW);
+	if (!h) { fprintf(stderr, "%s\n", dlerror()); return 2; }
+	int (*alloc)(void **, size_t) = (int (*)(void **, size_t))dlsym(h, "cudaMalloc");
+	snprintf(link, sizeof(link), "%s (deleted)", argv[1]);
+	if (unlink(argv[1]) || symlink(argv[2], link)) { perror("swap"); return 2; }
+	printf("ready\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 3;
+	for (int i = 0; alloc && i < atoi(argv[3]); i++) {
+		void *p;
+		alloc(&p, 4096);
+	}
+	printf("done\n");
+	fflush(stdout);
+	return 0;
+}
+"""
+
+
+def compile_src(d, name, source, shared):
+    src = os.path.join(d, name + ".c")
+    with open(src, "w") as f:
+        f.write(source)
+    out = os.path.join(d, name + (".so" if shared else ""))
+    cc = os.environ.get("CC", "cc")
+    subprocess.run([cc, "-O1", "-o", out, src] + (["-shared", "-fPIC"] if shared else []),
+                   check=True)
+    return out
+
+
+class SwappedAttachTarget(frtest.Case):
+    """A job swaps the name of a library it mapped for a link to another file
+    before the recorder attaches (--pid): the probes and the CPython facts
+    must come from the mapped file, whatever the name leads to."""
+
+    def setUp(self):
+        if shutil.which(os.environ.get("CC", "cc")) is None:
+            self.skipTest("no C compiler to build the libraries")
+
+    def run_swap(self, name, mapped_src, lib_name, other_src, probes, calls):
+        """Returns (trace, recorder's stderr, job's stdout)."""
+        d = frtest.workdir(name)
+        job_dir, other_dir = os.path.join(d, "job"), os.path.join(d, "other")
+        os.makedirs(job_dir)
+        os.makedirs(other_dir)
+        os.chmod(d, 0o755)
+        job_bin = compile_src(d, "swapjob", SWAP_JOB, False)
+        lib = compile_src(job_dir, lib_name, mapped_src, True)
+        other = compile_src(other_dir, "libother", other_src, True)
+        os.chown(job_dir, NOBODY, NOBODY)
+        os.chown(lib, NOBODY, NOBODY)
+
+        def as_nobody():
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+
+        job = subprocess.Popen([job_bin, lib, other, str(calls)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True, preexec_fn=as_nobody,
+                               cwd="/")
+        trace = os.path.join(d, "swap.frec")
+        rec = None
+        try:
+            self.assertEqual(job.stdout.readline().strip(), "ready")
+            self.assertEqual(os.readlink(lib + " (deleted)"), other)
+            rec = subprocess.Popen([frtest.FLIGHTREC, "record", "-o", trace, "--probes", probes,
+                                    "--pid", str(job.pid)], stderr=subprocess.PIPE, text=True)
+            # a running process's mappings are read (and attached to)
+            # before the recorder says it records; the job calls only then
+            err = []
+            for line in rec.stderr:
+                err.append(line)
+                if line.startswith("flightrec: recording"):
+                    break
+            job.stdin.write("go\n")
+            job.stdin.flush()
+            out = job.stdout.read()
+            job.wait(timeout=60)
+            err.append(rec.stderr.read())
+            rec.wait(timeout=60)  # stops when its target exits
+        finally:
+            if job.poll() is None:
+                job.kill()
+            if rec and rec.poll() is None:
+                rec.kill()
+            for pipe in (job.stdin, job.stdout, rec.stderr if rec else None):
+                if pipe:
+                    pipe.close()
+            job.wait()
+            if rec:
+                rec.wait()
+        self.assertEqual(rec.returncode, 0, "".join(err))
+        return trace, "".join(err), out
+
+    def test_uprobes_go_to_the_mapped_file(self):
+        fake_cuda = ("int cudaMalloc(void **p, unsigned long n) { *p = (void *)n; return %d; }\n"
+                     "int cudaFree(void *p) { return p == 0; }\n")
+        trace, err, out = self.run_swap("swap_uprobe", fake_cuda % 0, "libjobcuda",
+                                         fake_cuda % 7, "cuda", 5)
+        self.assertIn("done", out)
+        self.assertRegex(err, r"cuda: attached \d+ functions in .*libjobcuda\.so \(deleted\)")
+        mallocs = [e for e in frtest.dump(trace, "--type", "cuda") if e["name"] == "cudaMalloc"]
+        # probes on the link's target would count none of these
+        self.assertEqual(len(mallocs), 5, err)
+
+    def test_python_facts_from_the_mapped_file(self):
+        # the version is read from Py_Version: 3.12 in the mapped file, 3.10
+        # in the one the link names (both are named libpython3.12 by the job)
+        fake_py = ("const unsigned int Py_Version = 0x%x;\n"
+                   "char _PyRuntime[256] = {1};\n")
+        trace, err, out = self.run_swap("swap_python", fake_py % 0x030C00F0,
+                                         "libpython3.12.so.1.0", fake_py % 0x030A00F0, "cpu", 0)
+        self.assertIn("walking CPython 3.12 frames of pid", err)
+        self.assertNotIn("CPython 3.10", err)
 
 
 if __name__ == "__main__":

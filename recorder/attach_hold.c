@@ -1,20 +1,20 @@
-/* Holding a process while the verbs data path is attached (see rdma_hold.h).
+/* Holding a process while its probes are attached (see attach_hold.h).
  *
  * Who continues a held process, and why it is always someone:
- *  - the drain thread, once the provider's functions are attached (or it
- *    gave up on them): rdma_hold_release;
- *  - the guardian, for a hold older than RDMA_HOLD_MAX_MS (the recorder
+ *  - the recorder, once what the process needs is attached (or it gave
+ *    up on it): attach_hold_release;
+ *  - the guardian, for a hold older than ATTACH_HOLD_MAX_MS (the recorder
  *    lives but does not get there: stopped, starved), every 100 ms; the
  *    entry stays, marked expired, so the process is not stopped again at
- *    its next QP while the recorder is behind, and the drain counts the
- *    context as not_attached when it gets to it;
+ *    at its next call while the recorder is behind, and the recorder
+ *    counts what may have been missed as not_attached when it gets to it;
  *  - the guardian, at once, when the recorder is gone: its pipe's write end
  *    is the recorder's, so the kernel closes it however the recorder ends.
  *    It first turns holds off, then sweeps for a while: a return probe that
  *    was running when the recorder died makes its entry after sending its
- *    stop (bpf/rdma.bpf.c), and the process stops only when that probe has
+ *    stop (bpf/hold.bpf.h), and the process stops only when that probe has
  *    returned;
- *  - rdma_hold_stop, at the end of the recording.
+ *  - attach_hold_stop, at the end of the recording.
  * A process is continued with SIGCONT and its entry is removed only after
  * that, so a recorder that dies between the two leaves an entry the
  * guardian still sees.  The guardian is the recorder's executable started
@@ -26,7 +26,7 @@
  * `kill -TERM -PGID` sends, so what stops the recorder does not stop it
  * too; only a SIGKILL aimed at it, at the same moment as the recorder's,
  * leaves a held process stopped (until someone sends it SIGCONT). */
-#include "rdma_hold.h"
+#include "attach_hold.h"
 
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -43,7 +43,15 @@
 
 #include <bpf/libbpf.h>
 
-#define GUARD_ARGV0 "flightrec-rdma-guard"
+#include "verbs_abi.h"
+
+#define GUARD_ARGV0 "flightrec-hold-guard"
+
+/* every user's maps have these layouts */
+_Static_assert(sizeof(struct rdma_held) == sizeof(struct fr_held) &&
+	       sizeof(struct rdma_hold_cfg) == sizeof(struct fr_hold_cfg) &&
+	       RDMA_HELD_EXPIRED == FR_HELD_EXPIRED && RDMA_HELD_RELEASING == FR_HELD_RELEASING,
+	       "the rdma hold maps differ from struct fr_held");
 
 static uint64_t mono_ns(void)
 {
@@ -54,11 +62,11 @@ static uint64_t mono_ns(void)
 
 /* SIGCONT first, the entry removed after (unless a new hold replaced it):
  * see the top of this file. */
-static void continue_held(int held_fd, uint32_t pid, struct rdma_held *v)
+static void continue_held(int held_fd, uint32_t pid, struct fr_held *v)
 {
-	struct rdma_held now;
+	struct fr_held now;
 
-	v->state = RDMA_HELD_RELEASING;
+	v->state = FR_HELD_RELEASING;
 	bpf_map_update_elem(held_fd, &pid, v, BPF_EXIST);
 	kill((pid_t)pid, SIGCONT);
 	if (!bpf_map_lookup_elem(held_fd, &pid, &now) && now.held_ns == v->held_ns)
@@ -83,13 +91,13 @@ static void sweep(int held_fd, uint64_t cutoff_ns, bool final)
 		prev = &key;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct rdma_held v;
+		struct fr_held v;
 		if (bpf_map_lookup_elem(held_fd, &keys[i], &v))
 			continue;
 		if (final) {
 			continue_held(held_fd, keys[i], &v);
-		} else if (v.state == RDMA_HELD_HOLDING && v.held_ns <= cutoff_ns) {
-			v.state = RDMA_HELD_EXPIRED;
+		} else if (v.state == FR_HELD_HOLDING && v.held_ns <= cutoff_ns) {
+			v.state = FR_HELD_EXPIRED;
 			bpf_map_update_elem(held_fd, &keys[i], &v, BPF_EXIST);
 			kill((pid_t)keys[i], SIGCONT);
 		}
@@ -99,7 +107,7 @@ static void sweep(int held_fd, uint64_t cutoff_ns, bool final)
 static void set_enabled(int cfg_fd, bool on)
 {
 	uint32_t zero = 0;
-	struct rdma_hold_cfg cfg = {.enabled = on};
+	struct fr_hold_cfg cfg = {.enabled = on};
 	bpf_map_update_elem(cfg_fd, &zero, &cfg, BPF_ANY);
 }
 
@@ -140,7 +148,7 @@ static void guardian_main(int pipe_fd, int held_fd, int cfg_fd, uint64_t max_ns)
 	 * detached or going: a short sweep.  After its death the kernel takes
 	 * a while (~0.2 s here) to take its probes down, and one that read the
 	 * old setting may still stop a process: sweep for a bound's length */
-	uint64_t until = mono_ns() + (clean ? 20 : RDMA_HOLD_MAX_MS) * 1000000ull;
+	uint64_t until = mono_ns() + (clean ? 20 : ATTACH_HOLD_MAX_MS) * 1000000ull;
 	do {
 		struct timespec nap = {0, 5000000};
 		sweep(held_fd, UINT64_MAX, true);
@@ -151,7 +159,7 @@ static void guardian_main(int pipe_fd, int held_fd, int cfg_fd, uint64_t max_ns)
 
 /* The guardian's entry: glibc passes argc, argv and envp to constructors,
  * so the guardian runs before the recorder's main and never reaches it. */
-__attribute__((constructor)) static void rdma_guard_entry(int argc, char **argv, char **envp)
+__attribute__((constructor)) static void hold_guard_entry(int argc, char **argv, char **envp)
 {
 	(void)envp;
 	if (argc != 5 || !argv || !argv[0] || strcmp(argv[0], GUARD_ARGV0))
@@ -175,7 +183,7 @@ static void decimal(char *buf, unsigned long long v)
 	buf[n] = '\0';
 }
 
-static int start_guardian(struct rdma_hold *h, char *err, size_t errlen)
+static int start_guardian(struct attach_hold *h, char *err, size_t errlen)
 {
 	int p[2], e[2];
 
@@ -203,7 +211,7 @@ static int start_guardian(struct rdma_hold *h, char *err, size_t errlen)
 		decimal(a, (unsigned long long)dup(p[0]));
 		decimal(b, (unsigned long long)dup(h->held_fd));
 		decimal(c, (unsigned long long)dup(h->cfg_fd));
-		decimal(m, RDMA_HOLD_MAX_MS);
+		decimal(m, ATTACH_HOLD_MAX_MS);
 		execve("/proc/self/exe", argv, envp);
 		int x = errno;
 		if (write(e[1], &x, sizeof(x)) < 0)
@@ -228,7 +236,7 @@ static int start_guardian(struct rdma_hold *h, char *err, size_t errlen)
 
 /* ---- the recorder's side ----------------------------------------------------- */
 
-void rdma_hold_init(struct rdma_hold *h)
+void attach_hold_init(struct attach_hold *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->held_fd = h->ready_fd = h->cfg_fd = h->guard_fd = -1;
@@ -236,17 +244,23 @@ void rdma_hold_init(struct rdma_hold *h)
 
 /* The hold's maps, found through the maps prog uses (the drain has the
  * rdma programs, not their object). */
-static int find_maps(struct rdma_hold *h, int prog_fd, char *err, size_t errlen)
+static int find_maps(struct attach_hold *h, int prog_fd, const char *prefix, char *err,
+		     size_t errlen)
 {
 	uint32_t ids[64];
 	struct bpf_prog_info info;
 	uint32_t len = sizeof(info);
+	char held[BPF_OBJ_NAME_LEN + 32], ready[BPF_OBJ_NAME_LEN + 32], cfg[BPF_OBJ_NAME_LEN + 32];
 
+	snprintf(held, sizeof(held), "%s_held", prefix);
+	snprintf(ready, sizeof(ready), "%s_ready", prefix);
+	snprintf(cfg, sizeof(cfg), "%s_hold_cfg", prefix);
 	memset(&info, 0, sizeof(info));
 	info.nr_map_ids = sizeof(ids) / sizeof(ids[0]);
 	info.map_ids = (uint64_t)(uintptr_t)ids;
 	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len)) {
-		snprintf(err, errlen, "cannot read the rdma program's maps: %s", strerror(errno));
+		snprintf(err, errlen, "cannot read the maps of the %s hold's program: %s", prefix,
+			 strerror(errno));
 		return -1;
 	}
 	uint32_t n = info.nr_map_ids < 64 ? info.nr_map_ids : 64;
@@ -260,11 +274,11 @@ static int find_maps(struct rdma_hold *h, int prog_fd, char *err, size_t errlen)
 		memset(&mi, 0, sizeof(mi));
 		if (!bpf_obj_get_info_by_fd(fd, &mi, &ml)) {
 			/* map names are cut to BPF_OBJ_NAME_LEN - 1 characters */
-			if (!strncmp(mi.name, "fr_rdma_held", BPF_OBJ_NAME_LEN - 1))
+			if (!strncmp(mi.name, held, BPF_OBJ_NAME_LEN - 1))
 				slot = &h->held_fd;
-			else if (!strncmp(mi.name, "fr_rdma_ready", BPF_OBJ_NAME_LEN - 1))
+			else if (!strncmp(mi.name, ready, BPF_OBJ_NAME_LEN - 1))
 				slot = &h->ready_fd;
-			else if (!strncmp(mi.name, "fr_rdma_hold_cfg", BPF_OBJ_NAME_LEN - 1))
+			else if (!strncmp(mi.name, cfg, BPF_OBJ_NAME_LEN - 1))
 				slot = &h->cfg_fd;
 		}
 		if (slot && *slot < 0)
@@ -273,13 +287,13 @@ static int find_maps(struct rdma_hold *h, int prog_fd, char *err, size_t errlen)
 			close(fd);
 	}
 	if (h->held_fd < 0 || h->ready_fd < 0 || h->cfg_fd < 0) {
-		snprintf(err, errlen, "the rdma object has no hold maps");
+		snprintf(err, errlen, "the program has no %s hold maps", prefix);
 		return -1;
 	}
 	return 0;
 }
 
-static void close_maps(struct rdma_hold *h)
+static void close_maps(struct attach_hold *h)
 {
 	int *fds[3] = {&h->held_fd, &h->ready_fd, &h->cfg_fd};
 	for (int i = 0; i < 3; i++) {
@@ -289,15 +303,16 @@ static void close_maps(struct rdma_hold *h)
 	}
 }
 
-int rdma_hold_start(struct rdma_hold *h, struct bpf_program *prog, char *err, size_t errlen)
+int attach_hold_start(struct attach_hold *h, struct bpf_program *prog, const char *maps_prefix,
+		      char *err, size_t errlen)
 {
 	int prog_fd = prog ? bpf_program__fd(prog) : -1;
 
 	if (prog_fd < 0) {
-		snprintf(err, errlen, "no rdma return program");
+		snprintf(err, errlen, "no %s return program", maps_prefix);
 		return -1;
 	}
-	if (find_maps(h, prog_fd, err, errlen) || start_guardian(h, err, errlen)) {
+	if (find_maps(h, prog_fd, maps_prefix, err, errlen) || start_guardian(h, err, errlen)) {
 		close_maps(h);
 		return -1;
 	}
@@ -306,31 +321,31 @@ int rdma_hold_start(struct rdma_hold *h, struct bpf_program *prog, char *err, si
 	return 0;
 }
 
-void rdma_hold_mark_ready(struct rdma_hold *h, const struct rdma_ready_key *key)
+void attach_hold_mark_ready(struct attach_hold *h, const void *key)
 {
 	uint8_t one = 1;
 	if (h->ready_fd >= 0)
 		bpf_map_update_elem(h->ready_fd, key, &one, BPF_ANY);
 }
 
-bool rdma_hold_release(struct rdma_hold *h, uint32_t pid, uint64_t held_ns)
+bool attach_hold_release(struct attach_hold *h, uint32_t pid, uint64_t held_ns)
 {
-	struct rdma_held v;
+	struct fr_held v;
 
 	if (h->held_fd < 0 || bpf_map_lookup_elem(h->held_fd, &pid, &v) || v.held_ns != held_ns)
 		return false;
-	if (v.state == RDMA_HELD_EXPIRED) {
+	if (v.state == FR_HELD_EXPIRED) {
 		/* seen now: it may be held again */
 		bpf_map_delete_elem(h->held_fd, &pid);
 		return false;
 	}
-	if (v.state != RDMA_HELD_HOLDING)
+	if (v.state != FR_HELD_HOLDING)
 		return false;
 	continue_held(h->held_fd, pid, &v);
 	return true;
 }
 
-void rdma_hold_stop(struct rdma_hold *h)
+void attach_hold_stop(struct attach_hold *h)
 {
 	if (h->cfg_fd >= 0)
 		set_enabled(h->cfg_fd, false);
