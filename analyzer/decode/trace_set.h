@@ -192,21 +192,21 @@ struct trace_file {
 
 	/* metadata */
 	struct ts_process *procs;     /* one per pid, latest record wins */
-	size_t n_procs;
+	size_t n_procs, cap_procs;
 	struct hmap proc_by_pid;      /* pid -> index */
 	struct hmap thread_seen;      /* (pid, tid) -> index into thread_names + 1 */
 	char (*thread_names)[17];     /* latest THREAD record's name per thread */
 	size_t n_thread_names;
 	struct ts_mapping *maps;
-	size_t n_maps;
+	size_t n_maps, cap_maps;
 	struct ts_dso *dsos;
-	size_t n_dsos;
+	size_t n_dsos, cap_dsos;
 	struct hmap dso_by_id;        /* dso_id -> index (latest record wins) */
 	struct ts_stack *stacks;
-	size_t n_stacks;
+	size_t n_stacks, cap_stacks;
 	struct hmap stack_by_id;      /* stack_id -> index (first record wins) */
 	uint64_t *ips;
-	size_t n_ips;
+	size_t n_ips, cap_ips;
 	uint64_t clocks;              /* CLOCK records */
 	uint64_t last_clock_mono_ns, last_clock_real_ns;
 	struct ts_clock *clock_pairs; /* every CLOCK record in file order, capped */

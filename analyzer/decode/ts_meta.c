@@ -6,6 +6,7 @@
 #include "trace_set_impl.h"
 #include "pyframes.h"
 #include "unwind.h"
+#include "grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,14 +32,13 @@ static int decode_process(const struct ts_where *w, const uint8_t *p, uint32_t s
 		return ts_oom(err, w);
 	}
 	if (created) {
-		struct ts_process *procs = realloc(f->procs, (f->n_procs + 1) * sizeof(*procs));
-		if (!procs) {
+		if (grow_array((void **)&f->procs, &f->cap_procs, f->n_procs + 1, sizeof(*f->procs),
+			       64)) {
 			free(cmdline);
 			return ts_oom(err, w);
 		}
-		f->procs = procs;
 		*slot = f->n_procs++;
-		memset(&procs[*slot], 0, sizeof(procs[*slot]));
+		memset(&f->procs[*slot], 0, sizeof(f->procs[*slot]));
 	}
 	struct ts_process *proc = &f->procs[*slot];
 	free(proc->cmdline);
@@ -96,10 +96,9 @@ static int decode_mapping(const struct ts_where *w, const uint8_t *p, uint32_t s
 			r.pid, (unsigned long long)r.start, (unsigned long long)r.end);
 		return 0;
 	}
-	struct ts_mapping *maps = realloc(f->maps, (f->n_maps + 1) * sizeof(*maps));
-	if (!maps)
+	if (grow_array((void **)&f->maps, &f->cap_maps, f->n_maps + 1, sizeof(*f->maps), 256))
 		return ts_oom(err, w);
-	f->maps = maps;
+	struct ts_mapping *maps = f->maps;
 	char *path = ts_strndup_printable((const char *)p + sizeof(r), r.path_len, '?');
 	if (!path)
 		return ts_oom(err, w);
@@ -138,14 +137,15 @@ static int decode_stack(const struct ts_where *w, const uint8_t *p, uint32_t siz
 		PROBLEM(w, "stack %u defined twice; keeping the first definition", r.stack_id);
 		return 0;
 	}
-	struct ts_stack *stacks = realloc(f->stacks, (f->n_stacks + 1) * sizeof(*stacks));
-	if (!stacks)
+	/* doubling: one record at a time, a growth by one would copy the
+	 * whole array per stack (quadratic; minutes under ASan at 100k) */
+	if (grow_array((void **)&f->stacks, &f->cap_stacks, f->n_stacks + 1, sizeof(*f->stacks),
+		       1024) ||
+	    grow_array((void **)&f->ips, &f->cap_ips, f->n_ips + n_frames + 1, sizeof(*f->ips),
+		       16384))
 		return ts_oom(err, w);
-	f->stacks = stacks;
-	uint64_t *ips = realloc(f->ips, (f->n_ips + n_frames + 1) * sizeof(*ips));
-	if (!ips)
-		return ts_oom(err, w);
-	f->ips = ips;
+	struct ts_stack *stacks = f->stacks;
+	uint64_t *ips = f->ips;
 	memcpy(ips + f->n_ips, p + sizeof(r), n_frames * 8);
 	*slot = f->n_stacks;
 	stacks[f->n_stacks++] = (struct ts_stack){
@@ -432,15 +432,13 @@ static int decode_dso(const struct ts_where *w, const uint8_t *p, uint32_t size,
 	    f->dsos[prev].kind == d.kind)
 		return merge_dso(w, &f->dsos[prev], &d, err);
 
-	struct ts_dso *dsos = realloc(f->dsos, (f->n_dsos + 1) * sizeof(*dsos));
-	if (!dsos) {
+	if (grow_array((void **)&f->dsos, &f->cap_dsos, f->n_dsos + 1, sizeof(*f->dsos), 64)) {
 		free(d.path);
 		free(d.strtab);
 		free(d.syms);
 		return ts_oom(err, w);
 	}
-	f->dsos = dsos;
-	dsos[f->n_dsos] = d;
+	f->dsos[f->n_dsos] = d;
 	if (hmap_put(&f->dso_by_id, r.dso_id, 0, f->n_dsos))
 		return ts_oom(err, w); /* the dso is stored: freed with the file */
 	f->n_dsos++;

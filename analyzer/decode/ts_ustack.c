@@ -4,6 +4,7 @@
  * models' tables grow with distinct stacks, not with records.  Not for
  * frame-pointer stacks (ts_meta.c). */
 #include "trace_set_impl.h"
+#include "grow.h"
 #include "stack_merge.h"
 #include "strpool.h"
 #include "symbolize.h"
@@ -68,14 +69,13 @@ static uint32_t intern_canonical(struct trace_file *f, uint32_t pid, const uint8
 		f->ustack_names = grown;
 		f->cap_ustack_names = cap;
 	}
-	struct ts_stack *stacks = realloc(f->stacks, (f->n_stacks + 1) * sizeof(*stacks));
-	if (!stacks)
+	if (grow_array((void **)&f->stacks, &f->cap_stacks, f->n_stacks + 1, sizeof(*f->stacks),
+		       1024) ||
+	    grow_array((void **)&f->ips, &f->cap_ips, f->n_ips + n_kernel + 1, sizeof(*f->ips),
+		       16384))
 		return 0;
-	f->stacks = stacks;
-	uint64_t *ips = realloc(f->ips, (f->n_ips + n_kernel + 1) * sizeof(*ips));
-	if (!ips)
-		return 0;
-	f->ips = ips;
+	struct ts_stack *stacks = f->stacks;
+	uint64_t *ips = f->ips;
 	if (hmap_put(&f->stack_by_id, id, 0, f->n_stacks) ||
 	    hmap_put(&f->canon_by_hash, h + k, pid, f->n_stacks))
 		return 0;
