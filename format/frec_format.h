@@ -10,7 +10,7 @@
 
 #define FR_FILE_MAGIC "FLIGHTR\x01" /* 8 bytes, the last one is 0x01 */
 #define FR_VERSION_MAJOR 1
-#define FR_VERSION_MINOR 1
+#define FR_VERSION_MINOR 2 /* 1.2: sparse raw stacks (FR_USTACK_SPARSE) */
 
 /* Fixed part of the file header; cmdline_len bytes of NUL-separated argv
  * follow, then padding to 8.  header_size = 128 + FR_ALIGN8(cmdline_len).

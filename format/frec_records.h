@@ -261,6 +261,9 @@ enum fr_ustack_flags {
 	FR_USTACK_PY_TRUNCATED = 1 << 1,/* more Python frames than FR_MAX_PY_FRAMES */
 	FR_USTACK_PY_ERROR = 1 << 2,    /* the Python walk failed (unreadable memory) */
 	FR_USTACK_PY_NO_THREAD = 1 << 3,/* a Python process, but this thread has no state */
+	FR_USTACK_SPARSE = 1 << 4,      /* only what the recorder's unwind read is kept: the
+					   other stack bytes and registers are zero, the copy
+					   ends after the last byte read (format 1.2) */
 };
 
 /* A raw user stack (--stack dwarf), referenced by stack_id like

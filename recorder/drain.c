@@ -323,9 +323,11 @@ int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 {
 	drain_event_cb watch = d->on_commit;
 	void *watch_ctx = d->on_commit_ctx;
+	struct ustack_sparse *sparse = d->sink.sparse; /* set before, as the watch is */
 	memset(d, 0, sizeof(*d));
 	d->on_commit = watch;
 	d->on_commit_ctx = watch_ctx;
+	d->sink.sparse = sparse;
 	d->python = python;
 	d->rdma_dp = rdma_dp;
 	d->rdma_ctrl = rdma_ctrl;

@@ -30,6 +30,7 @@
 #include "python.h"
 #include "ring_mode.h"
 #include "stack_table.h"
+#include "ustack_sparse.h"
 #include "sym_collector.h"
 #include "syscall_drops.h"
 
@@ -102,6 +103,7 @@ struct recording {
 	struct python_state python;
 	struct ring_mode ring_mode; /* --ring */
 	struct unwind_cache *unwind_cache; /* dwarf mode's build-id cache, or NULL */
+	struct ustack_sparse *sparse;      /* dwarf mode's sparse copies, or NULL */
 	bool ring;
 	bool python_on;
 	bool drain_running, track_running, track_open;
@@ -463,6 +465,14 @@ static int finish(struct recording *r, uint64_t start_ns)
 		if (r->track.unwind.debug_files)
 			fprintf(stderr, ", %u stripped files named from " ELF_DEBUG_ROOT,
 				r->track.unwind.debug_files);
+		if (r->sparse) {
+			struct ustack_sparse_stats ss = ustack_sparse_stats(r->sparse);
+			fprintf(stderr, "; %llu copies sparse, %llu whole, %.1f%% of their stack "
+				"bytes kept, %llu unwinders made", (unsigned long long)ss.sparse,
+				(unsigned long long)ss.whole,
+				ss.bytes_in ? 100.0 * (double)ss.bytes_kept / (double)ss.bytes_in : 0.0,
+				(unsigned long long)ss.rebuilds);
+		}
 		fprintf(stderr, "\n");
 		const struct unwind_writer_stats *uw = &r->track.unwind;
 		print_cache_summary(r);
@@ -640,6 +650,16 @@ static int cmd_record(int argc, char **argv)
 				o->cache_dir, why);
 		r->track.unwind_cache = r->unwind_cache;
 	}
+	/* FLIGHTREC_USTACK_SPARSE=0 writes every copy whole (format 1.1's raw
+	 * stacks), to compare */
+	const char *sparse_env = getenv("FLIGHTREC_USTACK_SPARSE");
+	if (o->stack_dwarf && !(sparse_env && !strcmp(sparse_env, "0"))) {
+		r->sparse = ustack_sparse_new(&r->dsos);
+		if (!r->sparse)
+			goto fail;
+		r->track.sparse = r->sparse;
+		r->drain.sink.sparse = r->sparse;
+	}
 	if (o->stack_dwarf && o->python) {
 		python_init(&r->python, bpf_probes_py_procs_fd(&r->probes), o->quiet);
 		r->python_on = true;
@@ -770,6 +790,7 @@ static int cmd_record(int argc, char **argv)
 		python_destroy(&r->python);
 	ring_mode_free(&r->ring_mode);
 	unwind_cache_close(r->unwind_cache);
+	ustack_sparse_free(r->sparse);
 	free(r);
 	return ret;
 
@@ -798,6 +819,7 @@ fail:
 	if (r->python_on)
 		python_destroy(&r->python);
 	unwind_cache_close(r->unwind_cache);
+	ustack_sparse_free(r->sparse);
 	free(r);
 	return 1;
 }

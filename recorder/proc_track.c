@@ -157,6 +157,12 @@ static void write_mapping(struct proc_track *t, const struct mapped_file *mf, ui
 	if (is_new && dso_id && t->dwarf && d)
 		unwind_cache_write_file(t->unwind_cache, t->builder, dso_id, d->fd, d->path,
 					d->build_id, d->build_id_len, &t->unwind);
+	if (is_new && dso_id && t->sparse && d && d->fd >= 0) {
+		size_t image_len = 0;
+		uint8_t *image = unwind_reduced_image(d->fd, &image_len);
+		if (image)
+			ustack_sparse_add_image(t->sparse, dso_id, image, image_len);
+	}
 	if (t->python)
 		python_on_mapping(t->python, t->builder, mf, pgoff);
 	/* after the mapping record, so the attach records follow it */

@@ -25,6 +25,7 @@
 #include "python.h"
 #include "unwind_cache.h"
 #include "unwind_writer.h"
+#include "ustack_sparse.h"
 
 /* A file a traced process mapped for the first time (library discovery):
  * the mapping as the kernel reported it. */
@@ -68,6 +69,7 @@ struct proc_track {
 	struct python_state *python;       /* NULL: no Python frames */
 	bool dwarf;                        /* --stack dwarf: write unwind data */
 	struct unwind_cache *unwind_cache; /* NULL: --no-cache or none usable */
+	struct ustack_sparse *sparse;      /* given each file's unwind image, or NULL */
 	struct unwind_writer_stats unwind;
 	bool quiet;
 	int64_t realtime_offset_ns; /* test hook: shifts realtime anchors */

@@ -128,8 +128,19 @@ static const uint8_t *ustack_trailer(const void *data, size_t size, uint32_t fix
 static int write_ustack(struct ring_sink *s, const uint8_t *t, const struct fr_ring_ustack *h,
 			uint32_t id)
 {
+	const uint8_t *stack = t + FR_RING_USTACK_STACK_OFFSET;
 	uint32_t kernel_bytes = 8u * h->n_kernel, py_bytes = 16u * h->n_py;
-	uint32_t body = (uint32_t)sizeof(struct fr_rec_ustack) + kernel_bytes + py_bytes + h->stack_len;
+	uint32_t stack_len = h->stack_len, regs_used = 0;
+	const uint8_t *keep = NULL;
+	uint64_t regs[FR_USTACK_REGS];
+	memcpy(regs, h->regs, sizeof(regs));
+	if (s->sparse && ustack_sparse_plan(s->sparse, h->pid, h->tid, regs, stack, h->stack_len,
+					    &stack_len, &keep, &regs_used)) {
+		for (int i = 0; i < FR_USTACK_REGS; i++)
+			if (!(regs_used & 1u << i))
+				regs[i] = 0;
+	}
+	uint32_t body = (uint32_t)sizeof(struct fr_rec_ustack) + kernel_bytes + py_bytes + stack_len;
 	uint32_t size = FR_ALIGN8(body);
 	uint8_t *out = frec_builder_reserve(s->builder, size);
 	if (!out)
@@ -143,16 +154,21 @@ static int write_ustack(struct ring_sink *s, const uint8_t *t, const struct fr_r
 	r.tid = h->tid;
 	r.n_kernel = h->n_kernel;
 	r.n_py = h->n_py;
-	r.stack_len = h->stack_len;
-	r.flags = h->flags;
+	r.stack_len = stack_len;
+	r.flags = h->flags | (keep ? FR_USTACK_SPARSE : 0);
 	r.py_version = h->py_version;
-	memcpy(r.regs, h->regs, sizeof(r.regs));
+	memcpy(r.regs, regs, sizeof(r.regs));
 	const uint8_t *py = t + sizeof(*h) + 8u * FR_MAX_KERNEL_FRAMES;
 	memcpy(out, &r, sizeof(r));
 	memcpy(out + sizeof(r), t + sizeof(*h), kernel_bytes);
 	memcpy(out + sizeof(r) + kernel_bytes, py, py_bytes);
-	memcpy(out + sizeof(r) + kernel_bytes + py_bytes, t + FR_RING_USTACK_STACK_OFFSET,
-	       h->stack_len);
+	uint8_t *out_stack = out + sizeof(r) + kernel_bytes + py_bytes;
+	if (keep) {
+		for (uint32_t i = 0; i < stack_len; i++)
+			out_stack[i] = keep[i] ? stack[i] : 0;
+	} else {
+		memcpy(out_stack, stack, stack_len);
+	}
 	memset(out + body, 0, size - body);
 	frec_builder_commit(s->builder, 0);
 	if (s->kernel_ips && h->n_kernel) {

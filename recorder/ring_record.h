@@ -1,7 +1,8 @@
 /* One BPF ring record into trace-file records: the event's fixed part, and
  * its stack — frame-pointer ips interned into the stack table (an
  * FR_REC_STACK the first time), or the raw user stack of --stack dwarf
- * written as an FR_REC_USTACK — with the event's stack_id naming it.  An
+ * written as an FR_REC_USTACK, sparse when the sink has a planner — with
+ * the event's stack_id naming it.  An
  * event and its stack always travel in one ring record, so nothing is
  * paired here.  Every record that cannot be turned into an event is counted
  * with its probe and reason.  Each type's size, family and whether it
@@ -17,6 +18,7 @@
 #include "events.h"
 #include "frec_writer.h"
 #include "stack_table.h"
+#include "ustack_sparse.h"
 
 struct ring_sink {
 	struct frec_builder *builder;
@@ -30,6 +32,9 @@ struct ring_sink {
 	/* told about each Python code object a raw stack names */
 	void (*py_code)(void *ctx, uint32_t pid, uint64_t code, uint16_t fingerprint);
 	void *ctx;
+	/* dwarf mode: raw stacks are written sparse where it can plan them
+	 * (ustack_sparse.h); NULL: every copy whole */
+	struct ustack_sparse *sparse;
 	uint32_t ustacks; /* FR_REC_USTACK records written (their ids count up) */
 	atomic_uint_fast64_t events[FR_PROBE_MAX]; /* delivered, per probe */
 	/* losses here, per probe and reason (FR_DROP_MALFORMED, FR_DROP_NO_MEMORY) */

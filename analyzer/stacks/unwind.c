@@ -219,6 +219,7 @@ void uw_process_free(struct uw_process *p)
 	if (p->machine)
 		elf_end(p->machine);
 	free(p->mods);
+	free(p->deps);
 	uw_rule_cache_free(&p->cache);
 	free(p);
 }
@@ -266,4 +267,24 @@ size_t uw_unwind(struct uw_process *p, uint32_t tid, const uint64_t regs[UW_NREG
 	p->regs = NULL;
 	p->stack = NULL;
 	return p->n;
+}
+
+size_t uw_unwind_traced(struct uw_process *p, uint32_t tid, const uint64_t regs[UW_NREGS],
+			const uint8_t *stack, size_t stack_len, struct uw_use *use,
+			struct uw_frame *out, size_t max, enum uw_end *end)
+{
+	memset(use->read_map, 0, stack_len);
+	p->read_map = use->read_map;
+	p->ran_off_copy = 0;
+	if (!p->deps) /* without it the fast path marks every byte it reads */
+		p->deps = malloc(UW_DEPS_MAX * sizeof(*p->deps));
+	uint64_t slow = p->slow;
+	size_t n = uw_unwind(p, tid, regs, stack, stack_len, out, max, end);
+	int fast = p->slow == slow;
+	/* libdw is handed every register: the walk may have used any */
+	use->regs_used = !fast || !p->deps ? (1u << UW_NREGS) - 1 : p->regs_used;
+	use->complete = *end == UW_END_OUTERMOST ||
+			(fast && *end == UW_END_STOPPED && p->ran_off_copy);
+	p->read_map = NULL;
+	return n;
 }

@@ -69,6 +69,26 @@ size_t uw_unwind(struct uw_process *p, uint32_t tid, const uint64_t regs[UW_NREG
 		 const uint8_t *stack, size_t stack_len, struct uw_frame *out, size_t max,
 		 enum uw_end *end);
 
+/* What an unwind's frames depend on (uw_unwind_traced). */
+struct uw_use {
+	uint8_t *read_map;  /* in: stack_len bytes, not NULL even for 0; out:
+			       1 for each byte of the copy the frames depend
+			       on, 0 elsewhere */
+	uint32_t regs_used; /* bit r: the frames depend on register r's value */
+	int complete;       /* the frames depend on nothing else: the walk
+			       reached the outermost frame, or the fast path
+			       stopped at a return address past the copy's end
+			       (a shorter copy stops there too) */
+};
+
+/* uw_unwind, telling what the result depends on.  When use->complete, the
+ * same unwind of a copy whose other bytes and registers are changed (made
+ * zero, or cut off after the last byte used) gives the same frames and end
+ * (the recorder's sparse copies, FR_USTACK_SPARSE). */
+size_t uw_unwind_traced(struct uw_process *p, uint32_t tid, const uint64_t regs[UW_NREGS],
+			const uint8_t *stack, size_t stack_len, struct uw_use *use,
+			struct uw_frame *out, size_t max, enum uw_end *end);
+
 /* Unwinds take a fast path when every frame's CFI is a plain rule (CFA =
  * register + offset, registers saved at CFA + offset): rules are cached by
  * pc, so a stack costs a few lookups and loads per frame.  Anything else

@@ -92,6 +92,29 @@ static int get_rule(struct uw_process *p, uint64_t addr, const struct uw_rule **
 	return 0;
 }
 
+/* uw_unwind_traced's bookkeeping (struct uw_dep): only values the walk
+ * uses (each step's CFA base register and each frame's pc) are marked,
+ * with what they were made from: a saved register nobody uses costs
+ * nothing. */
+static void mark(struct uw_process *p, uint8_t *map, int32_t i)
+{
+	while (i >= 0 && !p->deps[i].marked) {
+		struct uw_dep *d = &p->deps[i];
+		d->marked = 1;
+		if (d->slot >= 0)
+			memset(map + d->slot, 1, 8);
+		if (d->reg >= 0)
+			p->regs_used |= 1u << d->reg;
+		i = d->parent;
+	}
+}
+
+static int32_t new_dep(struct uw_process *p, int32_t *n, int32_t parent, int32_t slot, int reg)
+{
+	p->deps[*n] = (struct uw_dep){ parent, slot, (int8_t)reg, 0 };
+	return (*n)++;
+}
+
 /* Frame 0 is the pc itself (an activation), each step one caller; the
  * registers not yet lost are tracked in known. */
 size_t uw_fast_unwind(struct uw_process *p, struct uw_frame *out, size_t max,
@@ -100,50 +123,89 @@ size_t uw_fast_unwind(struct uw_process *p, struct uw_frame *out, size_t max,
 	uint64_t regs[UW_NREGS];
 	uint32_t known = (1u << UW_NREGS) - 1;
 	memcpy(regs, p->regs, sizeof(regs));
+	/* tracing: the walk's own reads are not what it depends on */
+	uint8_t *map = p->deps ? p->read_map : NULL;
+	int32_t dep[UW_NREGS], n_deps = 0;
+	if (map) {
+		p->read_map = NULL;
+		p->regs_used = 1u << 7 | 1u << 16; /* the copy's address, the leaf */
+		for (int reg = 0; reg < UW_NREGS; reg++)
+			dep[reg] = new_dep(p, &n_deps, -1, -1, reg);
+	}
 	size_t n = 0;
 	out[n++] = (struct uw_frame){ regs[16], 1 };
 	for (;;) {
 		if (n >= max) {
 			*end = UW_END_LIMIT;
-			return n;
+			break;
 		}
 		const struct uw_rule *r;
 		uint64_t pc = regs[16], addr = n == 1 ? pc : pc - 1;
-		if (get_rule(p, addr, &r) || !r || !(known & 1u << r->cfa_reg))
-			return 0;
+		if (get_rule(p, addr, &r) || !r || !(known & 1u << r->cfa_reg)) {
+			n = 0;
+			break;
+		}
 		if (r->kind[16] == UW_UNDEF) {
 			*end = UW_END_OUTERMOST;
-			return n;
+			break;
 		}
 		uint64_t cfa = regs[r->cfa_reg] + (uint64_t)r->cfa_off, next[UW_NREGS];
 		uint32_t next_known = 0;
+		int32_t cfa_dep = -1, next_dep[UW_NREGS];
+		if (map) {
+			cfa_dep = new_dep(p, &n_deps, dep[r->cfa_reg], -1, -1);
+			memcpy(next_dep, dep, sizeof(dep));
+		}
+		int stopped = 0;
 		for (int reg = 0; reg < UW_NREGS; reg++) {
 			next[reg] = regs[reg];
 			if (r->kind[reg] == UW_SAME && (known & 1u << reg)) {
 				next_known |= 1u << reg;
 			} else if (r->kind[reg] == UW_AT_CFA) {
-				if (uw_read_copied_stack(p, cfa + (uint64_t)r->off[reg], &next[reg])) {
+				uint64_t at = cfa + (uint64_t)r->off[reg];
+				if (uw_read_copied_stack(p, at, &next[reg])) {
 					if (reg == 16) {
-						*end = UW_END_STOPPED;
-						return n;
+						stopped = 1;
+						break;
 					}
 					continue; /* unknown from here on */
 				}
 				next_known |= 1u << reg;
+				if (map)
+					next_dep[reg] = new_dep(p, &n_deps, cfa_dep,
+								(int32_t)(at - p->regs[7]), -1);
 			}
+		}
+		if (stopped) {
+			/* where the copy ran out depends on the CFA */
+			if (map)
+				mark(p, map, cfa_dep);
+			p->ran_off_copy = 1;
+			*end = UW_END_STOPPED;
+			break;
 		}
 		next[7] = cfa;
 		next_known |= 1u << 7;
-		if (!(next_known & 1u << 16))
-			return 0;
+		if (!(next_known & 1u << 16)) {
+			n = 0;
+			break;
+		}
 		memcpy(regs, next, sizeof(regs));
 		known = next_known;
+		if (map) {
+			next_dep[7] = cfa_dep;
+			memcpy(dep, next_dep, sizeof(dep));
+			mark(p, map, dep[16]); /* a frame's pc, or the 0 that ends the walk */
+		}
 		if (!regs[16]) {
 			*end = UW_END_OUTERMOST;
-			return n;
+			break;
 		}
 		out[n++] = (struct uw_frame){ regs[16], 0 };
 	}
+	if (map)
+		p->read_map = map;
+	return n;
 }
 
 void uw_process_fast_path(struct uw_process *p, int on, uint64_t *fast, uint64_t *slow)

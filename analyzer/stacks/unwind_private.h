@@ -87,6 +87,12 @@ struct uw_process {
 	struct uw_frame *out;
 	size_t max, n;
 	int read_failed;       /* memory_read refused an address */
+	/* uw_unwind_traced: what the unwind depended on, else NULL */
+	uint8_t *read_map;     /* one byte per byte of the copy, set when used */
+	uint32_t regs_used;    /* registers of the record whose value was used */
+	struct uw_dep *deps;   /* UW_DEPS_MAX, the fast path's (unwind_fast.c) */
+	int ran_off_copy;      /* the fast path stopped at a return address
+				  past the copy's end */
 };
 
 /* The 8 bytes at addr in the copied stack, or -1 when the copy does not
@@ -99,8 +105,24 @@ static inline int uw_read_copied_stack(const struct uw_process *p, uint64_t addr
 	if (!p->stack || p->stack_len < 8 || addr < sp || addr - sp > p->stack_len - 8)
 		return -1;
 	memcpy(v, p->stack + (addr - sp), 8);
+	if (p->read_map)
+		memset(p->read_map + (addr - sp), 1, 8);
 	return 0;
 }
+
+/* What a value of the fast path's walk was made from (uw_unwind_traced):
+ * a register of the record, or a stack slot loaded at a CFA that was
+ * itself computed from a value. */
+struct uw_dep {
+	int32_t parent; /* the value this one was computed from, or -1 */
+	int32_t slot;   /* loaded from the copy at this offset, or -1 */
+	int8_t reg;     /* a register of the record, or -1 */
+	uint8_t marked;
+};
+
+/* What uw_fast_unwind may record while tracing: each register of the
+ * record, then per step the CFA and each register loaded. */
+#define UW_DEPS_MAX (UW_NREGS + UW_MAX_FRAMES * (UW_NREGS + 1))
 
 void uw_rule_cache_init(struct uw_rule_cache *c);
 void uw_rule_cache_free(struct uw_rule_cache *c);

@@ -9,7 +9,9 @@
  * libdw alone (twice), and with room for two frames.  Checks: frame counts
  * within the room given, and where the fast path took the stack and libdw
  * walks it the same way twice, both agree (the fast path is a cache of
- * libdw's rules, so a difference is a bug in one of them). */
+ * libdw's rules, so a difference is a bug in one of them); a stack that
+ * unwinds to its outermost frame unwinds the same from its sparse copy
+ * (uw_unwind_traced: only the bytes and registers the walk used). */
 #include "fuzz_unwind.h"
 #include "unwind.h"
 #include "unwind_private.h"
@@ -143,7 +145,38 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					i < n_slow ? (unsigned long long)slow[i].pc : 0ull);
 			check(0, "the fast path and libdw disagree");
 		}
+		/* a sparse copy (FR_USTACK_SPARSE: what the traced unwind used,
+		 * the rest zero, cut after the last byte used) unwinds the same */
 		uw_process_fast_path(p, 1, NULL, NULL);
+		uint8_t *map = malloc(stack_len ? stack_len : 1);
+		uint8_t *sparse = calloc(1, stack_len ? stack_len : 1);
+		if (map && sparse) {
+			struct uw_use use = { .read_map = map };
+			n_fast = uw_unwind_traced(p, 2, h.regs, stack, stack_len, &use, fast,
+						  UW_MAX_FRAMES, &fast_end);
+			uint32_t used = use.regs_used;
+			size_t len = stack_len;
+			while (len && !map[len - 1])
+				len--;
+			for (size_t i = 0; i < len; i++)
+				sparse[i] = map[i] ? stack[i] : 0;
+			uint64_t regs[UW_NREGS];
+			for (int i = 0; i < UW_NREGS; i++)
+				regs[i] = used & 1u << i ? h.regs[i] : 0;
+			check((used & (1u << 7 | 1u << 16)) == (1u << 7 | 1u << 16),
+			      "rsp and rip not counted as used");
+			if (use.complete) {
+				size_t n_sparse = uw_unwind(p, 2, regs, sparse, len, again,
+							    UW_MAX_FRAMES, &again_end);
+				int equal = n_sparse == n_fast && again_end == fast_end;
+				for (size_t i = 0; equal && i < n_fast; i++)
+					equal = again[i].pc == fast[i].pc &&
+						again[i].activation == fast[i].activation;
+				check(equal, "a sparse copy unwinds differently");
+			}
+		}
+		free(map);
+		free(sparse);
 		size_t n2 = uw_unwind(p, 2, h.regs, stack, stack_len, fast, 2, &fast_end);
 		check(n2 <= 2, "more frames than room");
 		sum += n_fast + n_slow + n2;

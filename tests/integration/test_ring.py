@@ -72,7 +72,10 @@ class Ring(frtest.Case):
     def test_oom_snapshot_exact_holders(self):
         d = frtest.workdir("ring_oom")
         out = os.path.join(d, "job.frec")
-        p = frtest.record(out, ["--ring", "64K", "--chunk-kib", "64", "--probes", "cuda,cpu"],
+        # CPU samples at 999 Hz: with sparse stacks 400 steps alone no longer
+        # pass the 64K ring many times over
+        p = frtest.record(out, ["--ring", "64K", "--chunk-kib", "64", "--probes", "cuda,cpu",
+                                "--freq", "999"],
                           ["--", frtest.sample("cuda_train"), "--steps", str(STEPS),
                            "--step-ms", "2"])
         snap = os.path.join(d, "job-1.frec")

@@ -625,6 +625,85 @@ static void test_merge(void)
 }
 
 #ifndef UNWIND_TEST_NO_MAIN /* test_analyzer_dwarf_memory.c reuses the helpers */
+/* uw_unwind_traced: the copy with every byte and register it did not use
+ * zeroed, and cut after the last byte it used (what the recorder writes as
+ * a sparse copy), unwinds to the same frames, by the fast path and by
+ * libdw alone; what it keeps is a few words per frame. */
+static void test_traced(const struct snap *s)
+{
+	struct uw_module mods[64];
+	struct uw_frame fr[UW_MAX_FRAMES], again[UW_MAX_FRAMES];
+	enum uw_end end, end2;
+	char why[160];
+	size_t n_mods = modules_of(s, mods, 64, 1);
+	struct uw_process *p = uw_process_new(4242, mods, n_mods, NULL, why, sizeof(why));
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	uint8_t *map = malloc(s->stack_len);
+	uint8_t *sparse = calloc(1, s->stack_len);
+	struct uw_use use = { .read_map = map };
+	size_t n = uw_unwind_traced(p, 4242, s->regs, s->stack, s->stack_len, &use, fr,
+				    UW_MAX_FRAMES, &end);
+	uint32_t regs_used = use.regs_used;
+	check_chain(s, fr, n, "traced");
+	CHECK_EQ_U64(end, UW_END_OUTERMOST);
+	CHECK(use.complete);
+	CHECK(regs_used & 1u << 7 && regs_used & 1u << 16);
+	size_t len = s->stack_len, kept = 0;
+	while (len && !map[len - 1])
+		len--;
+	for (size_t i = 0; i < len; i++)
+		if (map[i]) {
+			sparse[i] = s->stack[i];
+			kept++;
+		}
+	uint64_t regs[UW_NREGS];
+	for (int i = 0; i < UW_NREGS; i++)
+		regs[i] = regs_used & 1u << i ? s->regs[i] : 0;
+	/* a return address a frame, a saved frame pointer at most besides */
+	CHECK(kept % 8 == 0 && kept >= 8 * (n - 2) && kept <= 16 * n);
+	CHECK(len < s->stack_len);
+	printf("sparse copy: %zu frames, %zu of %zu bytes used, cut at %zu, registers %#x\n", n,
+	       kept, (size_t)s->stack_len, len, regs_used);
+	for (int fast = 1; fast >= 0; fast--) {
+		uw_process_fast_path(p, fast, NULL, NULL);
+		size_t n2 = uw_unwind(p, 4242, regs, sparse, len, again, UW_MAX_FRAMES, &end2);
+		CHECK_EQ_U64(n2, n);
+		CHECK_EQ_U64(end2, end);
+		int same = n2 == n;
+		for (size_t i = 0; same && i < n; i++)
+			same = again[i].pc == fr[i].pc && again[i].activation == fr[i].activation;
+		CHECK(same);
+	}
+	/* the copy cut short: the walk stops at a return address past its end,
+	 * and a sparse copy of what it used stops there too */
+	uw_process_fast_path(p, 1, NULL, NULL);
+	size_t short_len = 64;
+	size_t n_short = uw_unwind_traced(p, 4242, s->regs, s->stack, short_len, &use, fr,
+					  UW_MAX_FRAMES, &end);
+	CHECK_EQ_U64(end, UW_END_STOPPED);
+	CHECK(use.complete && n_short >= 1 && n_short < n);
+	memset(sparse, 0, s->stack_len);
+	len = short_len;
+	while (len && !map[len - 1])
+		len--;
+	for (size_t i = 0; i < len; i++)
+		sparse[i] = map[i] ? s->stack[i] : 0;
+	CHECK_EQ_U64(uw_unwind(p, 4242, s->regs, sparse, len, again, UW_MAX_FRAMES, &end2),
+		     n_short);
+	CHECK_EQ_U64(end2, UW_END_STOPPED);
+	for (size_t i = 0; i < n_short; i++)
+		CHECK_EQ_U64(again[i].pc, fr[i].pc);
+	/* libdw walks with every register: all of them count as used */
+	uw_process_fast_path(p, 0, NULL, NULL);
+	uw_unwind_traced(p, 4242, s->regs, s->stack, s->stack_len, &use, fr, UW_MAX_FRAMES, &end);
+	CHECK_EQ_U64(use.regs_used, (1u << UW_NREGS) - 1);
+	free(map);
+	free(sparse);
+	uw_process_free(p);
+}
+
 int main(void)
 {
 	test_merge();
@@ -641,6 +720,7 @@ int main(void)
 	}
 	CHECK(s.fn_size[0] && s.fn_size[3]);
 	test_process(&s);
+	test_traced(&s);
 #if defined(__SANITIZE_ADDRESS__)
 	test_trace(&s, target, 300); /* sanitizers make libdw ~20x slower */
 #else
