@@ -4,9 +4,8 @@
  * are attached; a guardian process continues it if the recorder cannot.
  * Shared by the BPF side and the recorder; not part of the trace format.
  *
- * Two users: the rdma data path (bpf/rdma.bpf.c, maps fr_rdma_*; its
- * struct rdma_held and rdma_hold_cfg in verbs_abi.h have these layouts)
- * and libraries of the library families mapped by dlopen
+ * Two users: the rdma data path (bpf/rdma.bpf.c, maps fr_rdma_*) and
+ * libraries of the library families mapped by dlopen
  * (bpf/lib_hold.bpf.h, maps fr_lib_*). */
 #ifndef FLIGHTREC_HOLD_ABI_H
 #define FLIGHTREC_HOLD_ABI_H

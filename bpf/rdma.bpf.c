@@ -36,6 +36,7 @@
  * calls with SO_RCVTIMEO/SO_SNDTIMEO, semop, sigtimedwait) return EINTR
  * once after a stop, which code that retries on EINTR does not notice. */
 #include "uprobe_common.bpf.h"
+#include "hold.bpf.h"
 #include "verbs_abi.h"
 
 #define MAX_WR 64   /* work requests walked per post call */
@@ -61,7 +62,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32); /* tgid */
-	__type(value, struct rdma_held);
+	__type(value, struct fr_held);
 } fr_rdma_held SEC(".maps");
 
 struct {
@@ -75,11 +76,8 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct rdma_hold_cfg);
+	__type(value, struct fr_hold_cfg);
 } fr_rdma_hold_cfg SEC(".maps");
-
-#define SIG_STOP 19 /* SIGSTOP, SIGCONT on x86-64 */
-#define SIG_CONT 18
 
 static __always_inline __u32 read_u32(__u64 addr)
 {
@@ -142,63 +140,11 @@ static long ready_key_of_vma(struct task_struct *task, struct vm_area_struct *vm
 	return 0;
 }
 
-/* Whether stopping this process is invisible to everyone but the recorder.
- * Not when a debugger traces it (the stop would go to the debugger, which
- * would keep it), nor when it is a foreground job of a terminal started by
- * a job-control shell (its parent, in another process group): the shell
- * would see the job stop, take the terminal back, and the job would go on
- * in the background.  A launcher's workers share the launcher's process
- * group, and nobody else waits for stops (waitpid without WUNTRACED). */
-static __always_inline bool may_hold(void)
-{
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct tty_struct *tty;
-	struct pid *pgrp, *fg, *parent_pgrp;
-
-	if (BPF_CORE_READ(t, ptrace))
-		return false;
-	tty = BPF_CORE_READ(t, signal, tty);
-	if (!tty)
-		return true;
-	pgrp = BPF_CORE_READ(t, signal, pids[PIDTYPE_PGID]);
-	fg = BPF_CORE_READ(tty, ctrl.pgrp);
-	parent_pgrp = BPF_CORE_READ(t, real_parent, signal, pids[PIDTYPE_PGID]);
-	return !(fg == pgrp && parent_pgrp != pgrp);
-}
-
-/* Stops the calling process until the recorder releases it; returns the
- * hold's id (its start), 0 when it is not held. */
+/* The stop (bpf/hold.bpf.h) over this family's maps: the hold's id, 0
+ * when the process is not held. */
 static __always_inline __u64 hold_process(__u32 tgid)
 {
-	__u32 zero = 0;
-	const struct rdma_hold_cfg *cfg = bpf_map_lookup_elem(&fr_rdma_hold_cfg, &zero);
-	struct rdma_held *h, v = {};
-
-	if (!cfg || !cfg->enabled)
-		return 0;
-	h = bpf_map_lookup_elem(&fr_rdma_held, &tgid);
-	/* another thread's stop is pending: this thread stops with it */
-	if (h && h->state == RDMA_HELD_HOLDING)
-		return h->held_ns;
-	/* the recorder is behind (its guardian let this process go past the
-	 * bound): stopping it again for every QP would stall it a bound each */
-	if (h && h->state == RDMA_HELD_EXPIRED)
-		return 0;
-	if (!may_hold())
-		return 0;
-	/* The stop is sent before the entry is made: an entry always means a
-	 * stop was sent, so whoever continues the entries (the recorder, its
-	 * guardian) leaves nobody stopped.  The stop takes effect only when
-	 * this thread returns to user space, after this program. */
-	if (bpf_send_signal(SIG_STOP))
-		return 0;
-	v.held_ns = bpf_ktime_get_ns();
-	v.state = RDMA_HELD_HOLDING;
-	if (bpf_map_update_elem(&fr_rdma_held, &tgid, &v, BPF_ANY)) {
-		bpf_send_signal(SIG_CONT); /* discards the pending stop */
-		return 0;
-	}
-	return v.held_ns;
+	return fr_hold_process(&fr_rdma_held, &fr_rdma_hold_cfg, tgid);
 }
 
 static __always_inline void emit_ops(__u64 id, __u64 context, __u16 func)

@@ -70,24 +70,8 @@ struct rdma_ready_key {
 	fr_u32 _pad;
 };
 
-/* Map fr_rdma_held, keyed by tgid: a process stopped for the attach. */
-struct rdma_held {
-	fr_u64 held_ns; /* CLOCK_MONOTONIC when the stop was sent: the hold's id */
-	fr_u32 state;   /* RDMA_HELD_* */
-	fr_u32 _pad;
-};
-#define RDMA_HELD_HOLDING 0
-#define RDMA_HELD_RELEASING 1 /* being continued: a new hold must stop it again */
-#define RDMA_HELD_EXPIRED 2   /* continued by the guardian past the bound, before the
-				 recorder attached: not held again until the
-				 recorder has seen it (it is behind) */
-
-/* Map fr_rdma_hold_cfg[0]: holds are off until the recorder has a guardian
- * that continues held processes if the recorder dies. */
-struct rdma_hold_cfg {
-	fr_u32 enabled;
-	fr_u32 _pad;
-};
+/* Maps fr_rdma_held and fr_rdma_hold_cfg: struct fr_held and struct
+ * fr_hold_cfg (hold_abi.h), as every hold's. */
 
 /* How FR_RDMA_OPS events (struct fr_ev_rdma_ctrl) carry the hold, in fields
  * that event does not otherwise use: flags, the hold's id (its held_ns) in

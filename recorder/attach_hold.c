@@ -43,15 +43,7 @@
 
 #include <bpf/libbpf.h>
 
-#include "verbs_abi.h"
-
 #define GUARD_ARGV0 "flightrec-hold-guard"
-
-/* every user's maps have these layouts */
-_Static_assert(sizeof(struct rdma_held) == sizeof(struct fr_held) &&
-	       sizeof(struct rdma_hold_cfg) == sizeof(struct fr_hold_cfg) &&
-	       RDMA_HELD_EXPIRED == FR_HELD_EXPIRED && RDMA_HELD_RELEASING == FR_HELD_RELEASING,
-	       "the rdma hold maps differ from struct fr_held");
 
 static uint64_t mono_ns(void)
 {

@@ -396,6 +396,31 @@ static void consider(uint64_t *out, int *rank, size_t i, uint64_t off, int r)
 	}
 }
 
+struct wanted {
+	const char *name;
+	size_t i; /* its index in the caller's names */
+};
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct wanted *)a)->name, ((const struct wanted *)b)->name);
+}
+
+/* The first of the wanted entries named name (they are sorted, a name may
+ * be wanted twice), or NULL. */
+static const struct wanted *first_wanted(const struct wanted *w, size_t n, const char *name)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(w[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && !strcmp(w[lo].name, name) ? &w[lo] : NULL;
+}
+
 int elf_find_functions(int fd, const char *const *names, size_t n, uint64_t *out,
 		       uint8_t (*first_bytes)[8])
 {
@@ -404,19 +429,31 @@ int elf_find_functions(int fd, const char *const *names, size_t n, uint64_t *out
 	Elf_Scn *scn = NULL;
 	Elf *e;
 	int *rank = calloc(n ? n : 1, sizeof(int));
+	/* sorted once: a library's symbol table (libtorch's: hundreds of
+	 * thousands) is searched per symbol, not compared name by name */
+	struct wanted *want = calloc(n ? n : 1, sizeof(*want));
 	int found = 0;
 
-	if (!rank)
+	if (!rank || !want) {
+		free(rank);
+		free(want);
 		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		want[i] = (struct wanted){names[i], i};
+	if (n)
+		qsort(want, n, sizeof(*want), by_name);
 	for (size_t i = 0; i < n; i++)
 		out[i] = 0;
 	if (!(e = elf_open_native(fd))) {
 		free(rank);
+		free(want);
 		return -1;
 	}
 	if (elf_getphdrnum(e, &nph) != 0) {
 		elf_end(e);
 		free(rank);
+		free(want);
 		return -1;
 	}
 	for (size_t i = 0; i < nph && nsegs < 32; i++) {
@@ -457,9 +494,9 @@ int elf_find_functions(int fd, const char *const *names, size_t n, uint64_t *out
 			const char *name = elf_strptr(e, sh.sh_link, s.st_name);
 			if (!name)
 				continue;
-			for (size_t i = 0; i < n; i++) {
-				if (strcmp(name, names[i]))
-					continue;
+			const struct wanted *w = first_wanted(want, n, name);
+			for (; w && w < want + n && !strcmp(w->name, name); w++) {
+				size_t i = w->i;
 				int r = 1; /* .symtab */
 				if (dynamic) {
 					GElf_Versym vs = 0;
@@ -494,6 +531,7 @@ int elf_find_functions(int fd, const char *const *names, size_t n, uint64_t *out
 	}
 	elf_end(e);
 	free(rank);
+	free(want);
 	return found;
 }
 

@@ -257,13 +257,21 @@ def marginal(a, b, field=0):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=None,
+                    help="the build to measure (default: $FLIGHTREC or build/)")
     ap.add_argument("--runs", type=int, default=1)
-    ap.add_argument("--steps", default="8,40")
+    ap.add_argument("--steps", default="8,120",
+                    help="the two step counts (at 8,40 the metadata's run-to-run "
+                         "variation swamps the samples' bytes)")
     ap.add_argument("--compare", action="store_true",
                     help="also flightrec with every stack copy whole (FLIGHTREC_USTACK_SPARSE=0)")
     ap.add_argument("--no-perf", action="store_true")
     ap.add_argument("--fields", metavar="TRACE")
     args = ap.parse_args()
+    if args.build:
+        global FLIGHTREC, ANALYZE
+        FLIGHTREC = os.path.join(args.build, "recorder", "flightrec")
+        ANALYZE = os.path.join(args.build, "analyzer", "flightrec-analyze")
     if args.fields:
         print_fields(args.fields)
         return 0
