@@ -33,7 +33,7 @@ def benches(quick):
     return [
         ("cuda", ["bench_cuda.py", "--runs", runs]),
         ("probes", ["bench_probes.py", "--runs", "2" if quick else "3"]),
-        ("sample_bytes", ["bench_sample_bytes.py", "--runs", "1" if quick else "3"]),
+        ("sample_bytes", ["bench_sample_bytes.py", "--runs", "1" if quick else "3", "--compare"]),
         ("startup", ["bench_startup.py", "--runs", "2" if quick else "5"]),
         ("cache", ["bench_cache.py", "--runs", "1" if quick else "3"]),
         ("recorder", ["bench_recorder.py", "--runs", "2" if quick else "5"]),
@@ -70,7 +70,9 @@ def summary(outdir, texts):
                  fmt(get(cuda, "ratio_over_floor"), "{:.2f}", "x"), "floor = bare uprobes", "<= 1.15x"))
     rows.append(("same, --stack dwarf", fmt(get(cuda, "ratio_over_floor_dwarf"), "{:.2f}", "x"), "", ""))
     bytes_txt = texts.get("sample_bytes", "")
-    marg = [l.strip() for l in bytes_txt.splitlines() if "B/sample" in l or "marginal" in l.lower()]
+    # bench_sample_bytes prints a table: its header, then a row per tool and run
+    marg = [l.rstrip() for l in bytes_txt.splitlines()
+            if l.startswith(("tool ", "flightrec", "perf"))]
     rows.append(("marginal bytes per CPU sample, torch loop", "see below", "perf -g -F 99", "<= perf"))
     st = load(os.path.join(outdir, "startup.json"))
     s = get(st, "summary") or {}
