@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 FLIGHTREC = os.environ.get("FLIGHTREC", "build/recorder/flightrec")
@@ -93,6 +94,46 @@ def bpf_objects():
 class Case(unittest.TestCase):
     pass
 
+
+
+# Waiting on a process, for the hold tests.  The guard is a hang guard, not
+# a measurement: it only ever fails a test that would otherwise hang.
+HANG_GUARD_S = 60
+
+
+def proc_state(pid):
+    """The state letter of /proc/PID/stat, None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+def child_of(pid):
+    """The first child of pid, once it has one."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                kids = f.read().split()
+        except FileNotFoundError:
+            kids = []
+        if kids:
+            return int(kids[0])
+        time.sleep(0.01)
+    raise AssertionError(f"pid {pid} started no child")
+
+
+def wait_state(pid, want, why):
+    """Waits until pid's state is one of want (None: gone)."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while time.monotonic() < deadline:
+        st = proc_state(pid)
+        if st in want:
+            return st
+        time.sleep(0.005)
+    raise AssertionError(f"pid {pid} never reached {want} ({why}); state {proc_state(pid)}")
 
 def main():
     require_root()

