@@ -154,13 +154,13 @@ static void write_mapping(struct proc_track *t, const struct mapped_file *mf, ui
 		frec_builder_commit(t->builder, ts_ns);
 		atomic_fetch_add(&t->mappings, 1);
 	}
-	if (is_new && dso_id && t->dwarf && d)
-		unwind_cache_write_file(t->unwind_cache, t->builder, dso_id, d->fd, d->path,
-					d->build_id, d->build_id_len, &t->unwind);
-	if (is_new && dso_id && t->sparse && d && d->fd >= 0) {
+	if (is_new && dso_id && t->dwarf && d) {
+		uint8_t *image = NULL;
 		size_t image_len = 0;
-		uint8_t *image = unwind_reduced_image(d->fd, &image_len);
-		if (image)
+		unwind_cache_write_file(t->unwind_cache, t->builder, dso_id, d->fd, d->path,
+					d->build_id, d->build_id_len, &t->unwind,
+					t->sparse ? &image : NULL, &image_len);
+		if (image) /* the bytes just written: the planner unwinds as the analyzer will */
 			ustack_sparse_add_image(t->sparse, dso_id, image, image_len);
 	}
 	if (t->python)

@@ -524,9 +524,17 @@ int unwind_cache_store(struct unwind_cache *c, const struct unwind_cache_key *k,
 
 /* ---- the recorder's entry point --------------------------------------- */
 
+static void copy_image(const struct unwind_file_data *d, uint8_t **image, size_t *image_len)
+{
+	if (!image || !d->image || !(*image = malloc(d->image_len)))
+		return;
+	memcpy(*image, d->image, d->image_len);
+	*image_len = d->image_len;
+}
+
 void unwind_cache_write_file(struct unwind_cache *c, struct frec_builder *b, uint32_t dso_id,
 			     int fd, const char *path, const uint8_t *bid, uint8_t bid_len,
-			     struct unwind_writer_stats *st)
+			     struct unwind_writer_stats *st, uint8_t **image, size_t *image_len)
 {
 	uint64_t t0 = thread_cpu_ns();
 	struct unwind_cache_key k = {0};
@@ -534,6 +542,8 @@ void unwind_cache_write_file(struct unwind_cache *c, struct frec_builder *b, uin
 	struct stat sb;
 	bool keyed = false;
 
+	if (image)
+		*image = NULL;
 	st->files_seen++;
 	if (fd < 0)
 		goto out;
@@ -550,6 +560,7 @@ void unwind_cache_write_file(struct unwind_cache *c, struct frec_builder *b, uin
 		int rc = unwind_cache_load(c, &k, &d);
 		if (rc == 0) {
 			unwind_file_emit(b, dso_id, path, bid, bid_len, &d, st);
+			copy_image(&d, image, image_len);
 			unwind_file_data_free(&d);
 			st->cache_hits++;
 			goto out;
@@ -569,6 +580,7 @@ void unwind_cache_write_file(struct unwind_cache *c, struct frec_builder *b, uin
 			st->cache_stored++;
 		pthread_mutex_unlock(&c->lock);
 	}
+	copy_image(&d, image, image_len);
 	unwind_file_data_free(&d);
 out:
 	st->file_cpu_ns += thread_cpu_ns() - t0;

@@ -79,9 +79,13 @@ uint64_t unwind_cache_evicted(const struct unwind_cache *c);
 
 /* unwind_write_file through the cache: a file with a build-id is written
  * from its entry when there is a sound one, else read, written and cached.
- * c may be NULL (--no-cache, or no usable directory). */
+ * c may be NULL (--no-cache, or no usable directory).  image, when not
+ * NULL, gets a malloc'd copy of the unwind image written (*image_len its
+ * bytes), or NULL: the sparse-stack planner unwinds with the same bytes
+ * without reducing the file a second time. */
 void unwind_cache_write_file(struct unwind_cache *c, struct frec_builder *b, uint32_t dso_id,
 			     int fd, const char *path, const uint8_t *build_id,
-			     uint8_t build_id_len, struct unwind_writer_stats *st);
+			     uint8_t build_id_len, struct unwind_writer_stats *st,
+			     uint8_t **image, size_t *image_len);
 
 #endif
