@@ -14,6 +14,7 @@
  * the family found its functions in them or not: holding again for them
  * would not change what is attached. */
 #include "lib_hold.h"
+#include "safe_open.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -129,8 +130,12 @@ int lib_hold_start(struct lib_hold *lh, struct bpf_probes *p, bool quiet, char *
 	/* the command starts from the recorder's libc (a fork of it) and
 	 * almost always maps the same file after its exec: probed before it
 	 * runs.  Other libcs are probed when mapped. */
-	if (dladdr((void *)dlopen, &self) && self.dli_fname && self.dli_fname[0] == '/')
-		lib_hold_on_file(lh, self.dli_fname);
+	if (dladdr((void *)dlopen, &self) && self.dli_fname && self.dli_fname[0] == '/') {
+		int fd = safe_open_regular(AT_FDCWD, self.dli_fname, 0, NULL);
+		lib_hold_on_file(lh, self.dli_fname, fd);
+		if (fd >= 0)
+			close(fd);
+	}
 	if (!lh->dlopen.functions_attached) {
 		snprintf(err, errlen, "cannot attach to dlopen in %s",
 			 self.dli_fname ? self.dli_fname : "the C library");
@@ -145,24 +150,20 @@ int lib_hold_fd(const struct lib_hold *lh)
 	return lh->on && lh->notes ? ring_buffer__epoll_fd(lh->notes) : -1;
 }
 
-void lib_hold_on_file(struct lib_hold *lh, const char *kpath)
+void lib_hold_on_file(struct lib_hold *lh, const char *name, int fd)
 {
-	const char *base = strrchr(kpath, '/');
+	const char *base = strrchr(name, '/');
 	struct attach_result res;
 	bool already;
 
-	base = base ? base + 1 : kpath;
-	if (!lh->on || strncmp(base, "libc.so", 7))
-		return;
-	int fd = open(kpath, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	base = base ? base + 1 : name;
+	if (!lh->on || fd < 0 || strncmp(base, "libc.so", 7))
 		return;
 	if (uprobe_family_attach_file(&lh->dlopen, fd, &res, &already) == 0 && !already &&
 	    !res.attached && !lh->quiet)
 		fprintf(stderr, "flightrec: cannot attach to dlopen in %s%s%s: libraries it "
-			"loads are attached after they are mapped\n", kpath,
+			"loads are attached after they are mapped\n", name,
 			res.error[0] ? ": " : "", res.error);
-	close(fd);
 }
 
 int lib_hold_collect(struct lib_hold *lh)

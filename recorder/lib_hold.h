@@ -42,8 +42,10 @@ int lib_hold_start(struct lib_hold *lh, struct bpf_probes *p, bool quiet, char *
 /* The fd to poll for notes; -1 when off. */
 int lib_hold_fd(const struct lib_hold *lh);
 /* A file a traced process mapped for the first time: a libc gets the
- * dlopen probes.  kpath: a path the kernel can open (/proc/PID/root/...). */
-void lib_hold_on_file(struct lib_hold *lh, const char *kpath);
+ * dlopen probes.  name: its path (its last component says whether it is a
+ * libc); fd: the file itself, opened as mapped (dso_table), so the probes
+ * go on the inode the process maps whatever its name says now. */
+void lib_hold_on_file(struct lib_hold *lh, const char *name, int fd);
 /* Takes the notes that arrived: the processes held now.  Returns how many
  * wait; the caller handles the mappings made so far, then calls
  * lib_hold_release. */

@@ -168,11 +168,8 @@ static void write_mapping(struct proc_track *t, const struct mapped_file *mf, ui
 	/* after the mapping record, so the attach records follow it */
 	if (is_new && dso_id && t->new_file_fn)
 		t->new_file_fn(t->new_file_ctx, t->builder, mf, ts_ns);
-	if (is_new && dso_id && t->lib_hold.on && path[0] == '/') {
-		char kpath[4352];
-		snprintf(kpath, sizeof(kpath), "/proc/%u/root%s", pid, path);
-		lib_hold_on_file(&t->lib_hold, kpath); /* a libc: its dlopen is probed */
-	}
+	if (is_new && dso_id && t->lib_hold.on && d)
+		lib_hold_on_file(&t->lib_hold, path, d->fd); /* a libc: its dlopen is probed */
 }
 
 static ssize_t read_file(const char *path, char *buf, size_t len)
