@@ -35,29 +35,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * without the cost of a real file. */
 static volatile uint64_t sink;
 
-static ssize_t null_write(void *cookie, const char *buf, size_t n)
-{
-	(void)cookie;
-	if (n)
-		sink += (uint8_t)buf[0] + (uint8_t)buf[n - 1];
-	return (ssize_t)n;
-}
-
-static FILE *null_stream(void)
-{
-	static FILE *f;
-	if (!f) {
-		cookie_io_functions_t io = { .write = null_write };
-		f = fopencookie(NULL, "w", io);
-		if (!f)
-			f = fopen("/dev/null", "w");
-	}
-	return f;
-}
-
 static void commands(const char *path)
 {
-	FILE *null = null_stream();
+	FILE *null = fuzz_null_stream();
 	if (!null)
 		return;
 	/* FUZZ_ANALYZER_VERBOSE=1: diagnostics to stderr, to see what an input

@@ -23,26 +23,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static volatile uint64_t sink;
 
-static ssize_t null_write(void *cookie, const char *buf, size_t n)
-{
-	(void)cookie;
-	if (n)
-		sink += (uint8_t)buf[0] + (uint8_t)buf[n - 1];
-	return (ssize_t)n;
-}
-
-static FILE *null_stream(void)
-{
-	static FILE *f;
-	if (!f) {
-		cookie_io_functions_t io = { .write = null_write };
-		f = fopencookie(NULL, "w", io);
-		if (!f)
-			f = fopen("/dev/null", "w");
-	}
-	return f;
-}
-
 static void open_twice(const char *path)
 {
 	struct trace_set *ts = NULL, *again = NULL;
@@ -61,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	setenv("FLIGHTREC_ARCHIVE_MAX_MEMBER_MB", "4", 1);
 	int fd = fuzz_input_fd(data, size);
-	FILE *null = null_stream();
+	FILE *null = fuzz_null_stream();
 	if (fd < 0 || !null) {
 		if (fd >= 0)
 			close(fd);

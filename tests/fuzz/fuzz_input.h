@@ -8,6 +8,7 @@
 #include "frec_reader.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 /* An unlinked file (memfd, else /tmp) holding data; -1 on failure. */
@@ -15,5 +16,8 @@ int fuzz_input_fd(const uint8_t *data, size_t size);
 /* Walks the input as the writer lays it out and recomputes the file header
  * CRC and each chunk's payload and header CRCs (bounded by the input). */
 void fuzz_repair_crcs(uint8_t *d, size_t n);
+/* A FILE that accepts and drops everything: the writers run in full
+ * without the cost of a real file. */
+FILE *fuzz_null_stream(void);
 
 #endif

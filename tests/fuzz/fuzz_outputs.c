@@ -15,6 +15,7 @@
  * check; a trace that opens gives an archive that opens. */
 #include "commands.h"
 #include "fuzz_check.h"
+#include "fuzz_input.h"
 #include "fuzz_trace.h"
 
 #include <sqlite3.h>

@@ -11,6 +11,7 @@
  * text has no control characters a terminal would act on. */
 #include "commands.h"
 #include "fuzz_check.h"
+#include "fuzz_input.h"
 #include "fuzz_pipeline.h"
 #include "fuzz_trace.h"
 #include "model.h"

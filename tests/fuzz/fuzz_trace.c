@@ -158,25 +158,3 @@ int fuzz_trace_build(const uint8_t *data, size_t size)
 	}
 	return keep;
 }
-
-static volatile uint64_t null_sink;
-
-static ssize_t null_write(void *cookie, const char *buf, size_t n)
-{
-	(void)cookie;
-	if (n)
-		null_sink += (uint8_t)buf[0] + (uint8_t)buf[n - 1];
-	return (ssize_t)n;
-}
-
-FILE *fuzz_null_stream(void)
-{
-	static FILE *f;
-	if (!f) {
-		cookie_io_functions_t io = { .write = null_write };
-		f = fopencookie(NULL, "w", io);
-		if (!f)
-			f = fopen("/dev/null", "w");
-	}
-	return f;
-}

@@ -35,7 +35,4 @@ int fuzz_trace_sel(uint16_t type);
  * is too short or the writer fails. */
 int fuzz_trace_build(const uint8_t *data, size_t size);
 
-/* A FILE that drops everything it is given. */
-FILE *fuzz_null_stream(void);
-
 #endif
