@@ -336,7 +336,7 @@ int main(int argc, char **argv)
 {
 	struct job j = { .ranks = 64, .ranks_per_node = 8, .steps = 100, .straggler = -1,
 			 .late_ms = 10, .compute_ms = 40, .jitter_ms = 1, .seed = 1 };
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i += 2) { /* every option takes a value */
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!v)
 			usage();
@@ -358,7 +358,6 @@ int main(int argc, char **argv)
 			j.out_dir = v;
 		else
 			usage();
-		i++;
 	}
 	if (!j.out_dir || j.ranks < 1 || j.ranks_per_node < 1 || j.steps < 1 ||
 	    j.ranks % j.ranks_per_node || j.straggler >= j.ranks || j.ranks_per_node > 4096) {

@@ -23,7 +23,6 @@
  * is attached after ibv_open_device returns) is in place.
  *
  * usage: probe_callbench MODE LIB [ITERS] */
-#pragma GCC optimize("no-omit-frame-pointer") /* fp stacks reach main */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
