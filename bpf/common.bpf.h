@@ -78,50 +78,46 @@ static __always_inline void fr_fill_common(struct fr_ev_common *c, __u16 type,
 	c->tid = (__u32)pid_tgid;
 }
 
-/* Capture kernel and user stacks into a raw-stack trailer. */
-static __always_inline void fr_capture_stack(void *ctx, struct fr_raw_stack *st,
-					     bool kernel)
-{
-	long n;
-
-	st->_pad = 0;
-	st->n_kernel = 0;
-	if (kernel) {
-		n = bpf_get_stack(ctx, st->kernel_ips, sizeof(st->kernel_ips), 0);
-		st->n_kernel = n > 0 ? (__u64)n >> 3 : 0;
-	}
-	n = bpf_get_stack(ctx, st->user_ips, sizeof(st->user_ips), BPF_F_USER_STACK);
-	st->n_user = n > 0 ? (__u64)n >> 3 : 0;
-}
-
 #include "ustack.bpf.h"
 
 _Static_assert(__builtin_offsetof(struct fr_ustack_scratch, hdr) ==
 	       __builtin_offsetof(struct fr_ustack_scratch, ev) + FR_RING_EV_MAX, "scratch ev");
-_Static_assert(__builtin_offsetof(struct fr_ustack_scratch, stack) -
-	       __builtin_offsetof(struct fr_ustack_scratch, hdr) == FR_RING_USTACK_STACK_OFFSET,
-	       "scratch stack");
 
-/* User stack at the entry of a probed function, before its prologue ran:
- * the frame-pointer walk starts from the caller's frame and so would skip
- * the caller itself; its return address is at the top of the stack. */
-static __always_inline void fr_capture_stack_at_entry(struct pt_regs *ctx,
-						      struct fr_raw_stack *st)
+/* --stack fp: where an event and its frame-pointer stack are put together
+ * before they go to the ring as one record of their real length (kernel
+ * ips, then user ips, right after the header).  Cache-hot, so the kernel's
+ * clearing of the unused part of each stack buffer costs next to nothing. */
+struct fr_fp_scratch {
+	__u32 busy; /* claimed by a running program: first, as in every slot */
+	__u32 _pad;
+	__u8 ev[FR_RING_EV_MAX]; /* the event's fixed part, ending at st */
+	struct fr_raw_stack st;
+	__u64 ips[256]; /* FR_MAX_KERNEL_FRAMES + FR_MAX_USER_FRAMES, and a mask's room */
+};
+_Static_assert(__builtin_offsetof(struct fr_fp_scratch, st) ==
+	       __builtin_offsetof(struct fr_fp_scratch, ev) + FR_RING_EV_MAX, "fp scratch ev");
+
+/* FR_USTACK_SLOTS per CPU, as fr_ustack_scratch and for the same reason:
+ * programs nest on a CPU.  Sized to CPUs x slots before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 512 * FR_USTACK_SLOTS);
+	__type(key, __u32);
+	__type(value, struct fr_fp_scratch);
+} fr_fp_scratch SEC(".maps");
+
+static __always_inline struct fr_fp_scratch *fr_fp_scratch_claim(void)
 {
-	long n;
-	__u64 ret = 0;
+	__u32 base = bpf_get_smp_processor_id() * FR_USTACK_SLOTS;
 
-	st->_pad = 0;
-	st->n_kernel = 0;
-	n = bpf_get_stack(ctx, &st->user_ips[1], sizeof(st->user_ips) - 8, BPF_F_USER_STACK);
-	if (n <= 0) {
-		st->n_user = 0;
-		return;
+#pragma unroll
+	for (int i = 0; i < FR_USTACK_SLOTS; i++) {
+		__u32 k = base + i;
+		struct fr_fp_scratch *s = bpf_map_lookup_elem(&fr_fp_scratch, &k);
+		if (s && __sync_val_compare_and_swap(&s->busy, 0, 1) == 0)
+			return s;
 	}
-	bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));
-	st->user_ips[0] = st->user_ips[1]; /* the function itself */
-	st->user_ips[1] = ret;             /* its caller */
-	st->n_user = ((__u64)n >> 3) + 1;
+	return NULL;
 }
 
 /* How an event takes its stack (fr_emit's want). */
@@ -129,6 +125,60 @@ static __always_inline void fr_capture_stack_at_entry(struct pt_regs *ctx,
 #define FR_STACK_USER 1       /* user stack */
 #define FR_STACK_KERNEL 2     /* kernel and user stacks (CPU samples) */
 #define FR_STACK_AT_ENTRY 3   /* user stack at a probed function's entry */
+
+static long shift_down(__u64 i, void *arg)
+{
+	struct fr_fp_scratch *s = *(struct fr_fp_scratch **)arg;
+
+	s->ips[i & 255] = s->ips[(i + 1) & 255];
+	return 0;
+}
+
+/* Fills s->st and s->ips with the stacks want asks for and returns the
+ * trailer's length. */
+static __always_inline __u32 fr_fill_fp(void *ctx, struct fr_fp_scratch *s, int want)
+{
+	__u32 nk = 0, nu = 0;
+	long n;
+
+	if (want == FR_STACK_KERNEL) {
+		n = bpf_get_stack(ctx, s->ips, 8 * FR_MAX_KERNEL_FRAMES, 0);
+		nk = n > 0 ? (__u64)n >> 3 : 0;
+		if (nk > FR_MAX_KERNEL_FRAMES)
+			nk = FR_MAX_KERNEL_FRAMES;
+	}
+	if (want == FR_STACK_AT_ENTRY) {
+		/* at a probed function's entry, before its prologue ran, the
+		 * frame-pointer walk starts from the caller's frame and so
+		 * skips the caller, whose return address is at the top of the
+		 * stack.  Kernels since 6.11 put it back themselves when the
+		 * function starts with push %rbp or endbr64: then it is there
+		 * already, second. */
+		__u64 ret = 0;
+		n = bpf_get_stack(ctx, &s->ips[1], 8 * (FR_MAX_USER_FRAMES - 1), BPF_F_USER_STACK);
+		nu = n > 0 ? (__u64)n >> 3 : 0;
+		if (nu) {
+			bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP((struct pt_regs *)ctx));
+			if (nu >= 2 && s->ips[2] == ret) {
+				struct fr_fp_scratch *arg = s;
+				bpf_loop(nu, shift_down, &arg, 0);
+			} else {
+				s->ips[0] = s->ips[1]; /* the function itself */
+				s->ips[1] = ret;       /* its caller */
+				nu++;
+			}
+		}
+	} else {
+		n = bpf_get_stack(ctx, &s->ips[nk], 8 * FR_MAX_USER_FRAMES, BPF_F_USER_STACK);
+		nu = n > 0 ? (__u64)n >> 3 : 0;
+	}
+	if (nu > FR_MAX_USER_FRAMES)
+		nu = FR_MAX_USER_FRAMES;
+	s->st.n_user = nu;
+	s->st.n_kernel = nk;
+	s->st._pad = 0;
+	return 8 + 8 * (nk + nu);
+}
 
 /* Sends one event as one ring record: ev, built by the caller (size bytes,
  * a constant, common part filled), followed by its stack in the mode of
@@ -142,18 +192,38 @@ static __always_inline int fr_emit(void *ctx, void *ev, __u32 size, __u32 probe,
 
 	c->h.flags = 0;
 	c->h.size = size;
-	if (want != FR_STACK_NO && fr_stack_mode == FR_STACK_MODE_DWARF) {
-		struct fr_ustack_scratch *s = fr_scratch_claim();
-		if (s) {
-			__u8 *rec = &s->ev[FR_RING_EV_MAX - size];
-			__builtin_memcpy(rec, ev, size);
-			__u32 len = fr_fill_ustack(ctx, s, bpf_get_current_pid_tgid(),
-						   want == FR_STACK_KERNEL);
-			struct fr_ev_common *rc = (void *)rec;
-			rc->h.flags = FR_RECF_USTACK;
-			rc->h.size = size + len;
+	if (want != FR_STACK_NO) {
+		/* the event and its stack go together into a claimed slot, then
+		 * out as one record of their real length */
+		void *slot;
+		__u8 *rec = NULL;
+		__u32 len = 0;
+		if (fr_stack_mode == FR_STACK_MODE_DWARF) {
+			struct fr_ustack_scratch *s = fr_scratch_claim();
+			slot = s;
+			if (s) {
+				rec = &s->ev[FR_RING_EV_MAX - size];
+				__builtin_memcpy(rec, ev, size);
+				len = fr_fill_ustack(ctx, s, bpf_get_current_pid_tgid(),
+						     want == FR_STACK_KERNEL);
+				c = (void *)rec;
+				c->h.flags = FR_RECF_USTACK;
+			}
+		} else {
+			struct fr_fp_scratch *s = fr_fp_scratch_claim();
+			slot = s;
+			if (s) {
+				rec = &s->ev[FR_RING_EV_MAX - size];
+				__builtin_memcpy(rec, ev, size);
+				len = fr_fill_fp(ctx, s, want);
+				c = (void *)rec;
+				c->h.flags = FR_RECF_RAW_STACK;
+			}
+		}
+		if (rec) {
+			c->h.size = size + len;
 			long err = bpf_ringbuf_output(&fr_events, rec, size + len, BPF_RB_NO_WAKEUP);
-			fr_scratch_release(s);
+			fr_scratch_release(slot);
 			if (err) {
 				fr_count_drop(probe, FR_DROP_RING_FULL);
 				return -1;
@@ -161,24 +231,6 @@ static __always_inline int fr_emit(void *ctx, void *ev, __u32 size, __u32 probe,
 			return 0;
 		}
 		fr_count_drop(probe, FR_DROP_STACK_BUSY);
-		want = FR_STACK_NO;
-	}
-	if (want != FR_STACK_NO) {
-		__u8 *e = bpf_ringbuf_reserve(&fr_events, size + sizeof(struct fr_raw_stack), 0);
-		if (!e) {
-			fr_count_drop(probe, FR_DROP_RING_FULL);
-			return -1;
-		}
-		c->h.flags = FR_RECF_RAW_STACK;
-		c->h.size = size + sizeof(struct fr_raw_stack);
-		__builtin_memcpy(e, ev, size);
-		struct fr_raw_stack *st = (void *)(e + size);
-		if (want == FR_STACK_AT_ENTRY)
-			fr_capture_stack_at_entry(ctx, st);
-		else
-			fr_capture_stack(ctx, st, want == FR_STACK_KERNEL);
-		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
-		return 0;
 	}
 	if (bpf_ringbuf_output(&fr_events, ev, size, BPF_RB_NO_WAKEUP)) {
 		fr_count_drop(probe, FR_DROP_RING_FULL);

@@ -39,8 +39,9 @@ enum fr_rec_flags {
 	 * recorder interns it into the stack table and writes stack_id instead.
 	 * Never set in a file. */
 	FR_RECF_RAW_STACK = 1 << 0,
-	/* ring buffer only: a struct fr_ring_ustack (with its fixed arrays and
-	 * stack bytes) follows the event's fixed part in the same ring record;
+	/* ring buffer only: a struct fr_ring_ustack (with its kernel ips,
+	 * Python frames and stack bytes) follows the event's fixed part in the
+	 * same ring record;
 	 * the recorder writes it as an FR_REC_USTACK and the event's stack_id
 	 * names it.  One record, so nothing can come between an event and its
 	 * stack.  Never set in a file. */
@@ -64,17 +65,19 @@ FR_STATIC_ASSERT(sizeof(struct fr_ev_common) == 24, "fr_ev_common");
 #define FR_MAX_USER_FRAMES 127
 #define FR_MAX_KERNEL_FRAMES 64
 
-/* Ring-buffer trailer of events with FR_RECF_RAW_STACK (never in a file).
- * Fixed regions keep the BPF verifier's bounds simple; each part is leaf
- * first and only its first n_* entries are meaningful. */
+/* Ring-buffer trailer of events with FR_RECF_RAW_STACK (never in a file):
+ * this header, then n_kernel kernel ips, then n_user user ips, each part
+ * leaf first and nothing after them.  The record is only as long as the
+ * stack it carries: a deep-buffer trailer made every probed call pay for
+ * the kernel clearing and the drain reading 1.5 KiB of mostly zeros. */
 struct fr_raw_stack {
 	fr_u16 n_user;
 	fr_u16 n_kernel;
 	fr_u32 _pad;
-	fr_u64 kernel_ips[FR_MAX_KERNEL_FRAMES];
-	fr_u64 user_ips[FR_MAX_USER_FRAMES];
 };
-FR_STATIC_ASSERT(sizeof(struct fr_raw_stack) == 8 + 8 * 191, "fr_raw_stack");
+FR_STATIC_ASSERT(sizeof(struct fr_raw_stack) == 8, "fr_raw_stack");
+/* Largest trailer: the header and both parts full. */
+#define FR_RAW_STACK_MAX (8 + 8 * (FR_MAX_KERNEL_FRAMES + FR_MAX_USER_FRAMES))
 
 /* Probe families, indexing the per-CPU drop counters. */
 enum fr_probe_id {
@@ -419,9 +422,9 @@ struct fr_ring_ustack {
 	fr_u64 regs[FR_USTACK_REGS];
 };
 FR_STATIC_ASSERT(sizeof(struct fr_ring_ustack) == 168, "fr_ring_ustack");
-/* In the ring record, fixed-size arrays follow the header (kernel ips, then
- * Python frames), then the stack bytes at this offset. */
-#define FR_RING_USTACK_STACK_OFFSET (168 + 8 * FR_MAX_KERNEL_FRAMES + 16 * FR_MAX_PY_FRAMES)
+/* In the ring record, the header is followed by n_kernel kernel ips, n_py
+ * Python frames and stack_len stack bytes, as in FR_REC_USTACK, nothing in
+ * between. */
 /* Stack scratch slots per CPU in the BPF programs.  Programs on one CPU
  * nest: the CPU-sample program runs from the timer interrupt inside a uprobe
  * or system-call program (those do not block other BPF programs the way

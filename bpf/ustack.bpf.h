@@ -17,14 +17,24 @@
 const volatile __u32 fr_stack_mode = FR_STACK_MODE_FP;
 const volatile __u32 fr_ustack_bytes = 16384;
 
+/* The trailer's parts follow hdr in tail, each only as long as it is: the
+ * kernel ips, the Python frames, the stack bytes.  The record sent is the
+ * event, hdr and the used part of tail: fixed-size regions made every
+ * event copy 1.5 KiB of mostly unused arrays. */
+#define FR_USTACK_PY_AT_MAX (8 * FR_MAX_KERNEL_FRAMES)
+#define FR_USTACK_STACK_AT_MAX (FR_USTACK_PY_AT_MAX + 16 * FR_MAX_PY_FRAMES)
+/* Offsets into tail are masked with FR_USTACK_AT_MASK where the verifier
+ * must see their bound (a compiler may check one register and index with
+ * another). */
+#define FR_USTACK_AT_MASK 2047
+_Static_assert(FR_USTACK_STACK_AT_MAX <= FR_USTACK_AT_MASK, "ustack offsets");
+
 struct fr_ustack_scratch {
 	__u32 busy;                 /* claimed by a running program */
 	__u32 _pad;
 	__u8 ev[FR_RING_EV_MAX];    /* the event's fixed part, ending at hdr */
 	struct fr_ring_ustack hdr;
-	__u64 kernel_ips[FR_MAX_KERNEL_FRAMES];
-	struct fr_py_frame py[FR_MAX_PY_FRAMES];
-	__u8 stack[FR_USTACK_MAX + 4096];
+	__u8 tail[FR_USTACK_AT_MASK + 1 + FR_USTACK_MAX + 4096];
 };
 
 /* FR_USTACK_SLOTS slots per CPU (an ARRAY indexed by cpu * FR_USTACK_SLOTS
@@ -52,9 +62,10 @@ static __always_inline struct fr_ustack_scratch *fr_scratch_claim(void)
 	return NULL;
 }
 
-static __always_inline void fr_scratch_release(struct fr_ustack_scratch *s)
+/* Gives back a claimed slot of either scratch map: busy is first in both. */
+static __always_inline void fr_scratch_release(void *slot)
 {
-	*(volatile __u32 *)&s->busy = 0;
+	*(volatile __u32 *)slot = 0;
 }
 
 struct {
@@ -153,6 +164,7 @@ struct frame_walk {
 	struct fr_ustack_scratch *s;
 	__u64 frame;
 	__u32 n;
+	__u32 at; /* where the frames start in s->tail: after the kernel ips */
 };
 
 static long frame_step(__u64 i, void *arg)
@@ -186,19 +198,20 @@ static long frame_step(__u64 i, void *arg)
 		w->s->hdr.flags |= FR_USTACK_PY_ERROR;
 		return 1;
 	}
-	__u32 k = w->n & (FR_MAX_PY_FRAMES - 1);
-	w->s->py[k].code = code;
-	w->s->py[k].instr_off = instr_off;
-	w->s->py[k].flags = flags;
-	w->s->py[k]._pad = 0;
-	w->s->py[k].fingerprint = (flags & FR_PYF_SHIM) ? 0 :
-				  (__u16)rd32(code + o->code_firstlineno);
+	__u32 at = w->at;
+	struct fr_py_frame *pf = (void *)&w->s->tail[(at & FR_USTACK_AT_MASK) +
+						    16 * (w->n & (FR_MAX_PY_FRAMES - 1))];
+	pf->code = code;
+	pf->instr_off = instr_off;
+	pf->flags = flags;
+	pf->_pad = 0;
+	pf->fingerprint = (flags & FR_PYF_SHIM) ? 0 : (__u16)rd32(code + o->code_firstlineno);
 	w->n++;
 	w->frame = rd64(frame + o->fr_previous);
 	return w->n >= FR_MAX_PY_FRAMES;
 }
 
-static __always_inline void py_walk(struct fr_ustack_scratch *s, __u32 pid, __u32 tid)
+static __always_inline void py_walk(struct fr_ustack_scratch *s, __u32 pid, __u32 tid, __u32 at)
 {
 	struct py_proc *pp = bpf_map_lookup_elem(&fr_py_procs, &pid);
 	struct task_struct *task;
@@ -215,7 +228,7 @@ static __always_inline void py_walk(struct fr_ustack_scratch *s, __u32 pid, __u3
 		return;
 	}
 	struct frame_walk w = {
-		.o = o, .s = s,
+		.o = o, .s = s, .at = at,
 		.frame = o->ts_cframe ? rd64(rd64(tstate + o->ts_cframe) + o->ts_frame) :
 					rd64(tstate + o->ts_frame),
 	};
@@ -230,6 +243,7 @@ struct stack_copy {
 	__u64 sp;
 	__u32 want;
 	__u32 off;
+	__u32 at; /* where the bytes start in s->tail */
 };
 
 /* One page (or the part of one up to a page boundary) of the user stack: a
@@ -239,23 +253,61 @@ static long copy_step(__u64 i, void *arg)
 {
 	struct stack_copy *c = arg;
 	__u64 off = c->off, chunk;
+	__u32 at = c->at;
 
 	if (off >= c->want || off >= FR_USTACK_MAX)
 		return 1;
 	chunk = 4096 - ((c->sp + off) & 4095);
 	if (chunk > c->want - off)
 		chunk = c->want - off;
-	/* keep the bounds visible to the verifier: 1..4096 bytes, inside stack[] */
+	/* keep the bounds visible to the verifier: 1..4096 bytes, inside tail[] */
 	chunk &= 0x1fff;
 	if (chunk == 0 || chunk > 4096)
 		return 1;
 	off &= FR_USTACK_MAX - 1;
-	if (bpf_probe_read_user(&c->s->stack[off], chunk, (void *)(c->sp + off))) {
+	if (bpf_probe_read_user(&c->s->tail[(at & FR_USTACK_AT_MASK) + off], chunk,
+				(void *)(c->sp + off))) {
 		c->s->hdr.flags |= FR_USTACK_TRUNCATED;
 		return 1;
 	}
 	c->off = (__u32)(off + chunk);
 	return 0;
+}
+
+struct vma_end {
+	__u64 end;
+};
+
+static long vma_end_of(struct task_struct *task, struct vm_area_struct *vma, void *arg)
+{
+	((struct vma_end *)arg)->end = vma->vm_end;
+	return 0;
+}
+
+/* Copies the top c->want bytes of the user stack to s->tail at c->at.
+ * A user-memory read has a high fixed cost (a page at a time took four or
+ * five for 16 KiB) and one that faults costs more: so one read of what
+ * the stack's mapping holds, when its end can be known, else page by page
+ * up to the first unmapped page. */
+static __always_inline void copy_stack(struct stack_copy *c)
+{
+	struct vma_end v = { 0 };
+	__u32 at = c->at, want = c->want;
+
+	if (bpf_find_vma(bpf_get_current_task_btf(), c->sp, vma_end_of, &v, 0) == 0 &&
+	    v.end > c->sp) {
+		if (v.end - c->sp < want) {
+			want = v.end - c->sp;
+			c->s->hdr.flags |= FR_USTACK_TRUNCATED;
+		}
+		if (want > 0 && want <= FR_USTACK_MAX &&
+		    !bpf_probe_read_user(&c->s->tail[at & FR_USTACK_AT_MASK],
+					 want & (2 * FR_USTACK_MAX - 1), (void *)c->sp)) {
+			c->off = want;
+			return;
+		}
+	}
+	bpf_loop(FR_USTACK_MAX / 4096 + 1, copy_step, c, 0);
 }
 
 /* Fills the fr_ring_ustack trailer of slot s for the current thread and
@@ -264,6 +316,8 @@ static __always_inline __u32 fr_fill_ustack(void *ctx, struct fr_ustack_scratch 
 					    __u64 pid_tgid, bool kernel)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	/* the user registers, read straight from the task (a BTF pointer):
+	 * one helper call each cost about 20 ns apiece */
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	long n;
 
@@ -276,38 +330,46 @@ static __always_inline __u32 fr_fill_ustack(void *ctx, struct fr_ustack_scratch 
 	s->hdr.py_version = 0;
 	s->hdr.n_py = 0;
 	s->hdr.n_kernel = 0;
-	s->hdr.regs[0] = BPF_CORE_READ(regs, ax);
-	s->hdr.regs[1] = BPF_CORE_READ(regs, dx);
-	s->hdr.regs[2] = BPF_CORE_READ(regs, cx);
-	s->hdr.regs[3] = BPF_CORE_READ(regs, bx);
-	s->hdr.regs[4] = BPF_CORE_READ(regs, si);
-	s->hdr.regs[5] = BPF_CORE_READ(regs, di);
-	s->hdr.regs[6] = BPF_CORE_READ(regs, bp);
-	s->hdr.regs[7] = BPF_CORE_READ(regs, sp);
-	s->hdr.regs[8] = BPF_CORE_READ(regs, r8);
-	s->hdr.regs[9] = BPF_CORE_READ(regs, r9);
-	s->hdr.regs[10] = BPF_CORE_READ(regs, r10);
-	s->hdr.regs[11] = BPF_CORE_READ(regs, r11);
-	s->hdr.regs[12] = BPF_CORE_READ(regs, r12);
-	s->hdr.regs[13] = BPF_CORE_READ(regs, r13);
-	s->hdr.regs[14] = BPF_CORE_READ(regs, r14);
-	s->hdr.regs[15] = BPF_CORE_READ(regs, r15);
-	s->hdr.regs[16] = BPF_CORE_READ(regs, ip);
+	s->hdr.regs[0] = regs->ax;
+	s->hdr.regs[1] = regs->dx;
+	s->hdr.regs[2] = regs->cx;
+	s->hdr.regs[3] = regs->bx;
+	s->hdr.regs[4] = regs->si;
+	s->hdr.regs[5] = regs->di;
+	s->hdr.regs[6] = regs->bp;
+	s->hdr.regs[7] = regs->sp;
+	s->hdr.regs[8] = regs->r8;
+	s->hdr.regs[9] = regs->r9;
+	s->hdr.regs[10] = regs->r10;
+	s->hdr.regs[11] = regs->r11;
+	s->hdr.regs[12] = regs->r12;
+	s->hdr.regs[13] = regs->r13;
+	s->hdr.regs[14] = regs->r14;
+	s->hdr.regs[15] = regs->r15;
+	s->hdr.regs[16] = regs->ip;
+	__u32 at = 0;
 	if (kernel) {
-		n = bpf_get_stack(ctx, s->kernel_ips, sizeof(s->kernel_ips), 0);
-		s->hdr.n_kernel = n > 0 ? (__u64)n >> 3 : 0;
+		n = bpf_get_stack(ctx, s->tail, 8 * FR_MAX_KERNEL_FRAMES, 0);
+		__u32 nk = n > 0 ? (__u64)n >> 3 : 0;
+		if (nk > FR_MAX_KERNEL_FRAMES)
+			nk = FR_MAX_KERNEL_FRAMES;
+		s->hdr.n_kernel = nk;
+		at = 8 * nk;
 	}
+	py_walk(s, pid_tgid >> 32, (__u32)pid_tgid, at);
+	at += 16 * s->hdr.n_py;
 	struct stack_copy c = {
-		.s = s, .sp = s->hdr.regs[7],
+		.s = s, .sp = s->hdr.regs[7], .at = at,
 		.want = fr_ustack_bytes > FR_USTACK_MAX ? FR_USTACK_MAX : fr_ustack_bytes,
 	};
-	bpf_loop(FR_USTACK_MAX / 4096 + 1, copy_step, &c, 0);
+	copy_stack(&c);
 	__u32 off = c.off;
 	if (off > FR_USTACK_MAX)
 		off = FR_USTACK_MAX;
 	s->hdr.stack_len = off;
-	py_walk(s, pid_tgid >> 32, (__u32)pid_tgid);
-	__u32 size = (__u32)FR_RING_USTACK_STACK_OFFSET + off;
+	if (at > FR_USTACK_STACK_AT_MAX)
+		at = FR_USTACK_STACK_AT_MAX;
+	__u32 size = (__u32)sizeof(struct fr_ring_ustack) + at + off;
 	s->hdr.h.size = size;
 	return size;
 }

@@ -24,7 +24,8 @@
 /* Maps every object shares: created by the proc object, handed to the
  * others before they load. */
 static const char *const shared_maps[] = {
-	"fr_events", "fr_pids", "fr_drops", "fr_ustack_scratch", "fr_py_procs", "fr_py_tstate",
+	"fr_events", "fr_pids", "fr_drops", "fr_ustack_scratch", "fr_fp_scratch", "fr_py_procs",
+	"fr_py_tstate",
 };
 
 enum stage { STAGE_OPEN, STAGE_LOAD, STAGE_ATTACH };
@@ -104,13 +105,16 @@ static int size_shared_maps(struct bpf_object *obj, const struct record_opts *o)
 {
 	struct bpf_map *events = bpf_object__find_map_by_name(obj, "fr_events");
 	struct bpf_map *scratch = bpf_object__find_map_by_name(obj, "fr_ustack_scratch");
-	if (!events || !scratch)
+	struct bpf_map *fp_scratch = bpf_object__find_map_by_name(obj, "fr_fp_scratch");
+	if (!events || !scratch || !fp_scratch)
 		return -ENOENT;
 	bpf_map__set_max_entries(events, o->buffer_mib << 20);
-	/* FR_USTACK_SLOTS raw-stack scratch slots per CPU in dwarf mode (~36 KiB
-	 * each): one per level of programs nesting on a CPU */
-	return bpf_map__set_max_entries(scratch, o->stack_dwarf ?
-				(uint32_t)libbpf_num_possible_cpus() * FR_USTACK_SLOTS : 1);
+	/* FR_USTACK_SLOTS stack scratch slots per CPU, one per level of
+	 * programs nesting on a CPU, in the mode's map only (~36 KiB each in
+	 * dwarf mode, 1.7 KiB with frame pointers) */
+	uint32_t slots = (uint32_t)libbpf_num_possible_cpus() * FR_USTACK_SLOTS;
+	int err = bpf_map__set_max_entries(scratch, o->stack_dwarf ? slots : 1);
+	return err ? err : bpf_map__set_max_entries(fp_scratch, o->stack_dwarf ? 1 : slots);
 }
 
 static int reuse_shared_maps(struct bpf_probes *p, struct bpf_object *obj)

@@ -70,19 +70,18 @@ static void count_loss(struct ring_sink *s, int probe, int reason)
 	atomic_store_explicit(&l->last_ns, now_ns, memory_order_relaxed);
 }
 
-/* Interns a frame-pointer stack; writes its FR_REC_STACK record the first
- * time.  FR_STACK_NONE for an empty stack; UINT32_MAX when out of memory. */
-static uint32_t intern_stack(struct ring_sink *s, uint32_t pid, const struct fr_raw_stack *st)
+/* Interns a frame-pointer stack (nk kernel ips, then nu user ips); writes
+ * its FR_REC_STACK record the first time.  FR_STACK_NONE for an empty
+ * stack; UINT32_MAX when out of memory. */
+static uint32_t intern_stack(struct ring_sink *s, uint32_t pid, const uint64_t *ips,
+			     uint16_t nk, uint16_t nu)
 {
-	uint16_t nk = st->n_kernel > FR_MAX_KERNEL_FRAMES ? FR_MAX_KERNEL_FRAMES : st->n_kernel;
-	uint16_t nu = st->n_user > FR_MAX_USER_FRAMES ? FR_MAX_USER_FRAMES : st->n_user;
 	bool is_new;
 	uint32_t id;
 
 	if (!nk && !nu)
 		return FR_STACK_NONE;
-	id = stack_table_intern(s->stacks, nu ? pid : 0, st->kernel_ips, nk, st->user_ips, nu,
-				&is_new);
+	id = stack_table_intern(s->stacks, nu ? pid : 0, ips, nk, ips + nk, nu, &is_new);
 	if (!id)
 		return UINT32_MAX;
 	if (is_new) {
@@ -97,12 +96,10 @@ static uint32_t intern_stack(struct ring_sink *s, uint32_t pid, const struct fr_
 		r->pid = nu ? pid : 0;
 		r->n_kernel = nk;
 		r->n_user = nu;
-		uint64_t *ips = (uint64_t *)(r + 1);
-		memcpy(ips, st->kernel_ips, 8u * nk);
-		memcpy(ips + nk, st->user_ips, 8u * nu);
+		memcpy(r + 1, ips, 8u * (nk + nu));
 		frec_builder_commit(s->builder, 0);
 		if (s->new_stack)
-			s->new_stack(s->ctx, nu ? pid : 0, st->kernel_ips, nk, st->user_ips, nu);
+			s->new_stack(s->ctx, nu ? pid : 0, ips, nk, ips + nk, nu);
 	}
 	return id;
 }
@@ -113,12 +110,14 @@ static const uint8_t *ustack_trailer(const void *data, size_t size, uint32_t fix
 				     struct fr_ring_ustack *h)
 {
 	const struct fr_ev_common *c = data;
-	if (size < (size_t)fixed + FR_RING_USTACK_STACK_OFFSET)
+	if (size < (size_t)fixed + sizeof(*h))
 		return NULL;
 	const uint8_t *t = (const uint8_t *)data + fixed;
 	memcpy(h, t, sizeof(*h));
 	if (h->h.type != FR_RING_USTACK || h->n_kernel > FR_MAX_KERNEL_FRAMES ||
-	    h->n_py > FR_MAX_PY_FRAMES || h->stack_len > size - fixed - FR_RING_USTACK_STACK_OFFSET ||
+	    h->n_py > FR_MAX_PY_FRAMES ||
+	    (uint64_t)h->stack_len + sizeof(*h) + 8u * h->n_kernel + 16u * h->n_py >
+		    size - fixed ||
 	    h->pid != c->pid || h->tid != c->tid)
 		return NULL;
 	return t;
@@ -128,8 +127,9 @@ static const uint8_t *ustack_trailer(const void *data, size_t size, uint32_t fix
 static int write_ustack(struct ring_sink *s, const uint8_t *t, const struct fr_ring_ustack *h,
 			uint32_t id)
 {
-	const uint8_t *stack = t + FR_RING_USTACK_STACK_OFFSET;
 	uint32_t kernel_bytes = 8u * h->n_kernel, py_bytes = 16u * h->n_py;
+	const uint8_t *py = t + sizeof(*h) + kernel_bytes;
+	const uint8_t *stack = py + py_bytes;
 	uint32_t stack_len = h->stack_len, regs_used = 0;
 	const uint8_t *keep = NULL;
 	uint64_t regs[FR_USTACK_REGS];
@@ -158,7 +158,6 @@ static int write_ustack(struct ring_sink *s, const uint8_t *t, const struct fr_r
 	r.flags = h->flags | (keep ? FR_USTACK_SPARSE : 0);
 	r.py_version = h->py_version;
 	memcpy(r.regs, regs, sizeof(r.regs));
-	const uint8_t *py = t + sizeof(*h) + 8u * FR_MAX_KERNEL_FRAMES;
 	memcpy(out, &r, sizeof(r));
 	memcpy(out + sizeof(r), t + sizeof(*h), kernel_bytes);
 	memcpy(out + sizeof(r) + kernel_bytes, py, py_bytes);
@@ -209,12 +208,20 @@ const struct fr_ev_common *ring_sink_record(struct ring_sink *s, const void *dat
 	uint32_t stack_id = FR_STACK_NONE;
 	if (c.h.flags & FR_RECF_RAW_STACK) {
 		struct fr_raw_stack st;
+		uint64_t ips[FR_MAX_KERNEL_FRAMES + FR_MAX_USER_FRAMES];
 		if (size < fixed + sizeof(st)) {
 			count_loss(s, probe, FR_DROP_MALFORMED);
 			return NULL;
 		}
 		memcpy(&st, (const uint8_t *)data + fixed, sizeof(st));
-		stack_id = intern_stack(s, c.pid, &st);
+		if (st.n_kernel > FR_MAX_KERNEL_FRAMES || st.n_user > FR_MAX_USER_FRAMES ||
+		    size < fixed + sizeof(st) + 8u * (st.n_kernel + st.n_user)) {
+			count_loss(s, probe, FR_DROP_MALFORMED);
+			return NULL;
+		}
+		memcpy(ips, (const uint8_t *)data + fixed + sizeof(st),
+		       8u * (st.n_kernel + st.n_user));
+		stack_id = intern_stack(s, c.pid, ips, st.n_kernel, st.n_user);
 		if (stack_id == UINT32_MAX) {
 			count_loss(s, probe, FR_DROP_NO_MEMORY);
 			return NULL;

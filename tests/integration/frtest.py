@@ -125,6 +125,20 @@ def child_of(pid):
     raise AssertionError(f"pid {pid} started no child")
 
 
+def wait_comm(pid, comm):
+    """Waits until pid runs the program named comm (it has exec'd)."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == comm:
+                    return
+        except FileNotFoundError:
+            raise AssertionError(f"pid {pid} ended before it ran {comm}")
+        time.sleep(0.005)
+    raise AssertionError(f"pid {pid} never ran {comm}")
+
+
 def wait_state(pid, want, why):
     """Waits until pid's state is one of want (None: gone)."""
     deadline = time.monotonic() + HANG_GUARD_S

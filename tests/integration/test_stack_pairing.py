@@ -13,6 +13,7 @@ stays short; scripts/stress-stacks runs 30 and more)."""
 import json
 import os
 import re
+import signal
 import subprocess
 import frtest
 
@@ -39,6 +40,31 @@ def by_caller(out):
         caller = frames.split(";")[-2]
         res[caller] = res.get(caller, 0) + int(v)
     return res
+
+
+def record_stopped(trace, args, target, comm):
+    """Records target with the recorder stopped from the moment target runs
+    (its probes attached) until it has exited: nothing drains the ring
+    meanwhile, so it fills whatever the machine's speed.  Returns the
+    recorder's stdout, stderr and exit status."""
+    cmd = [frtest.FLIGHTREC, "record", "-o", trace] + args + ["--"] + target
+    rec = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        job = frtest.child_of(rec.pid)
+        frtest.wait_comm(job, comm)
+        os.kill(rec.pid, signal.SIGSTOP)
+        try:
+            frtest.wait_state(job, ("Z", None), "the job ends while the recorder is stopped")
+        finally:
+            os.kill(rec.pid, signal.SIGCONT)
+        out, err = rec.communicate(timeout=120)
+    except BaseException:
+        rec.kill()
+        rec.wait()
+        raise
+    if rec.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited {rec.returncode}:\n{err}")
+    return subprocess.CompletedProcess(cmd, rec.returncode, out, err)
 
 
 class StackPairing(frtest.Case):
@@ -105,14 +131,15 @@ class StackPairing(frtest.Case):
         self.assertIn("write", names)  # the program's own calls are there
 
     def test_overflow_counted_with_reason(self):
-        # a 1 MiB ring and fp stacks (1.6 KiB per call) cannot keep up with a
-        # storm of getppid: every getppid the program made is recorded or
-        # counted as lost, exactly.  The family's drop count covers every
-        # call of the process (start-up, thread creation, futex waits: how
-        # many depends on timing), so the exact count is the kernel's count
-        # per call number (FR_REC_SYSCALL_DROPS), against the getppid events
-        # in the file.  Some runs sample the CPU at 999 Hz with another
-        # process keeping a CPU busy.
+        # a 1 MiB ring fills while the recorder is stopped (SIGSTOP from the
+        # moment the storm of getppid runs until it has exited): every
+        # getppid the program made is recorded or counted as lost, exactly.
+        # The family's drop count covers every call of the process
+        # (start-up, thread creation, futex waits: how many depends on
+        # timing), so the exact count is the kernel's count per call number
+        # (FR_REC_SYSCALL_DROPS), against the getppid events in the file.
+        # Some runs sample the CPU at 999 Hz with another process keeping a
+        # CPU busy.
         d = frtest.workdir("stack_pairing_overflow")
         for run in range(STORM_RUNS):
             busy = run % 3 == 1
@@ -121,9 +148,9 @@ class StackPairing(frtest.Case):
             trace = os.path.join(d, f"storm{run}.frec")
             burner = subprocess.Popen(["sh", "-c", "while :; do :; done"]) if busy else None
             try:
-                p = frtest.record(trace, ["--probes", probes, "--freq", "999", "--stack", "fp",
-                                          "--ring-mib", "1"],
-                                  ["--", frtest.sample("syscall_storm"), "1", "2"])
+                p = record_stopped(trace, ["--probes", probes, "--freq", "999", "--stack", "fp",
+                                           "--ring-mib", "1"],
+                                   [frtest.sample("syscall_storm"), "1", "2"], "syscall_storm")
             finally:
                 if burner:
                     burner.kill()

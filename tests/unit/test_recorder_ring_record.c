@@ -15,50 +15,61 @@
 
 #define MAX_EVENTS 64
 
-static uint8_t ring_buf[FR_RING_EV_MAX + FR_RING_USTACK_STACK_OFFSET + 4096];
+static uint8_t ring_buf[FR_RING_EV_MAX + FR_RAW_STACK_MAX + sizeof(struct fr_ring_ustack) + 4096 +
+			16];
 
-/* A dwarf-mode ring record: the event's fixed part, then its stack trailer.
- * The stack's identity is regs[7] (rsp) = marker, and its bytes repeat the
- * marker's low byte. */
+/* A dwarf-mode ring record: the event's fixed part, then its stack trailer:
+ * the header, two kernel ips, one Python frame, the stack bytes.  The
+ * stack's identity is regs[7] (rsp) = marker; its bytes repeat the
+ * marker's low byte and the Python frame's code is 0x7000 + marker. */
 static size_t dwarf_record(uint16_t type, uint32_t fixed, uint32_t pid, uint32_t tid,
 			   uint64_t ts, uint64_t marker, uint32_t stack_len)
 {
 	memset(ring_buf, 0, sizeof(ring_buf));
+	uint32_t trailer = (uint32_t)sizeof(struct fr_ring_ustack) + 2 * 8 + 16 + stack_len;
 	struct fr_ev_common c = {
-		.h = { .size = fixed + FR_RING_USTACK_STACK_OFFSET + stack_len, .type = type,
-		       .flags = FR_RECF_USTACK },
+		.h = { .size = fixed + trailer, .type = type, .flags = FR_RECF_USTACK },
 		.ts_ns = ts, .pid = pid, .tid = tid,
 	};
 	memcpy(ring_buf, &c, sizeof(c));
 	struct fr_ring_ustack h = {
-		.h = { .size = FR_RING_USTACK_STACK_OFFSET + stack_len, .type = FR_RING_USTACK },
-		.pid = pid, .tid = tid, .stack_len = stack_len, .n_kernel = 2, .n_py = 0,
+		.h = { .size = trailer, .type = FR_RING_USTACK },
+		.pid = pid, .tid = tid, .stack_len = stack_len, .n_kernel = 2, .n_py = 1,
 	};
 	h.regs[7] = marker;
 	h.regs[16] = 0x401000 + marker;
-	memcpy(ring_buf + fixed, &h, sizeof(h));
+	uint8_t *t = ring_buf + fixed;
+	memcpy(t, &h, sizeof(h));
 	uint64_t kips[2] = { 0xffffffff81000000ull + marker, 0xffffffff81000100ull };
-	memcpy(ring_buf + fixed + sizeof(h), kips, sizeof(kips));
-	memset(ring_buf + fixed + FR_RING_USTACK_STACK_OFFSET, (int)(marker & 0xff), stack_len);
-	return fixed + FR_RING_USTACK_STACK_OFFSET + stack_len;
+	memcpy(t + sizeof(h), kips, sizeof(kips));
+	struct fr_py_frame py = { .code = 0x7000 + marker, .fingerprint = 1 };
+	memcpy(t + sizeof(h) + sizeof(kips), &py, sizeof(py));
+	memset(t + sizeof(h) + sizeof(kips) + sizeof(py), (int)(marker & 0xff), stack_len);
+	return fixed + trailer;
 }
 
-/* A frame-pointer ring record: the fixed part, then fr_raw_stack. */
+/* A frame-pointer ring record: the fixed part, then fr_raw_stack and its
+ * nk kernel ips (0xffffffff81000000 + i) and nu user ips (leaf_ip, then
+ * 0x400500 + i), nothing more. */
 static size_t fp_record(uint16_t type, uint32_t fixed, uint32_t pid, uint32_t tid, uint64_t ts,
-			uint64_t leaf_ip)
+			uint64_t leaf_ip, uint16_t nk, uint16_t nu)
 {
 	memset(ring_buf, 0, sizeof(ring_buf));
+	uint32_t size = fixed + (uint32_t)sizeof(struct fr_raw_stack) + 8u * (nk + nu);
 	struct fr_ev_common c = {
-		.h = { .size = fixed + (uint32_t)sizeof(struct fr_raw_stack), .type = type,
-		       .flags = FR_RECF_RAW_STACK },
+		.h = { .size = size, .type = type, .flags = FR_RECF_RAW_STACK },
 		.ts_ns = ts, .pid = pid, .tid = tid,
 	};
 	memcpy(ring_buf, &c, sizeof(c));
-	struct fr_raw_stack st = { .n_user = 2 };
-	st.user_ips[0] = leaf_ip;
-	st.user_ips[1] = 0x400500;
+	struct fr_raw_stack st = { .n_user = nu, .n_kernel = nk };
 	memcpy(ring_buf + fixed, &st, sizeof(st));
-	return fixed + sizeof(st);
+	uint8_t *ips = ring_buf + fixed + sizeof(st);
+	for (uint16_t i = 0; i < nk + nu; i++) {
+		uint64_t ip = i < nk ? 0xffffffff81000000ull + i :
+			      i == nk ? leaf_ip : 0x400500u + (i - nk);
+		memcpy(ips + 8u * i, &ip, 8);
+	}
+	return size;
 }
 
 struct seen_event {
@@ -76,7 +87,7 @@ struct seen_ustack {
 
 static struct seen_event events[MAX_EVENTS];
 static struct seen_ustack ustacks[MAX_EVENTS];
-static int n_events, n_ustacks, n_fp_stacks;
+static int n_events, n_ustacks, n_fp_stacks, fp_sample_seen;
 
 static void read_back(const char *path, struct fr_drop_count *drops, uint32_t *n_drops)
 {
@@ -104,6 +115,18 @@ static void read_back(const char *path, struct fr_drop_count *drops, uint32_t *n
 					if (bytes[i] != (uint8_t)(u.regs[7] & 0xff))
 						s->bytes_ok = 0;
 			} else if (rec->type == FR_REC_STACK) {
+				struct fr_rec_stack st;
+				memcpy(&st, rec, sizeof(st));
+				if (st.n_kernel == 3 && st.n_user == 4) {
+					/* the sample's: kernel ips, then user ips */
+					uint64_t ips[7];
+					memcpy(ips, (const uint8_t *)rec + sizeof(st), sizeof(ips));
+					CHECK_EQ_U64(ips[0], 0xffffffff81000000ull);
+					CHECK_EQ_U64(ips[2], 0xffffffff81000002ull);
+					CHECK_EQ_U64(ips[3], 0x401777);
+					CHECK_EQ_U64(ips[6], 0x400503);
+					fp_sample_seen++;
+				}
 				n_fp_stacks++;
 			} else if ((rec->type == FR_EV_CUDA || rec->type == FR_EV_CPU_SAMPLE ||
 				    rec->type == FR_EV_SYSCALL) && n_events < MAX_EVENTS) {
@@ -140,11 +163,13 @@ static const struct seen_event *event_at(uint64_t ts)
 	return NULL;
 }
 
-static int py_codes;
+static int py_codes, py_codes_right;
 static void count_py(void *ctx, uint32_t pid, uint64_t code, uint16_t fp)
 {
-	(void)ctx, (void)pid, (void)code, (void)fp;
+	(void)ctx, (void)pid;
 	py_codes++;
+	/* every record's frame, read from right after its kernel ips */
+	py_codes_right += code >= 0x7000 && code <= 0x70ff && fp == 1;
 }
 
 int main(void)
@@ -181,9 +206,9 @@ int main(void)
 	n = dwarf_record(FR_EV_SYSCALL, sys, 77, A, 5000, 0xa3, 0);
 	CHECK(ring_sink_record(&sink, ring_buf, n) != NULL);
 	/* --stack fp records, one stack seen twice */
-	n = fp_record(FR_EV_CUDA, cuda, 77, B, 6000, 0x401234);
+	n = fp_record(FR_EV_CUDA, cuda, 77, B, 6000, 0x401234, 0, 2);
 	CHECK(ring_sink_record(&sink, ring_buf, n) != NULL);
-	n = fp_record(FR_EV_CUDA, cuda, 77, A, 7000, 0x401234);
+	n = fp_record(FR_EV_CUDA, cuda, 77, A, 7000, 0x401234, 0, 2);
 	CHECK(ring_sink_record(&sink, ring_buf, n) != NULL);
 
 	/* damaged records: counted, nothing written, later records unharmed */
@@ -200,8 +225,16 @@ int main(void)
 	h.h.type = FR_EV_CUDA; /* not a stack trailer */
 	memcpy(ring_buf + cpu, &h, sizeof(h));
 	CHECK(ring_sink_record(&sink, ring_buf, n) == NULL);
-	n = fp_record(FR_EV_CUDA, cuda, 77, A, 8003, 0x401234);
+	n = fp_record(FR_EV_CUDA, cuda, 77, A, 8003, 0x401234, 0, 2);
 	CHECK(ring_sink_record(&sink, ring_buf, n - 8) == NULL); /* fp stack cut short */
+	/* more frames than the programs ever send */
+	n = fp_record(FR_EV_CPU_SAMPLE, cpu, 77, A, 8004, 0x401234, 0, FR_MAX_USER_FRAMES + 1);
+	CHECK(ring_sink_record(&sink, ring_buf, n) == NULL);
+	n = fp_record(FR_EV_CPU_SAMPLE, cpu, 77, A, 8005, 0x401234, FR_MAX_KERNEL_FRAMES + 1, 1);
+	CHECK(ring_sink_record(&sink, ring_buf, n) == NULL);
+	/* a sample's kernel and user parts, each as long as it is */
+	n = fp_record(FR_EV_CPU_SAMPLE, cpu, 77, B, 8500, 0x401777, 3, 4);
+	CHECK(ring_sink_record(&sink, ring_buf, n) != NULL);
 	n = dwarf_record(FR_EV_CUDA, cuda, 77, B, 9000, 0xb3, 2048);
 	CHECK(ring_sink_record(&sink, ring_buf, n) != NULL);
 
@@ -227,12 +260,14 @@ int main(void)
 	CHECK_EQ_U64(atomic_load(&sink.lost[FR_PROBE_RDMA][FR_DROP_MALFORMED].count), 1);
 
 	CHECK_EQ_U64(atomic_load(&sink.events[FR_PROBE_CUDA]), 5);
-	CHECK_EQ_U64(atomic_load(&sink.events[FR_PROBE_CPU]), 2);
+	CHECK_EQ_U64(atomic_load(&sink.events[FR_PROBE_CPU]), 3);
 	CHECK_EQ_U64(atomic_load(&sink.events[FR_PROBE_SYSCALLS]), 1);
 	CHECK_EQ_U64(atomic_load(&sink.lost[FR_PROBE_CUDA][FR_DROP_MALFORMED].count), 3);
-	CHECK_EQ_U64(atomic_load(&sink.lost[FR_PROBE_CPU][FR_DROP_MALFORMED].count), 1);
+	CHECK_EQ_U64(atomic_load(&sink.lost[FR_PROBE_CPU][FR_DROP_MALFORMED].count), 3);
 	CHECK(atomic_load(&sink.lost[FR_PROBE_CUDA][FR_DROP_MALFORMED].first_ns) > 0);
 	CHECK_EQ_U64(sink.ustacks, 6);
+	CHECK_EQ_U64(py_codes, 6);
+	CHECK_EQ_U64(py_codes_right, 6);
 
 	/* the recorder hands its loss counters to the writer for END */
 	struct fr_drop_count out[2] = {
@@ -250,9 +285,9 @@ int main(void)
 	struct fr_drop_count got[8];
 	uint32_t n_got = 0;
 	read_back(path, got, &n_got);
-	CHECK_EQ_U64(n_events, 8);
+	CHECK_EQ_U64(n_events, 9);
 	CHECK_EQ_U64(n_ustacks, 6);
-	CHECK_EQ_U64(n_fp_stacks, 1); /* one FR_REC_STACK for the stack seen twice */
+	CHECK_EQ_U64(n_fp_stacks, 2); /* one FR_REC_STACK for the stack seen twice */
 
 	/* each event names the stack sent with it: its own thread, its own copy */
 	static const struct { uint64_t ts; uint32_t tid; uint64_t rsp; uint32_t len; } want[] = {
@@ -278,7 +313,9 @@ int main(void)
 	CHECK(f1 && f2 && f1->stack_id == f2->stack_id && f1->stack_id != 0 &&
 	      !(f1->stack_id & 0x80000000u));
 	CHECK(event_at(8000) == NULL && event_at(8001) == NULL && event_at(8002) == NULL &&
-	      event_at(8003) == NULL);
+	      event_at(8003) == NULL && event_at(8004) == NULL && event_at(8005) == NULL);
+	CHECK_EQ_U64(fp_sample_seen, 1);
+	CHECK(event_at(8500) && event_at(8500)->stack_id != 0);
 
 	CHECK_EQ_U64(n_got, 2);
 	CHECK_STR(got[0].probe, "cuda");
