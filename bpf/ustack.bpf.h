@@ -29,9 +29,14 @@ const volatile __u32 fr_ustack_bytes = 16384;
 #define FR_USTACK_AT_MASK 2047
 _Static_assert(FR_USTACK_STACK_AT_MAX <= FR_USTACK_AT_MASK, "ustack offsets");
 
+/* The part of a CPython frame the walk reads, at most: the fields it needs
+ * all lie in the first 128 bytes from 3.10 to 3.13. */
+#define FR_PY_FRAME_READ 128
+
 struct fr_ustack_scratch {
 	__u32 busy;                 /* claimed by a running program */
 	__u32 _pad;
+	__u8 pyframe[FR_PY_FRAME_READ + 8]; /* the frame being walked */
 	__u8 ev[FR_RING_EV_MAX];    /* the event's fixed part, ending at hdr */
 	struct fr_ring_ustack hdr;
 	__u8 tail[FR_USTACK_AT_MASK + 1 + FR_USTACK_MAX + 4096];
@@ -164,31 +169,70 @@ struct frame_walk {
 	struct fr_ustack_scratch *s;
 	__u64 frame;
 	__u32 n;
-	__u32 at; /* where the frames start in s->tail: after the kernel ips */
+	__u32 at;  /* where the frames start in s->tail: after the kernel ips */
+	__u32 len; /* bytes of each frame to read */
 };
 
+/* A field of the frame read into w->s->pyframe. */
+static __always_inline __u64 pf_u64(struct frame_walk *w, __u32 off)
+{
+	__u64 v;
+	__builtin_memcpy(&v, &w->s->pyframe[off & (FR_PY_FRAME_READ - 1)], 8);
+	return v;
+}
+
+/* How many frames back code_fingerprint looks for the same code. */
+#define FR_PY_SEEN 8
+
+/* The fingerprint (first line number) of code object code: from a frame
+ * of this walk with the same code when one of the last FR_PY_SEEN has it
+ * (recursion, and PyTorch's module calls alternating forward and
+ * _call_impl, repeat code objects within a few frames; the same object at
+ * the same moment has the same first line), else read from the object. */
+static __always_inline __u16 code_fingerprint(struct frame_walk *w, __u64 code)
+{
+	__u32 base = w->at & FR_USTACK_AT_MASK, n = w->n;
+
+#pragma unroll
+	for (__u32 k = 1; k <= FR_PY_SEEN; k++) {
+		if (n < k)
+			break;
+		struct fr_py_frame *q = (void *)&w->s->tail[base + 16 * ((n - k) & (FR_MAX_PY_FRAMES - 1))];
+		if (q->code == code && !(q->flags & FR_PYF_SHIM))
+			return q->fingerprint;
+	}
+	return (__u16)rd32(code + w->o->code_firstlineno);
+}
+
+/* One Python frame.  Its fields come from one read of the frame's first
+ * w->len bytes: a user-memory read has a high fixed cost (about 140 ns on
+ * this project's VMs), and a read per field made five per frame. */
 static long frame_step(__u64 i, void *arg)
 {
 	struct frame_walk *w = arg;
 	const struct py_offsets *o = w->o;
 	__u64 frame = w->frame, code;
-	__u32 instr_off;
+	__u32 instr_off, len = w->len;
 	__u8 flags = 0;
 
 	if (!frame)
 		return 1;
-	code = rd64(frame + o->fr_code);
+	if (len == 0 || len > FR_PY_FRAME_READ ||
+	    bpf_probe_read_user(w->s->pyframe, len, (void *)frame)) {
+		w->s->hdr.flags |= FR_USTACK_PY_ERROR;
+		return 1;
+	}
+	code = pf_u64(w, o->fr_code);
 	if (o->instr_kind == PY_INSTR_LASTI) {
-		instr_off = rd32(frame + o->fr_instr) * 2;
+		instr_off = (__u32)pf_u64(w, o->fr_instr) * 2;
 	} else {
-		__u64 instr = rd64(frame + o->fr_instr);
+		__u64 instr = pf_u64(w, o->fr_instr);
 		instr_off = (__u32)(instr - (code + o->code_adaptive));
 	}
 	if (o->entry_kind == PY_ENTRY_EVERY_FRAME) {
 		flags = FR_PYF_ENTRY;
 	} else {
-		__u8 b = 0;
-		bpf_probe_read_user(&b, 1, (void *)(frame + o->fr_entry));
+		__u8 b = w->s->pyframe[o->fr_entry & (FR_PY_FRAME_READ - 1)];
 		if (o->entry_kind == PY_ENTRY_IS_ENTRY && b)
 			flags = FR_PYF_ENTRY;
 		else if (o->entry_kind == PY_ENTRY_OWNER && b == PY_OWNER_CSTACK)
@@ -198,6 +242,7 @@ static long frame_step(__u64 i, void *arg)
 		w->s->hdr.flags |= FR_USTACK_PY_ERROR;
 		return 1;
 	}
+	__u64 previous = pf_u64(w, o->fr_previous);
 	__u32 at = w->at;
 	struct fr_py_frame *pf = (void *)&w->s->tail[(at & FR_USTACK_AT_MASK) +
 						    16 * (w->n & (FR_MAX_PY_FRAMES - 1))];
@@ -205,10 +250,15 @@ static long frame_step(__u64 i, void *arg)
 	pf->instr_off = instr_off;
 	pf->flags = flags;
 	pf->_pad = 0;
-	pf->fingerprint = (flags & FR_PYF_SHIM) ? 0 : (__u16)rd32(code + o->code_firstlineno);
+	pf->fingerprint = (flags & FR_PYF_SHIM) ? 0 : code_fingerprint(w, code);
 	w->n++;
-	w->frame = rd64(frame + o->fr_previous);
+	w->frame = previous;
 	return w->n >= FR_MAX_PY_FRAMES;
+}
+
+static __always_inline __u32 max_u32(__u32 a, __u32 b)
+{
+	return a > b ? a : b;
 }
 
 static __always_inline void py_walk(struct fr_ustack_scratch *s, __u32 pid, __u32 tid, __u32 at)
@@ -227,8 +277,13 @@ static __always_inline void py_walk(struct fr_ustack_scratch *s, __u32 pid, __u3
 		s->hdr.flags |= FR_USTACK_PY_NO_THREAD;
 		return;
 	}
+	/* the bytes of a frame that hold every field read (an offset past
+	 * FR_PY_FRAME_READ makes the walk stop with FR_USTACK_PY_ERROR) */
+	__u32 len = max_u32(max_u32(o->fr_code, o->fr_previous), o->fr_instr) + 8;
+	if (o->entry_kind != PY_ENTRY_EVERY_FRAME)
+		len = max_u32(len, o->fr_entry + 1);
 	struct frame_walk w = {
-		.o = o, .s = s, .at = at,
+		.o = o, .s = s, .at = at, .len = len,
 		.frame = o->ts_cframe ? rd64(rd64(tstate + o->ts_cframe) + o->ts_frame) :
 					rd64(tstate + o->ts_frame),
 	};

@@ -21,7 +21,10 @@ kernel's BPF run-time statistics on (BPF_ENABLE_STATS, for that run only):
 the nanoseconds per call of each BPF program (the floor's entry and return
 against flightrec's), the part of a probed call the programs themselves
 decide; the rest (the breakpoint, the return trampoline) is the same for
-every program.
+every program.  Last, the same pairs called from Python 20 frames deep
+(tests/bench/py_callbench.py, through ctypes, under /usr/bin/python3 when
+it is there), in both stack modes: dwarf mode walks the Python frames, and
+the difference is what that walk adds.
 
 usage: sudo tests/bench/bench_cuda.py [--build build] [--runs 5] [--pairs 100000]
                                      [--recorder PATH]  (another flightrec, to compare)
@@ -163,6 +166,15 @@ def main():
             _, progs[k] = run_with_prog_stats(cmd)
             print_prog_stats(k, {n: v for n, v in progs[k].items()
                                  if n.startswith(("floor_", "fr_cuda", "fr_sys"))})
+        py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        py_bench = [py, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                     "py_callbench.py"), lib, str(a.pairs)]
+        for k, mode in (("python_fp", "fp"), ("python_dwarf", "dwarf")):
+            _, progs[k] = run_with_prog_stats(
+                [rec, "record", "-q", "-o", os.path.join(tmp, "p.frec"), "--probes", "cuda",
+                 "--stack", mode, "--lib", f"cuda={lib}", "--"] + py_bench)
+            print_prog_stats(k + " (called from Python, 20 frames deep)",
+                             {n: v for n, v in progs[k].items() if n.startswith("fr_cuda")})
         os.close(fd)
     elif not a.no_prog_stats:
         print("(no BPF run-time statistics: the kernel refused BPF_ENABLE_STATS)")
