@@ -365,17 +365,20 @@ static __always_inline void copy_stack(struct stack_copy *c)
 	bpf_loop(FR_USTACK_MAX / 4096 + 1, copy_step, c, 0);
 }
 
-/* Fills the fr_ring_ustack trailer of slot s for the current thread and
- * returns its size.  kernel: also record the kernel stack (CPU samples). */
-static __always_inline __u32 fr_fill_ustack(void *ctx, struct fr_ustack_scratch *s,
-					    __u64 pid_tgid, bool kernel)
+/* Fills the fr_ring_ustack trailer of slot s for the current thread, its
+ * n_kernel kernel ips already in s->tail, and returns its size.  A global
+ * function: the verifier checks it once per program instead of once for
+ * every path of the program that reaches it. */
+__attribute__((noinline)) int fr_fill_ustack_user(struct fr_ustack_scratch *s, __u64 pid_tgid,
+						  __u32 n_kernel)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	/* the user registers, read straight from the task (a BTF pointer):
 	 * one helper call each cost about 20 ns apiece */
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	long n;
 
+	if (!s)
+		return 0;
 	s->hdr.h.type = FR_RING_USTACK;
 	s->hdr.h.flags = 0;
 	s->hdr._unused = 0;
@@ -384,7 +387,7 @@ static __always_inline __u32 fr_fill_ustack(void *ctx, struct fr_ustack_scratch 
 	s->hdr.flags = 0;
 	s->hdr.py_version = 0;
 	s->hdr.n_py = 0;
-	s->hdr.n_kernel = 0;
+	s->hdr.n_kernel = n_kernel;
 	s->hdr.regs[0] = regs->ax;
 	s->hdr.regs[1] = regs->dx;
 	s->hdr.regs[2] = regs->cx;
@@ -402,15 +405,7 @@ static __always_inline __u32 fr_fill_ustack(void *ctx, struct fr_ustack_scratch 
 	s->hdr.regs[14] = regs->r14;
 	s->hdr.regs[15] = regs->r15;
 	s->hdr.regs[16] = regs->ip;
-	__u32 at = 0;
-	if (kernel) {
-		n = bpf_get_stack(ctx, s->tail, 8 * FR_MAX_KERNEL_FRAMES, 0);
-		__u32 nk = n > 0 ? (__u64)n >> 3 : 0;
-		if (nk > FR_MAX_KERNEL_FRAMES)
-			nk = FR_MAX_KERNEL_FRAMES;
-		s->hdr.n_kernel = nk;
-		at = 8 * nk;
-	}
+	__u32 at = 8 * (n_kernel & (FR_MAX_KERNEL_FRAMES * 2 - 1));
 	py_walk(s, pid_tgid >> 32, (__u32)pid_tgid, at);
 	at += 16 * s->hdr.n_py;
 	struct stack_copy c = {
@@ -427,6 +422,25 @@ static __always_inline __u32 fr_fill_ustack(void *ctx, struct fr_ustack_scratch 
 	__u32 size = (__u32)sizeof(struct fr_ring_ustack) + at + off;
 	s->hdr.h.size = size;
 	return size;
+}
+
+/* Fills the fr_ring_ustack trailer of slot s for the current thread and
+ * returns its size.  kernel: also record the kernel stack (CPU samples). */
+static __always_inline __u32 fr_fill_ustack(void *ctx, struct fr_ustack_scratch *s,
+					    __u64 pid_tgid, bool kernel)
+{
+	__u32 nk = 0;
+
+	if (kernel) {
+		long n = bpf_get_stack(ctx, s->tail, 8 * FR_MAX_KERNEL_FRAMES, 0);
+		nk = n > 0 ? (__u64)n >> 3 : 0;
+		if (nk > FR_MAX_KERNEL_FRAMES)
+			nk = FR_MAX_KERNEL_FRAMES;
+	}
+	int size = fr_fill_ustack_user(s, pid_tgid, nk);
+	/* bounds the verifier can see for the ring output */
+	return size > 0 && size <= (int)(sizeof(struct fr_ring_ustack) + FR_USTACK_STACK_AT_MAX +
+					 FR_USTACK_MAX) ? size : 0;
 }
 
 #endif
