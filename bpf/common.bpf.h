@@ -106,20 +106,6 @@ struct {
 	__type(value, struct fr_fp_scratch);
 } fr_fp_scratch SEC(".maps");
 
-static __always_inline struct fr_fp_scratch *fr_fp_scratch_claim(void)
-{
-	__u32 base = bpf_get_smp_processor_id() * FR_USTACK_SLOTS;
-
-#pragma unroll
-	for (int i = 0; i < FR_USTACK_SLOTS; i++) {
-		__u32 k = base + i;
-		struct fr_fp_scratch *s = bpf_map_lookup_elem(&fr_fp_scratch, &k);
-		if (s && __sync_val_compare_and_swap(&s->busy, 0, 1) == 0)
-			return s;
-	}
-	return NULL;
-}
-
 /* How an event takes its stack (fr_emit's want). */
 #define FR_STACK_NO 0
 #define FR_STACK_USER 1       /* user stack */
@@ -199,7 +185,7 @@ static __always_inline int fr_emit(void *ctx, void *ev, __u32 size, __u32 probe,
 		__u8 *rec = NULL;
 		__u32 len = 0;
 		if (fr_stack_mode == FR_STACK_MODE_DWARF) {
-			struct fr_ustack_scratch *s = fr_scratch_claim();
+			struct fr_ustack_scratch *s = fr_slot_claim(&fr_ustack_scratch);
 			slot = s;
 			if (s) {
 				rec = &s->ev[FR_RING_EV_MAX - size];
@@ -210,7 +196,7 @@ static __always_inline int fr_emit(void *ctx, void *ev, __u32 size, __u32 probe,
 				c->h.flags = FR_RECF_USTACK;
 			}
 		} else {
-			struct fr_fp_scratch *s = fr_fp_scratch_claim();
+			struct fr_fp_scratch *s = fr_slot_claim(&fr_fp_scratch);
 			slot = s;
 			if (s) {
 				rec = &s->ev[FR_RING_EV_MAX - size];

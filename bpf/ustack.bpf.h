@@ -52,17 +52,19 @@ struct {
 	__type(value, struct fr_ustack_scratch);
 } fr_ustack_scratch SEC(".maps");
 
-/* A free scratch slot of this CPU, claimed; NULL when all are in use. */
-static __always_inline struct fr_ustack_scratch *fr_scratch_claim(void)
+/* A free slot of this CPU in scratch map (fr_ustack_scratch or
+ * fr_fp_scratch: each slot starts with its __u32 busy), claimed; NULL when
+ * all are in use. */
+static __always_inline void *fr_slot_claim(void *map)
 {
 	__u32 base = bpf_get_smp_processor_id() * FR_USTACK_SLOTS;
 
 #pragma unroll
 	for (int i = 0; i < FR_USTACK_SLOTS; i++) {
 		__u32 k = base + i;
-		struct fr_ustack_scratch *s = bpf_map_lookup_elem(&fr_ustack_scratch, &k);
-		if (s && __sync_val_compare_and_swap(&s->busy, 0, 1) == 0)
-			return s;
+		__u32 *busy = bpf_map_lookup_elem(map, &k);
+		if (busy && __sync_val_compare_and_swap(busy, 0, 1) == 0)
+			return busy;
 	}
 	return NULL;
 }

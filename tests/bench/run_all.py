@@ -66,9 +66,9 @@ def summary(outdir, texts):
     printed table, which has no JSON)."""
     rows = []
     cuda = load(os.path.join(outdir, "bench_cuda.json"))
-    rows.append(("cudaMalloc+cudaFree, default probes, over the floor",
+    rows.append(("cudaMalloc+cudaFree, --probes cuda --stack fp, over the floor",
                  fmt(get(cuda, "ratio_over_floor"), "{:.2f}", "x"), "floor = bare uprobes", "<= 1.15x"))
-    rows.append(("same, --stack dwarf", fmt(get(cuda, "ratio_over_floor_dwarf"), "{:.2f}", "x"), "", ""))
+    rows.append(("same, --stack dwarf (the default)", fmt(get(cuda, "ratio_over_floor_dwarf"), "{:.2f}", "x"), "", ""))
     bytes_txt = texts.get("sample_bytes", "")
     # bench_sample_bytes prints a table: its header, then a row per tool and run
     marg = [l.rstrip() for l in bytes_txt.splitlines()
