@@ -1,10 +1,10 @@
 """Every event keeps its own stack.  samples/cuda_train recorded again and
 again with CPU sampling at a high rate (the CPU-sample program then runs from
 the timer interrupt inside the cuda return probes, on the same CPU), some
-runs with another process keeping a CPU busy: in every run every allocation
-and free carries the stack of the function that made it, the bytes in use
-per function at the peak and allocated per function are exact, and nothing
-was lost.  A recording with `syscalls` on holds none of the uretprobe system
+runs with another process keeping a CPU busy, in both stack modes: in every
+run every allocation and free carries the stack of the function that made
+it, the bytes in use per function at the peak and allocated per function are
+exact, and nothing was lost.  A recording with `syscalls` on holds none of the uretprobe system
 calls the kernel makes for the recorder's own return probes, and a ring that
 overflows counts every lost event with its probe, reason and window.
 
@@ -27,9 +27,10 @@ RUNS = int(os.environ.get("FLIGHTREC_STACK_RUNS", "4"))
 # the getppid storm's recordings (FLIGHTREC_STORM_RUNS; every third is busy)
 STORM_RUNS = int(os.environ.get("FLIGHTREC_STORM_RUNS", "3"))
 GETPPID = 110
-# (probes, frequency, another process keeping a CPU busy), in turn
-VARIANTS = [("cuda,cpu", 999, False), ("cuda,cpu", 999, True),
-            (None, 999, True), (None, 99, False)]
+# (probes, frequency, another process keeping a CPU busy, stack mode), in
+# turn: the two stack modes build their ring records differently
+VARIANTS = [("cuda,cpu", 999, False, "dwarf"), ("cuda,cpu", 999, True, "fp"),
+            (None, 999, True, "dwarf"), (None, 99, False, "fp")]
 
 
 def by_caller(out):
@@ -68,13 +69,13 @@ def record_stopped(trace, args, target, comm):
 
 
 class StackPairing(frtest.Case):
-    def record_once(self, d, i, probes, freq, busy):
+    def record_once(self, d, i, probes, freq, busy, stack):
         trace = os.path.join(d, f"run{i}.frec")
         burner = None
         if busy:
             burner = subprocess.Popen(["sh", "-c", "while :; do :; done"])
         try:
-            args = ["--freq", str(freq)] + (["--probes", probes] if probes else [])
+            args = ["--freq", str(freq), "--stack", stack] + (["--probes", probes] if probes else [])
             p = frtest.record(trace, args,
                               ["--", frtest.sample("cuda_train"), "--steps", str(STEPS)])
         finally:
@@ -109,10 +110,10 @@ class StackPairing(frtest.Case):
     def test_every_allocation_keeps_its_stack(self):
         d = frtest.workdir("stack_pairing")
         for i in range(RUNS):
-            probes, freq, busy = VARIANTS[i % len(VARIANTS)]
-            trace, p = self.record_once(d, i, probes, freq, busy)
+            probes, freq, busy, stack = VARIANTS[i % len(VARIANTS)]
+            trace, p = self.record_once(d, i, probes, freq, busy, stack)
             self.check_run(trace, p, f"run {i}: probes {probes or 'default'}, {freq} Hz, "
-                                     f"{'busy' if busy else 'quiet'}")
+                                     f"{'busy' if busy else 'quiet'}, --stack {stack}")
             os.unlink(trace)
 
     def test_no_uretprobe_syscalls(self):
