@@ -7,7 +7,9 @@ results as JSON; it never fails on a number.
      in one run, medians of several runs, as ratios to the bare run.
   2. Bytes per CPU sample on disk.
   3. Drain throughput: samples/syscall_storm under the syscalls probe; events
-     per second recorded and events dropped (target: 1 M ev/s, zero drops).
+     per second recorded and events dropped (target: 1 M ev/s, zero drops),
+     also with a stack on every call into a 1 MiB ring (what the ring's
+     record size costs: the drops).
   4. Analyzer `flame --kind cpu` peak memory on a short and a long trace with
      the same distinct stacks (target: bounded by distinct stacks).
 
@@ -134,7 +136,8 @@ def main():
     results["drain"] = []
     for label, extra, threads in (("syscalls, no stacks, 1 thread", ["--no-syscall-stacks"], 1),
                                   ("syscalls, no stacks, 2 threads", ["--no-syscall-stacks"], 2),
-                                  ("syscalls + user stacks, 1 thread", [], 1)):
+                                  ("syscalls + user stacks, 1 thread", [], 1),
+                                  ("same, 2 threads, 1 MiB ring", ["--buffer-mib", "1"], 2)):
         trace = os.path.join(tmp, "storm.frec")
         p = run([rec, "record", "-o", trace, "--probes", "syscalls", "--stack", "fp"] + extra +
                 ["--", storm, "3", str(threads)])
