@@ -21,6 +21,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnu/libc-version.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -87,6 +88,26 @@ static int fill_names(struct lib_hold *lh, struct bpf_object *obj)
 	return k ? 0 : 1;
 }
 
+/* The C library the command will most likely run with: the recorder's own;
+ * a static recorder has none, and then the first libc.so.6 found in the
+ * usual places.  NULL when there is none. */
+static const char *recorder_libc(Dl_info *self)
+{
+	static const char *const usual[] = {
+		"/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6",
+		"/lib64/libc.so.6", "/usr/lib64/libc.so.6", "/usr/lib/libc.so.6",
+	};
+
+	/* a libc function nobody interposes (unlike malloc) */
+	if (dladdr((void *)gnu_get_libc_version, self) && self->dli_fname &&
+	    self->dli_fname[0] == '/')
+		return self->dli_fname;
+	for (size_t i = 0; i < sizeof(usual) / sizeof(usual[0]); i++)
+		if (access(usual[i], R_OK) == 0)
+			return usual[i];
+	return NULL;
+}
+
 int lib_hold_start(struct lib_hold *lh, struct bpf_probes *p, bool quiet, char *err,
 		   size_t errlen)
 {
@@ -130,15 +151,15 @@ int lib_hold_start(struct lib_hold *lh, struct bpf_probes *p, bool quiet, char *
 	/* the command starts from the recorder's libc (a fork of it) and
 	 * almost always maps the same file after its exec: probed before it
 	 * runs.  Other libcs are probed when mapped. */
-	if (dladdr((void *)dlopen, &self) && self.dli_fname && self.dli_fname[0] == '/') {
-		int fd = safe_open_regular(AT_FDCWD, self.dli_fname, 0, NULL);
-		lib_hold_on_file(lh, self.dli_fname, fd);
+	const char *libc = recorder_libc(&self);
+	if (libc) {
+		int fd = safe_open_regular(AT_FDCWD, libc, 0, NULL);
+		lib_hold_on_file(lh, libc, fd);
 		if (fd >= 0)
 			close(fd);
 	}
 	if (!lh->dlopen.functions_attached) {
-		snprintf(err, errlen, "cannot attach to dlopen in %s",
-			 self.dli_fname ? self.dli_fname : "the C library");
+		snprintf(err, errlen, "cannot attach to dlopen in %s", libc ? libc : "the C library");
 		lib_hold_stop(lh);
 		return -1;
 	}

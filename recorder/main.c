@@ -28,6 +28,7 @@
 #include "preflight.h"
 #include "proc_track.h"
 #include "python.h"
+#include "probe_cost.h"
 #include "ring_mode.h"
 #include "stack_table.h"
 #include "ustack_sparse.h"
@@ -86,6 +87,7 @@ static void usage(FILE *out)
 
 struct recording {
 	uint64_t born_ns;          /* CLOCK_MONOTONIC when the recorder started */
+	int stats_fd;              /* --probe-cost: keeps run-time statistics on */
 	bool stop_reported;        /* the writer stopped and we said so */
 	uint64_t file_start_ns;    /* when the file was created: times in the
 				      analyzer's outputs count from there */
@@ -538,6 +540,8 @@ static int finish(struct recording *r, uint64_t start_ns)
 		print_losses(&st, start_ns, true);
 		print_losses(&st, start_ns, false);
 	}
+	if (r->stats_fd >= 0) /* asked for by name: printed even with -q */
+		probe_cost_print(&r->probes, stderr);
 	return 0;
 }
 
@@ -571,6 +575,7 @@ static int cmd_record(int argc, char **argv)
 	if (!r)
 		return 1;
 	r->born_ns = mono_ns();
+	r->stats_fd = -1;
 	r->child.pid = -1;
 	r->child.gate_fd = r->child.err_fd = -1;
 	int pr = record_opts_parse(argc, argv, &r->opts);
@@ -681,6 +686,12 @@ static int cmd_record(int argc, char **argv)
 	}
 	for (int i = 0; i < o->n_pids; i++)
 		bpf_probes_add_pid(&r->probes, o->pids[i]);
+	if (o->probe_cost) {
+		r->stats_fd = probe_cost_enable();
+		if (r->stats_fd < 0)
+			fprintf(stderr, "flightrec: --probe-cost: the kernel keeps no BPF run-time "
+				"statistics: %s\n", strerror(-r->stats_fd));
+	}
 	if (bpf_probes_attach(&r->probes, o, msg, sizeof(msg)))
 		goto fail_msg;
 	/* the tracking thread has not started: its builder is ours for now */
@@ -782,6 +793,8 @@ static int cmd_record(int argc, char **argv)
 		else if (WIFSIGNALED(status))
 			ret = 128 + WTERMSIG(status);
 	}
+	if (r->stats_fd >= 0)
+		close(r->stats_fd);
 	bpf_probes_destroy(&r->probes);
 	stack_table_free(r->stacks);
 	sym_collector_destroy(&r->syms);
@@ -812,6 +825,8 @@ fail:
 	if (!r->ring) /* ring mode never made FILE: it may be anyone's */
 		unlink(o->output);
 	ring_mode_free(&r->ring_mode);
+	if (r->stats_fd >= 0)
+		close(r->stats_fd);
 	bpf_probes_destroy(&r->probes);
 	stack_table_free(r->stacks);
 	sym_collector_destroy(&r->syms);

@@ -133,6 +133,10 @@ void record_usage(FILE *out)
 "                        trigger themselves (a hang's culprit is in no call):\n"
 "                        --on-snapshot 'pdsh -w node[1-8] pkill -USR2 -x flightrec'\n"
 "\n"
+"      --probe-cost      at the end, print what each BPF program cost per call\n"
+"                        on this machine (the kernel's run-time statistics, on\n"
+"                        for this recording only; they add two clock reads to\n"
+"                        each call)\n"
 "  -v, --verbose         print libbpf diagnostics\n"
 "  -q, --quiet           print only errors\n"
 "      --force           replace FILE even when it exists and is not a trace\n"
@@ -166,6 +170,7 @@ enum {
 	OPT_RDMA_COUNTERS,
 	OPT_STACK_SIZE,
 	OPT_NO_PYTHON,
+	OPT_PROBE_COST,
 	OPT_FORCE,
 	OPT_RING,
 	OPT_TRIGGER,
@@ -381,6 +386,7 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		{"rdma-counters", required_argument, 0, OPT_RDMA_COUNTERS},
 		{"stack-size", required_argument, 0, OPT_STACK_SIZE},
 		{"no-python", no_argument, 0, OPT_NO_PYTHON},
+		{"probe-cost", no_argument, 0, OPT_PROBE_COST},
 		{"cache-dir", required_argument, 0, OPT_CACHE_DIR},
 		{"cache-max", required_argument, 0, OPT_CACHE_MAX},
 		{"no-cache", no_argument, 0, OPT_NO_CACHE},
@@ -484,6 +490,9 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_NO_PYTHON:
 			o->python = false;
+			break;
+		case OPT_PROBE_COST:
+			o->probe_cost = true;
 			break;
 		case OPT_CACHE_DIR:
 			if (!*optarg) {

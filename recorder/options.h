@@ -56,6 +56,7 @@ struct record_opts {
 	bool verbose;
 	bool quiet;
 	bool force;                /* --force: replace an existing file that is not a trace */
+	bool probe_cost;           /* --probe-cost: print each BPF program's ns per call */
 	/* targets: exactly one of these */
 	char **command;            /* argv after `--` */
 	int command_argc;
