@@ -85,8 +85,9 @@ _Static_assert(__builtin_offsetof(struct fr_ustack_scratch, hdr) ==
 
 /* --stack fp: where an event and its frame-pointer stack are put together
  * before they go to the ring as one record of their real length (kernel
- * ips, then user ips, right after the header).  Cache-hot, so the kernel's
- * clearing of the unused part of each stack buffer costs next to nothing. */
+ * ips, then user ips, right after the header): a fixed 1.5 KiB trailer
+ * reserved in the ring filled it ten times sooner and made the drain read
+ * mostly zeros. */
 struct fr_fp_scratch {
 	__u32 busy; /* claimed by a running program: first, as in every slot */
 	__u32 _pad;
