@@ -27,8 +27,9 @@ static int by_total_desc(const void *a, const void *b)
 
 void probe_cost_print(const struct bpf_probes *p, FILE *out)
 {
-	struct prog_cost *costs = NULL;
-	size_t n = 0, cap = 0;
+	/* a few dozen programs in all: far fewer than this */
+	static struct prog_cost costs[256];
+	size_t n = 0;
 
 	for (int f = 0; f < FR_PROBE_MAX; f++) {
 		struct bpf_program *prog;
@@ -41,14 +42,8 @@ void probe_cost_print(const struct bpf_probes *p, FILE *out)
 			memset(&info, 0, sizeof(info));
 			if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) || !info.run_cnt)
 				continue;
-			if (n == cap) {
-				size_t c = cap ? cap * 2 : 32;
-				struct prog_cost *g = realloc(costs, c * sizeof(*g));
-				if (!g)
-					break;
-				costs = g;
-				cap = c;
-			}
+			if (n == sizeof(costs) / sizeof(costs[0]))
+				break;
 			/* the program's own name: the kernel keeps 15 characters */
 			snprintf(costs[n].name, sizeof(costs[n].name), "%s", bpf_program__name(prog));
 			costs[n].calls = info.run_cnt;
@@ -59,7 +54,6 @@ void probe_cost_print(const struct bpf_probes *p, FILE *out)
 	if (!n) {
 		fprintf(out, "flightrec: probe cost: no program ran (or the kernel kept no "
 			"run-time statistics)\n");
-		free(costs);
 		return;
 	}
 	qsort(costs, n, sizeof(*costs), by_total_desc);
@@ -69,5 +63,4 @@ void probe_cost_print(const struct bpf_probes *p, FILE *out)
 	for (size_t i = 0; i < n; i++)
 		fprintf(out, "  %-24s %12" PRIu64 " %10.0f %12.2f\n", costs[i].name, costs[i].calls,
 			(double)costs[i].ns / (double)costs[i].calls, costs[i].ns / 1e6);
-	free(costs);
 }

@@ -1,9 +1,11 @@
 """Helpers shared by the integration tests: where the programs are, running
 the recorder and the analyzer, and reading their outputs.  Tests record real
 processes with real probes; nothing here fakes a result."""
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -67,6 +69,30 @@ def dump(trace, *extra):
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
+def event_losses(trace, probe, units=("event",)):
+    """{reason: count} of probe's losses in trace whose unit is one of units
+    (`info --json`: "event", or what not_attached counts: "dlopen",
+    "qp_or_context" — each a loss of events all the same)."""
+    info = json.loads(analyze("info", "--json", trace).stdout)
+    out = {}
+    for loss in info["files"][0]["losses"]:
+        if loss["probe"] == probe and loss["lost"] in units:
+            out[loss["reason"]] = out.get(loss["reason"], 0) + loss["count"]
+    return out
+
+
+@contextlib.contextmanager
+def cpu_burners(n=1):
+    """n processes keeping a CPU busy each while the block runs (n=0: none)."""
+    burners = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+
+
 def attached_flightrec_programs():
     """Names of loaded BPF programs that belong to flightrec."""
     p = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
@@ -93,7 +119,6 @@ def bpf_objects():
 
 class Case(unittest.TestCase):
     pass
-
 
 
 # Waiting on a process, for the hold tests.  The guard is a hang guard, not
@@ -137,6 +162,31 @@ def wait_comm(pid, comm):
             raise AssertionError(f"pid {pid} ended before it ran {comm}")
         time.sleep(0.005)
     raise AssertionError(f"pid {pid} never ran {comm}")
+
+
+def start_held(cmd, env, why):
+    """Starts the recording cmd of a sample that says "waiting for SIGUSR1"
+    and waits for it before the call the recorder holds it at; stops the
+    recorder (so it neither attaches nor lets go), lets the sample make the
+    call and waits until it is held (stopped by the BPF side: nobody else
+    stops it).  Returns (recorder, sample pid, the sample's output so far)."""
+    rec = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env)
+    out = ""
+    while "waiting for SIGUSR1" not in out:
+        line = rec.stdout.readline()
+        if not line:
+            break
+        out += line
+    if "waiting for SIGUSR1" not in out:
+        rec.kill()
+        rec.wait()
+        raise AssertionError(f"the sample never waited for SIGUSR1: {out}")
+    sample = child_of(rec.pid)
+    os.kill(rec.pid, signal.SIGSTOP)
+    os.kill(sample, signal.SIGUSR1)
+    wait_state(sample, {"T"}, why)
+    return rec, sample, out
 
 
 def wait_state(pid, want, why):

@@ -20,14 +20,12 @@ as a drop with its reason (not_attached).
 
 No assertion on how long anything takes: the waits here are hang guards.
 The hold durations are printed (the recorder says each on stderr)."""
-import json
 import os
 import re
 import shutil
 import signal
 import statistics
 import subprocess
-import time
 import frtest
 
 ROUNDS = int(os.environ.get("FLIGHTREC_DLOPEN_ROUNDS", "5"))
@@ -47,23 +45,12 @@ def cuda_calls(trace):
     return [e["name"] for e in frtest.dump(trace, "--type", "cuda", "--no-stacks")]
 
 
-def losses(trace, probe):
-    info = json.loads(frtest.analyze("info", "--json", trace).stdout)
-    out = {}
-    for loss in info["files"][0]["losses"]:
-        if loss["probe"] == probe and loss["lost"] in ("event", "dlopen"):
-            out[loss["reason"]] = out.get(loss["reason"], 0) + loss["count"]
-    return out
+def losses(trace):
+    return frtest.event_losses(trace, "cuda", ("event", "dlopen"))
 
 
 def holds_ms(stderr):
     return [float(m) for m in re.findall(r"held ([0-9.]+) ms at dlopen's return", stderr)]
-
-
-
-
-
-
 
 
 class CudaDlopenHold(frtest.Case):
@@ -79,21 +66,14 @@ class CudaDlopenHold(frtest.Case):
         d = frtest.workdir("cuda_dlopen_rounds")
         held = {"idle": [], "busy": []}
         for run in range(ROUNDS):
-            busy = []
-            if run % 2:
-                busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"])
-                        for _ in range(os.cpu_count() or 1)]
-            try:
-                trace = os.path.join(d, f"r{run}.frec")
+            busy = run % 2 == 1
+            trace = os.path.join(d, f"r{run}.frec")
+            with frtest.cpu_burners((os.cpu_count() or 1) if busy else 0):
                 p = self.record(trace, [frtest.sample("cuda_real"), "libcudart.so.12"])
-            finally:
-                for b in busy:
-                    b.kill()
-                    b.wait()
-            with self.subTest(run=run, busy=bool(busy)):
+            with self.subTest(run=run, busy=busy):
                 self.assertEqual(p.returncode, 0, f"{p.stdout}\n{p.stderr}")
                 self.assertIn("cuda_real: cudaFree -> 0", p.stdout)
-                calls, lost = cuda_calls(trace), losses(trace, "cuda")
+                calls, lost = cuda_calls(trace), losses(trace)
                 why = f"calls {calls}, losses {lost}\n{p.stderr}"
                 self.assertEqual(calls, PROBED_CALLS, why)
                 self.assertEqual(lost, {}, why)
@@ -108,22 +88,10 @@ class CudaDlopenHold(frtest.Case):
     def test_recorder_killed_while_held(self):
         d = frtest.workdir("cuda_dlopen_kill")
         trace = os.path.join(d, "k.frec")
-        rec = subprocess.Popen([frtest.FLIGHTREC, "record", "-o", trace, "--probes", "cuda",
-                                "--", frtest.sample("cuda_real"), "libcudart.so.12",
-                                "--wait-usr1"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=env())
-        out = ""
-        while "waiting for SIGUSR1" not in out:
-            line = rec.stdout.readline()
-            if not line:
-                break
-            out += line
-        self.assertIn("waiting for SIGUSR1", out)
-        sample = frtest.child_of(rec.pid)
-        os.kill(rec.pid, signal.SIGSTOP)  # it neither attaches nor lets go
-        os.kill(sample, signal.SIGUSR1)
-        # stopped at dlopen's return by the BPF side: nobody else stops it
-        frtest.wait_state(sample, {"T"}, "held at dlopen's return")
+        rec, sample, out = frtest.start_held(
+            [frtest.FLIGHTREC, "record", "-o", trace, "--probes", "cuda", "--",
+             frtest.sample("cuda_real"), "libcudart.so.12", "--wait-usr1"],
+            env(), "held at dlopen's return")
         rec.kill()
         rest, err = rec.communicate(timeout=HANG_GUARD_S)  # EOF: the sample exited too
         out += rest
@@ -142,7 +110,7 @@ class CudaDlopenHold(frtest.Case):
         self.assertEqual(p.returncode, 0, f"{p.stdout}\n{p.stderr}")
         self.assertIn("cuda_real: cudaFree -> 0", p.stdout)
         self.assertEqual(holds_ms(p.stderr), [], "a traced process was stopped")
-        calls, lost = cuda_calls(trace), losses(trace, "cuda")
+        calls, lost = cuda_calls(trace), losses(trace)
         why = f"calls {calls}, losses {lost}\n{p.stderr}"
         # what could not be held is counted: its one dlopen, whatever was
         # missed.  Under strace the dlopen itself can take longer than the

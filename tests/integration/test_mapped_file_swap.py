@@ -34,6 +34,13 @@ time.sleep(60)
 """
 
 
+def as_nobody():
+    """preexec_fn of the job: it runs as nobody, without root's groups."""
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
 def compile_lib(d, name, function):
     src = os.path.join(d, name + ".c")
     with open(src, "w") as f:
@@ -59,11 +66,6 @@ class MappedFileSwap(frtest.Case):
         os.chmod(secret_dir, 0o700)
         os.chown(job_dir, NOBODY, NOBODY)
         os.chown(lib, NOBODY, NOBODY)
-
-        def as_nobody():
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
 
         # the system's interpreter: one under /root would be out of nobody's reach
         python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -154,11 +156,6 @@ class SwappedAttachTarget(frtest.Case):
         other = compile_src(other_dir, "libother", other_src, True)
         os.chown(job_dir, NOBODY, NOBODY)
         os.chown(lib, NOBODY, NOBODY)
-
-        def as_nobody():
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
 
         job = subprocess.Popen([job_bin, lib, other, str(calls)], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, text=True, preexec_fn=as_nobody,

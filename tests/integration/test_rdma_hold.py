@@ -21,13 +21,11 @@ missed is counted as a drop with its reason (not_attached).
 
 No assertion on how long anything takes: the waits here are hang guards.
 Not for the RDMA model's numbers (test_rdma.py)."""
-import json
 import os
 import re
 import shutil
 import signal
 import subprocess
-import time
 import frtest
 
 ROUNDS = int(os.environ.get("FLIGHTREC_RDMA_ROUNDS", "5"))
@@ -56,23 +54,12 @@ def rdma_losses(trace):
     """{reason: count} of the rdma probe's losses of events (not_attached
     counts QPs and contexts whose work requests went unseen: its unit says
     so, and it is a loss of events all the same)."""
-    info = json.loads(frtest.analyze("info", "--json", trace).stdout)
-    out = {}
-    for loss in info["files"][0]["losses"]:
-        if loss["probe"] == "rdma" and loss["lost"] in ("event", "qp_or_context"):
-            out[loss["reason"]] = out.get(loss["reason"], 0) + loss["count"]
-    return out
+    return frtest.event_losses(trace, "rdma", ("event", "qp_or_context"))
 
 
 def ops_events(trace):
     return [e for e in frtest.dump(trace, "--type", "rdma_ctrl", "--no-stacks")
             if e["name"] == "ops"]
-
-
-
-
-
-
 
 
 class RdmaHold(frtest.Case):
@@ -89,23 +76,10 @@ class RdmaHold(frtest.Case):
         is held.  Returns (recorder, sample pid, trace, recorder stderr)."""
         d = frtest.workdir(name)
         trace = os.path.join(d, "pp.frec")
-        rec = subprocess.Popen([frtest.FLIGHTREC, "record", "-o", trace, "--probes", "rdma",
-                                "--", frtest.sample("rdma_pingpong"), "--post-early",
-                                "--wait-usr1"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=self.env)
-        out = ""
-        while "waiting for SIGUSR1" not in out:
-            line = rec.stdout.readline()
-            if not line:
-                break
-            out += line
-        self.assertIn("waiting for SIGUSR1", out)
-        sample = frtest.child_of(rec.pid)
-        os.kill(rec.pid, signal.SIGSTOP)
-        os.kill(sample, signal.SIGUSR1)
-        # stopped by the rdma return probe: nobody else stops it
-        frtest.wait_state(sample, {"T"}, "held at ibv_open_device's return")
+        rec, sample, out = frtest.start_held(
+            [frtest.FLIGHTREC, "record", "-o", trace, "--probes", "rdma", "--",
+             frtest.sample("rdma_pingpong"), "--post-early", "--wait-usr1"],
+            self.env, "held at ibv_open_device's return")
         return rec, sample, trace, out
 
     def test_post_at_once(self):

@@ -71,17 +71,10 @@ def record_stopped(trace, args, target, comm):
 class StackPairing(frtest.Case):
     def record_once(self, d, i, probes, freq, busy, stack):
         trace = os.path.join(d, f"run{i}.frec")
-        burner = None
-        if busy:
-            burner = subprocess.Popen(["sh", "-c", "while :; do :; done"])
-        try:
-            args = ["--freq", str(freq), "--stack", stack] + (["--probes", probes] if probes else [])
+        args = ["--freq", str(freq), "--stack", stack] + (["--probes", probes] if probes else [])
+        with frtest.cpu_burners(1 if busy else 0):
             p = frtest.record(trace, args,
                               ["--", frtest.sample("cuda_train"), "--steps", str(STEPS)])
-        finally:
-            if burner:
-                burner.kill()
-                burner.wait()
         return trace, p
 
     def check_run(self, trace, p, what):
@@ -147,15 +140,10 @@ class StackPairing(frtest.Case):
             probes = "syscalls,cpu" if busy else "syscalls"
             what = f"run {run}: {probes}, {'busy' if busy else 'quiet'}"
             trace = os.path.join(d, f"storm{run}.frec")
-            burner = subprocess.Popen(["sh", "-c", "while :; do :; done"]) if busy else None
-            try:
+            with frtest.cpu_burners(1 if busy else 0):
                 p = record_stopped(trace, ["--probes", probes, "--freq", "999", "--stack", "fp",
                                            "--ring-mib", "1"],
                                    [frtest.sample("syscall_storm"), "1", "2"], "syscall_storm")
-            finally:
-                if burner:
-                    burner.kill()
-                    burner.wait()
             made = int(re.search(r"syscall_storm: (\d+) calls", p.stdout).group(1))
             info = json.loads(frtest.analyze("info", trace, "--json").stdout)["files"][0]
             sc = next(x for x in info["probes"] if x["name"] == "syscalls")
@@ -185,18 +173,11 @@ class StackPairing(frtest.Case):
         # every call the program made is either in the trace or counted as
         # lost, exactly, however many the load makes it lose
         d = frtest.workdir("stack_pairing_exact")
-        busy = None
         for run in range(3):
-            if run == 2:  # the last run with a CPU kept busy
-                busy = subprocess.Popen(["sh", "-c", "while :; do :; done"])
-            try:
-                trace = os.path.join(d, f"storm{run}.frec")
+            trace = os.path.join(d, f"storm{run}.frec")
+            with frtest.cpu_burners(1 if run == 2 else 0):  # the last run with a CPU kept busy
                 p = frtest.record(trace, ["--probes", "cuda", "--stack", "dwarf", "--ring-mib", "1"],
                                   ["--", frtest.sample("cuda_storm"), "30000"])
-            finally:
-                if busy:
-                    busy.kill()
-                    busy.wait()
             made = int(re.search(r"cuda_storm: (\d+) calls", p.stdout).group(1))
             info = json.loads(frtest.analyze("info", trace, "--json").stdout)["files"][0]
             cuda = next(x for x in info["probes"] if x["name"] == "cuda")

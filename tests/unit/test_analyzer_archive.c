@@ -54,16 +54,16 @@ static void sha256_of_file(const char *path, char hex[65], size_t *len)
  * diagnostics once "ARCHIVE:" reads "DIR/". */
 static void same_answers(const char *archive, char **argv_files, char **argv_archive)
 {
-	struct aj_run f = { 0 }, a = { 0 };
-	aj_cmd cmds[] = { cmd_info, cmd_check, cmd_stragglers, cmd_memory, cmd_cuda, cmd_flame,
+	struct cmd_run f = { 0 }, a = { 0 };
+	cmd_fn cmds[] = { cmd_info, cmd_check, cmd_stragglers, cmd_memory, cmd_cuda, cmd_flame,
 			  cmd_dump, cmd_report };
 	const char *names[] = { "info", "check", "stragglers", "memory", "cuda", "flame", "dump",
 				"report" };
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		if (strcmp(argv_files[0], names[i]))
 			continue;
-		f = aj_run_argv(cmds[i], argv_files);
-		a = aj_run_argv(cmds[i], argv_archive);
+		f = cmd_run_argv(cmds[i], argv_files);
+		a = cmd_run_argv(cmds[i], argv_archive);
 	}
 	char from[640], to[640];
 	snprintf(from, sizeof(from), "%s:", archive);
@@ -78,8 +78,8 @@ static void same_answers(const char *archive, char **argv_files, char **argv_arc
 	CHECK(!strcmp(err, f.err));
 	free(out);
 	free(err);
-	aj_run_free(&f);
-	aj_run_free(&a);
+	cmd_run_free(&f);
+	cmd_run_free(&a);
 }
 
 static void test_round_trip(void)
@@ -88,19 +88,19 @@ static void test_round_trip(void)
 	snprintf(arch, sizeof(arch), "%s/job.tar.zst", dir);
 	int fds = aj_open_fds();
 
-	struct aj_run r = AJ_RUN(cmd_archive, "archive", paths[0], paths[1], "-o", arch);
+	struct cmd_run r = CMD_RUN(cmd_archive, "archive", paths[0], paths[1], "-o", arch);
 	CHECK_EQ_U64(r.rc, 0);
 	CHECK_EQ_U64(aj_lines(r.err), 1);
 	CHECK(strstr(r.err, "2 traces") != NULL);
-	aj_run_free(&r);
-	r = AJ_RUN(cmd_archive, "archive", paths[0], paths[1], "-o", arch);
+	cmd_run_free(&r);
+	r = CMD_RUN(cmd_archive, "archive", paths[0], paths[1], "-o", arch);
 	CHECK_EQ_U64(r.rc, 1);
 	CHECK_EQ_U64(aj_lines(r.err), 1);
 	CHECK(strstr(r.err, "exists; pass --force") != NULL);
-	aj_run_free(&r);
-	r = AJ_RUN(cmd_archive, "archive", paths[0], paths[1], "-o", arch, "--force");
+	cmd_run_free(&r);
+	r = CMD_RUN(cmd_archive, "archive", paths[0], paths[1], "-o", arch, "--force");
 	CHECK_EQ_U64(r.rc, 0);
-	aj_run_free(&r);
+	cmd_run_free(&r);
 
 	char *manifest, *members = members_of(arch, &manifest);
 	CHECK_STR(members, "MANIFEST.json\nnode0.frec\nnode1.frec\n");
@@ -142,11 +142,11 @@ static void test_round_trip(void)
 		     (char *[]){ "report", arch, "-o", "-", NULL });
 
 	/* an archive and a plain file on one command line */
-	r = AJ_RUN(cmd_info, "info", "--json", arch, p1);
+	r = CMD_RUN(cmd_info, "info", "--json", arch, p1);
 	CHECK_EQ_U64(r.rc, 0);
 	CHECK(strstr(r.out, "job.tar.zst:node1.frec\"") && strstr(r.out, "/node1.frec\""));
 	CHECK_STR(r.err, "");
-	aj_run_free(&r);
+	cmd_run_free(&r);
 	CHECK_EQ_U64(aj_open_fds(), fds);
 }
 
@@ -170,11 +170,11 @@ static void test_redacted(void)
 	char arch[600];
 	snprintf(arch, sizeof(arch), "%s/redacted.tar.zst", dir);
 	int fds = aj_open_fds();
-	struct aj_run r = AJ_RUN(cmd_archive, "archive", paths[0], paths[1], "--redact", "-o", arch);
+	struct cmd_run r = CMD_RUN(cmd_archive, "archive", paths[0], paths[1], "--redact", "-o", arch);
 	CHECK_EQ_U64(r.rc, 0);
 	CHECK_EQ_U64(aj_lines(r.err), 2);
 	CHECK(strstr(r.err, "redacted") && strstr(r.err, "host names"));
-	aj_run_free(&r);
+	cmd_run_free(&r);
 
 	char *manifest, *members = members_of(arch, &manifest);
 	CHECK_STR(members, "MANIFEST.json\nnode0.frec\nnode1.frec\n");
@@ -184,17 +184,17 @@ static void test_redacted(void)
 	free(manifest);
 	free(members);
 
-	r = AJ_RUN(cmd_info, "info", arch);
+	r = CMD_RUN(cmd_info, "info", arch);
 	CHECK_EQ_U64(r.rc, 0);
 	CHECK(!strstr(r.out, "alice") && !strstr(r.out, "node-a") && strstr(r.out, "<h:"));
-	aj_run_free(&r);
+	cmd_run_free(&r);
 	/* none of the names it replaced, wherever the analyzer reads them:
 	 * info --json, dump, the report */
 	static const char *const secrets[] = { "node-a", "node-b", "alice", "train.py", "torchrun" };
-	struct aj_run outs[] = {
-		AJ_RUN(cmd_info, "info", "--json", arch),
-		AJ_RUN(cmd_dump, "dump", arch),
-		AJ_RUN(cmd_report, "report", arch, "-o", "-"),
+	struct cmd_run outs[] = {
+		CMD_RUN(cmd_info, "info", "--json", arch),
+		CMD_RUN(cmd_dump, "dump", arch),
+		CMD_RUN(cmd_report, "report", arch, "-o", "-"),
 	};
 	for (size_t k = 0; k < sizeof(outs) / sizeof(outs[0]); k++) {
 		CHECK_EQ_U64(outs[k].rc, 0);
@@ -205,16 +205,16 @@ static void test_redacted(void)
 				fprintf(stderr, "output %zu of the redacted archive names %s\n", k,
 					secrets[i]);
 		}
-		aj_run_free(&outs[k]);
+		cmd_run_free(&outs[k]);
 	}
 
 	/* the same answers minus the names */
 	const char *which[] = { "stragglers", "memory" };
-	aj_cmd cmds[] = { cmd_stragglers, cmd_memory };
+	cmd_fn cmds[] = { cmd_stragglers, cmd_memory };
 	for (int i = 0; i < 2; i++) {
 		char *c = (char *)which[i];
-		struct aj_run f = aj_run_argv(cmds[i], (char *[]){ c, "--json", paths[0], paths[1], NULL });
-		struct aj_run a = aj_run_argv(cmds[i], (char *[]){ c, "--json", arch, NULL });
+		struct cmd_run f = cmd_run_argv(cmds[i], (char *[]){ c, "--json", paths[0], paths[1], NULL });
+		struct cmd_run a = cmd_run_argv(cmds[i], (char *[]){ c, "--json", arch, NULL });
 		char from[640], to[640];
 		snprintf(from, sizeof(from), "%s:", arch);
 		snprintf(to, sizeof(to), "%s/", dir);
@@ -228,8 +228,8 @@ static void test_redacted(void)
 		free(renamed);
 		free(fo);
 		free(ao);
-		aj_run_free(&f);
-		aj_run_free(&a);
+		cmd_run_free(&f);
+		cmd_run_free(&a);
 	}
 	CHECK_EQ_U64(aj_open_fds(), fds);
 }
@@ -256,9 +256,9 @@ static void test_names(void)
 	copy_file(paths[0], dup);
 	copy_file(paths[1], bin);
 	snprintf(arch, sizeof(arch), "%s/names.tar.zst", dir);
-	struct aj_run r = AJ_RUN(cmd_archive, "archive", paths[0], dup, bin, "-o", arch);
+	struct cmd_run r = CMD_RUN(cmd_archive, "archive", paths[0], dup, bin, "-o", arch);
 	CHECK_EQ_U64(r.rc, 0);
-	aj_run_free(&r);
+	cmd_run_free(&r);
 	char *manifest, *members = members_of(arch, &manifest);
 	CHECK_STR(members, "MANIFEST.json\n1-node0.frec\n2-node0.frec\ntrace.bin.frec\n");
 	free(manifest);
@@ -267,9 +267,9 @@ static void test_names(void)
 	/* an archive of an archive: its members under their own names, the
 	 * same bytes */
 	snprintf(again, sizeof(again), "%s/again.tar.zst", dir);
-	r = AJ_RUN(cmd_archive, "archive", arch, "-o", again);
+	r = CMD_RUN(cmd_archive, "archive", arch, "-o", again);
 	CHECK_EQ_U64(r.rc, 0);
-	aj_run_free(&r);
+	cmd_run_free(&r);
 	members = members_of(again, &manifest);
 	CHECK_STR(members, "MANIFEST.json\n1-node0.frec\n2-node0.frec\ntrace.bin.frec\n");
 	char hex[65];
@@ -280,15 +280,15 @@ static void test_names(void)
 	free(members);
 
 	/* usage errors */
-	r = AJ_RUN(cmd_archive, "archive", paths[0]);
+	r = CMD_RUN(cmd_archive, "archive", paths[0]);
 	CHECK_EQ_U64(r.rc, 2);
 	CHECK_EQ_U64(aj_lines(r.err), 1);
-	aj_run_free(&r);
-	r = AJ_RUN(cmd_archive, "archive", "--help");
+	cmd_run_free(&r);
+	r = CMD_RUN(cmd_archive, "archive", "--help");
 	CHECK_EQ_U64(r.rc, 0);
 	CHECK(strstr(r.out, "FLIGHTREC_ARCHIVE_MAX_MEMBER_MB") && strstr(r.out, "4096") &&
 	      strstr(r.out, "16384 MiB") && strstr(r.out, "--redact-all"));
-	aj_run_free(&r);
+	cmd_run_free(&r);
 }
 
 int main(void)

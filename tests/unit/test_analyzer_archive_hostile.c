@@ -29,7 +29,7 @@ static void expect_info(const char *label, const char *arch, int rc, size_t line
 			const char *member, const char *has)
 {
 	int before = check_failures;
-	struct aj_run r = AJ_RUN(cmd_info, "info", (char *)arch);
+	struct cmd_run r = CMD_RUN(cmd_info, "info", (char *)arch);
 	CHECK_EQ_U64(r.rc, rc);
 	CHECK_EQ_U64(aj_lines(r.err), lines);
 	if (lines)
@@ -44,7 +44,7 @@ static void expect_info(const char *label, const char *arch, int rc, size_t line
 	CHECK_EQ_U64(aj_dir_entries(cwdd), 0);
 	if (check_failures != before)
 		fprintf(stderr, "  case %s: rc %d, stderr:\n%s", label, r.rc, r.err);
-	aj_run_free(&r);
+	cmd_run_free(&r);
 }
 
 static void arch_path(const char *name, char *buf, size_t len)
@@ -102,11 +102,11 @@ static void test_skipped(void)
 				      { .name = "run/ok.frec", .data = trace, .size = trace_len } };
 	arch_path("plain.tar", arch, sizeof(arch));
 	CHECK(aj_write_tar(arch, AJ_NONE, plain, 2) == 0);
-	struct aj_run r = AJ_RUN(cmd_info, "info", arch);
+	struct cmd_run r = CMD_RUN(cmd_info, "info", arch);
 	CHECK_EQ_U64(r.rc, 0);
 	CHECK_STR(r.err, "");
 	CHECK(strstr(r.out, "plain.tar:run/ok.frec\n") != NULL);
-	aj_run_free(&r);
+	cmd_run_free(&r);
 	arch_path("ok.tar.gz", arch, sizeof(arch));
 	CHECK(aj_write_tar(arch, AJ_GZIP, plain + 1, 1) == 0);
 	expect_info("gzip", arch, 0, 0, NULL, NULL);
@@ -141,17 +141,17 @@ static void test_sizes(void)
 	CHECK(aj_write_tar(arch, AJ_ZSTD, &zeros, 1) == 0);
 	setenv("FLIGHTREC_ARCHIVE_MAX_MEMBER_MB", "1", 1);
 	expect_info("member cap", arch, 1, 1, "zeros.frec", NULL);
-	struct aj_run r = AJ_RUN(cmd_info, "info", arch);
+	struct cmd_run r = CMD_RUN(cmd_info, "info", arch);
 	snprintf(want, sizeof(want), "flightrec-analyze: %s: zeros.frec: decompresses to more than 1 "
 		 "MiB (FLIGHTREC_ARCHIVE_MAX_MEMBER_MB raises the cap)\n", arch);
 	CHECK_STR(r.err, want);
-	aj_run_free(&r);
+	cmd_run_free(&r);
 	setenv("FLIGHTREC_ARCHIVE_MAX_MEMBER_MB", "12abc", 1);
 	expect_info("bad cap", arch, 1, 1, NULL, "FLIGHTREC_ARCHIVE_MAX_MEMBER_MB='12abc'");
 	/* a plain trace is never refused for the variable's sake */
-	r = AJ_RUN(cmd_info, "info", (char *)"/dev/null/none.frec");
+	r = CMD_RUN(cmd_info, "info", (char *)"/dev/null/none.frec");
 	CHECK(strstr(r.err, "FLIGHTREC_ARCHIVE") == NULL);
-	aj_run_free(&r);
+	cmd_run_free(&r);
 	setenv("FLIGHTREC_ARCHIVE_MAX_MEMBER_MB", "100", 1);
 	/* raised: read, and found not to be a trace */
 	expect_info("raised cap", arch, 1, 1, "zeros.frec", "not a flightrec trace");
@@ -162,7 +162,7 @@ static void test_sizes(void)
 		signal(SIGXFSZ, SIG_IGN);
 		struct rlimit lim = { 1u << 20, 1u << 20 };
 		setrlimit(RLIMIT_FSIZE, &lim);
-		r = AJ_RUN(cmd_info, "info", arch);
+		r = CMD_RUN(cmd_info, "info", arch);
 		int ok = r.rc == 1 && aj_lines(r.err) == 1 &&
 			 strstr(r.err, "zeros.frec: cannot copy into a temporary file") &&
 			 strstr(r.err, "File too large");
@@ -181,7 +181,7 @@ static void test_sizes(void)
 		struct rlimit lim = { 1u << 20, 1u << 20 }, no_core = { 0, 0 };
 		setrlimit(RLIMIT_CORE, &no_core);
 		setrlimit(RLIMIT_FSIZE, &lim);
-		r = AJ_RUN(cmd_info, "info", arch);
+		r = CMD_RUN(cmd_info, "info", arch);
 		_exit(3);
 	}
 	waitpid(pid, &status, 0);
@@ -253,20 +253,20 @@ static void test_broken(void)
 				     { .name = "junk.frec", .data = "not a trace at all", .size = 18 } };
 	CHECK(aj_write_tar(arch, AJ_ZSTD, junk, 2) == 0);
 	expect_info("junk member", arch, 1, 1, ":junk.frec: ", NULL);
-	struct aj_run r = AJ_RUN(cmd_check, "check", arch);
+	struct cmd_run r = CMD_RUN(cmd_check, "check", arch);
 	CHECK_EQ_U64(r.rc, 2);
 	char want[600];
 	snprintf(want, sizeof(want), "%s:junk.frec: unusable: ", arch);
 	CHECK(!strncmp(r.out, want, strlen(want)));
-	aj_run_free(&r);
+	cmd_run_free(&r);
 	/* check on an archive with a skipped member: the warning, then the
 	 * verdict of what it holds */
 	arch_path("symlink.tar.zst", arch, sizeof(arch));
-	r = AJ_RUN(cmd_check, "check", arch);
+	r = CMD_RUN(cmd_check, "check", arch);
 	CHECK_EQ_U64(r.rc, 0);
 	CHECK_EQ_U64(aj_lines(r.err), 1);
 	CHECK(strstr(r.out, ":ok.frec: intact") != NULL);
-	aj_run_free(&r);
+	cmd_run_free(&r);
 }
 
 int main(void)

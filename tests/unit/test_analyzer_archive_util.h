@@ -7,6 +7,7 @@
 #ifndef FLIGHTREC_TEST_ANALYZER_ARCHIVE_UTIL_H
 #define FLIGHTREC_TEST_ANALYZER_ARCHIVE_UTIL_H
 
+#include "test_analyzer_run.h"
 #include "test_analyzer_synth.h"
 
 #include <archive.h>
@@ -214,36 +215,6 @@ static inline uint8_t *aj_read_file(const char *path, size_t *len)
 }
 
 /* ---- commands --------------------------------------------------------------- */
-
-struct aj_run {
-	int rc;
-	char *out, *err;
-};
-
-typedef int (*aj_cmd)(int argc, char **argv, FILE *out, FILE *errout);
-
-/* cmd with argv (NULL-terminated), output and diagnostics captured. */
-static inline struct aj_run aj_run_argv(aj_cmd cmd, char **argv)
-{
-	struct aj_run r = { 0 };
-	size_t ol, el;
-	int argc = 0;
-	while (argv[argc])
-		argc++;
-	FILE *o = open_memstream(&r.out, &ol), *e = open_memstream(&r.err, &el);
-	r.rc = cmd(argc, argv, o, e);
-	fclose(o);
-	fclose(e);
-	return r;
-}
-
-#define AJ_RUN(cmd, ...) aj_run_argv(cmd, (char *[]){ __VA_ARGS__, NULL })
-
-static inline void aj_run_free(struct aj_run *r)
-{
-	free(r->out);
-	free(r->err);
-}
 
 static inline size_t aj_lines(const char *s)
 {

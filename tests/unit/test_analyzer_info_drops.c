@@ -5,31 +5,15 @@
  * each loss's unit: rdma's not_attached counts QPs and contexts, not
  * events.  Synthetic traces only. */
 #include "check.h"
+#include "test_analyzer_run.h"
 #include "test_analyzer_synth.h"
 
 #include "commands.h"
 
-struct run {
-	int rc;
-	char *out, *err;
-};
-
-static struct run run_info(const char *path, int json)
+static struct cmd_run run_info(const char *path, int json)
 {
-	struct run r = { 0 };
-	size_t ol, el;
-	char *argv[] = { "info", json ? "--json" : (char *)path, json ? (char *)path : NULL, NULL };
-	FILE *o = open_memstream(&r.out, &ol), *e = open_memstream(&r.err, &el);
-	r.rc = cmd_info(json ? 3 : 2, argv, o, e);
-	fclose(o);
-	fclose(e);
-	return r;
-}
-
-static void run_free(struct run *r)
-{
-	free(r->out);
-	free(r->err);
+	return json ? CMD_RUN(cmd_info, "info", "--json", (char *)path) :
+		      CMD_RUN(cmd_info, "info", (char *)path);
 }
 
 /* One FR_REC_SYSCALL_DROPS of n (nr, count) pairs, read at ts_ns. */
@@ -76,7 +60,7 @@ static void test_counts_and_units(void)
 	CHECK(frec_writer_set_drops(s.w, drops, 4) == 0);
 	CHECK(synth_close(&s, 10, 0) == 0);
 
-	struct run j = run_info(path, 1);
+	struct cmd_run j = run_info(path, 1);
 	CHECK_EQ_U64(j.rc, 0);
 	CHECK(j.out && strstr(j.out, "\"syscall_drops\":[{\"nr\":0,\"name\":\"read\",\"count\":7},"
 					 "{\"nr\":110,\"name\":\"getppid\",\"count\":123456}]"));
@@ -88,16 +72,16 @@ static void test_counts_and_units(void)
 	/* a dlopen the process could not be held at: counted per dlopen */
 	CHECK(j.out && strstr(j.out, "{\"probe\":\"nccl\",\"reason\":\"not_attached\","
 					 "\"count\":4,\"lost\":\"dlopen\""));
-	run_free(&j);
+	cmd_run_free(&j);
 
-	struct run t = run_info(path, 0);
+	struct cmd_run t = run_info(path, 0);
 	CHECK_EQ_U64(t.rc, 0);
 	CHECK(t.out && strstr(t.out, "syscalls lost to a full ring, by call:\n"));
 	CHECK(t.out && strstr(t.out, "    getppid                        123456\n"));
 	CHECK(t.out && strstr(t.out, "    read                                7\n"));
 	CHECK(t.out && strstr(t.out, "not_attached            3  qp_or_context"));
 	CHECK(t.out && !strstr(t.out, "not_attached            3  event"));
-	run_free(&t);
+	cmd_run_free(&t);
 }
 
 /* A recording without the record says null (not known), not "none lost". */
@@ -112,13 +96,13 @@ static void test_absent(void)
 	}
 	synth_process(&s, 100, 1, "storm", "syscall_storm 1 2");
 	CHECK(synth_close(&s, 10, 0) == 0);
-	struct run j = run_info(path, 1);
+	struct cmd_run j = run_info(path, 1);
 	CHECK_EQ_U64(j.rc, 0);
 	CHECK(j.out && strstr(j.out, "\"syscall_drops\":null"));
-	run_free(&j);
-	struct run t = run_info(path, 0);
+	cmd_run_free(&j);
+	struct cmd_run t = run_info(path, 0);
 	CHECK(t.out && !strstr(t.out, "by call:"));
-	run_free(&t);
+	cmd_run_free(&t);
 }
 
 static void test_hostile(void)
@@ -151,13 +135,13 @@ static void test_hostile(void)
 		synth_raw(s.meta, buf, (uint32_t)(sizeof(h) + cases[c].n * sizeof(struct fr_syscall_drop)),
 			  FR_REC_SYSCALL_DROPS, h.ts_ns);
 		CHECK(synth_close(&s, 10, 0) == 0);
-		struct run j = run_info(path, 1);
+		struct cmd_run j = run_info(path, 1);
 		/* described as far as it can be read: the counts are not trusted */
 		CHECK(j.out && strstr(j.out, "\"syscall_drops\":null"));
 		CHECK(j.err && strstr(j.err, "1 malformed record"));
 		if (!(j.out && strstr(j.out, "\"syscall_drops\":null")))
 			fprintf(stderr, "  case %s:\n%s\n%s\n", cases[c].name, j.out, j.err);
-		run_free(&j);
+		cmd_run_free(&j);
 	}
 }
 
