@@ -41,13 +41,22 @@ class CpuProfile(frtest.Case):
         self.assertLessEqual(workload, 1.2 * expected + 2, (self.cpu_s, self.stacks))
 
     def test_chain_from_main(self):
+        # a sample can land in compute_heavy's or compute_light's own six
+        # instructions (around the call): it ends there, rightly; one in a
+        # CI run of about 300 was seen.  Any other end is a lost frame.
+        own, total = 0, 0
         for frames, n in self.stacks.items():
             if "compute_heavy" not in frames and "compute_light" not in frames:
                 continue
+            total += n
             i = frames.index("main")
             self.assertEqual(frames[i:i + 2], CHAIN, frames)
             self.assertIn(frames[i + 2], ("compute_heavy", "compute_light"), frames)
+            if len(frames) == i + 3:
+                own += n
+                continue
             self.assertEqual(frames[i + 3], "spin_units", frames)
+        self.assertLessEqual(own, max(1, total // 100), self.stacks)
 
     def test_svg(self):
         svg = self.trace + ".svg"
