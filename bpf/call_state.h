@@ -2,7 +2,7 @@
  * an entry program saves for its return program, in the LRU hash map
  * fr_<family>_calls keyed by (thread, cookie).  Shared by the BPF programs
  * (uprobe_common.bpf.h) and the recorder, which reads these maps to find
- * the calls entered and not returned (recorder/inflight.c): a collective
+ * the calls entered and not returned (recorder/drain/inflight.c): a collective
  * or a synchronize that never returns writes no event, so the entry state
  * is the only trace of it.  Plain fixed-width types only; not part of the
  * trace format (the recorder and its BPF objects are built together). */

@@ -12,7 +12,7 @@
 const volatile __u32 fr_launch_stack_every = 64;
 
 /* Synchronizes only: the calls the recorder reports when they never
- * return (recorder/inflight.c). */
+ * return (recorder/drain/inflight.c). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);

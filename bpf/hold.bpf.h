@@ -1,6 +1,6 @@
 /* Stopping the calling process from a return probe until the recorder has
  * attached what it is about to use (see hold_abi.h; the recorder's half is
- * recorder/attach_hold.c).  Why a stop: a uprobe program cannot sleep or
+ * recorder/attach/attach_hold.c).  Why a stop: a uprobe program cannot sleep or
  * spin, nor make the thread wait in the kernel; a stop is the one wait it
  * can impose, and the kernel keeps it exact (the caller stops at the
  * return, every other thread at its next return to user space).  A process

@@ -1,5 +1,5 @@
 /* Holding a process while the recorder attaches probes it is about to need
- * (bpf/hold.bpf.h, recorder/attach_hold.c).  A return probe stops the
+ * (bpf/hold.bpf.h, recorder/attach/attach_hold.c).  A return probe stops the
  * process (SIGSTOP) and the recorder continues it (SIGCONT) once the probes
  * are attached; a guardian process continues it if the recorder cannot.
  * Shared by the BPF side and the recorder; not part of the trace format.
@@ -31,7 +31,7 @@ struct fr_hold_cfg {
 	fr_u32 _pad;
 };
 
-/* ---- libraries mapped by dlopen (bpf/lib_hold.bpf.h, recorder/lib_hold.c) */
+/* ---- libraries mapped by dlopen (bpf/lib_hold.bpf.h, recorder/attach/lib_hold.c) */
 
 /* Map fr_lib_ready: a file the recorder has handled (attached, or found
  * nothing to attach in), as the kernel names it.  Uprobes belong to a

@@ -5,7 +5,7 @@
  * would go unseen and uncounted.  So the process is stopped at dlopen's
  * return (bpf/hold.bpf.h) when that dlopen brought in such a library that
  * the recorder has not handled yet, and the recorder continues it once the
- * mapping is handled (recorder/lib_hold.c): one stop per dlopen that newly
+ * mapping is handled (recorder/attach/lib_hold.c): one stop per dlopen that newly
  * maps one, nothing otherwise.
  *
  * How the libraries a dlopen brought in are known: dlopen returns its

@@ -5,7 +5,7 @@
  * builds one event with entry time, duration, result, that number and the
  * caller's stack.  A call that never returns writes no event: its entry
  * state stays in fr_nccl_calls, where the recorder finds it
- * (recorder/inflight.c).  Not for GPU-side completion: a collective's host
+ * (recorder/drain/inflight.c).  Not for GPU-side completion: a collective's host
  * call returns when it is enqueued (a blocking one, like the stand-in's,
  * when it completes). */
 #include "uprobe_common.bpf.h"

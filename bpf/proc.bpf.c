@@ -3,7 +3,7 @@
  * reports fork/exec/exit so the recorder can name processes.  Not for
  * threads: they share their process's tgid and need no bookkeeping.  Also
  * the dlopen hold of the library families (lib_hold.bpf.h), attached by
- * the recorder itself (recorder/lib_hold.c), not with the tracepoints. */
+ * the recorder itself (recorder/attach/lib_hold.c), not with the tracepoints. */
 #include "common.bpf.h"
 #include "lib_hold.bpf.h"
 

@@ -1,5 +1,5 @@
 /* What the BPF side needs to walk a CPython thread's frames: filled per
- * process by the recorder (recorder/python.c) from the interpreter's
+ * process by the recorder (recorder/track/python.c) from the interpreter's
  * version (and, from 3.13 on, its _Py_DebugOffsets) into fr_py_procs.
  * Offsets are bytes; 0 means "not in this version". */
 #ifndef FLIGHTREC_PYTHON_ABI_H

@@ -15,7 +15,7 @@
  * stops the process (SIGSTOP, delivered before the caller runs another
  * instruction) and the recorder continues it (SIGCONT) once the three
  * functions are attached; a guardian process continues it if the recorder
- * dies or takes longer than the hold's bound (recorder/attach_hold.c).  Why a
+ * dies or takes longer than the hold's bound (recorder/attach/attach_hold.c).  Why a
  * stop: a uprobe program cannot sleep or spin, nor make the thread wait in
  * the kernel; a stop is the one wait it can impose, and the kernel keeps it
  * exact (the caller stops at the return, every other thread at its next

@@ -6,7 +6,7 @@
  *
  * Two homes for that state.  The LRU hash fr_<family>_calls, keyed by
  * (tid, cookie), is what the recorder walks to find calls that never
- * returned (recorder/inflight.c).  The thread's own storage (a task-local
+ * returned (recorder/drain/inflight.c).  The thread's own storage (a task-local
  * call stack, below) is several times cheaper per call than a hash update,
  * lookup and delete (no hashing, no bucket lock, no LRU list), so a
  * family keeps there the calls nobody needs to see in flight and writes

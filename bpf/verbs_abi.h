@@ -1,6 +1,6 @@
 /* Offsets of the rdma-core verbs structures the rdma probes read
  * (<infiniband/verbs.h>, a stable ABI).  BPF code has no verbs header, so
- * they are spelled out here; recorder/verbs_abi_check.c asserts each one
+ * they are spelled out here; recorder/attach/verbs_abi_check.c asserts each one
  * against the real header at build time. */
 #ifndef FLIGHTREC_VERBS_ABI_H
 #define FLIGHTREC_VERBS_ABI_H
@@ -52,7 +52,7 @@
 #define RDMA_DP_POST_RECV 101
 #define RDMA_DP_POLL_CQ 102
 
-/* ---- the data-path hold (bpf/rdma.bpf.c, recorder/attach_hold.c) ----------
+/* ---- the data-path hold (bpf/rdma.bpf.c, recorder/attach/attach_hold.c) ----------
  * A context handed back by ibv_open_device (or a QP by ibv_create_qp) whose
  * provider functions are not probed yet would post unseen work requests
  * while the recorder attaches them: the return probe stops the process

@@ -12,6 +12,7 @@
 #define FLIGHTREC_WRITER_IMPL_H
 
 #include "frec_writer.h"
+#include "clock.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -85,13 +86,6 @@ struct frec_builder {
 
 /* The clock id (CLOCK_MONOTONIC, CLOCK_REALTIME) now, in ns: the anchors
  * of the file header and END, and when writing stopped. */
-static inline uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Frees a chunk buffer that neither the queue nor the pool holds (NULL
  * is fine). */
 static inline void free_sealed(struct sealed *c)

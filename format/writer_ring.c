@@ -12,6 +12,7 @@
  * a stack and its event), and the caller sees the payload to keep the state
  * the evicted events leave behind (the live allocations). */
 #include "writer_impl.h"
+#include "grow.h"
 
 #include <errno.h>
 #include <string.h>
@@ -58,21 +59,6 @@ struct wr_snap_req {
 	int rc, done;
 	pthread_cond_t cv;
 };
-
-static int grow(uint8_t **buf, size_t *cap, size_t need)
-{
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap ? *cap : 4096;
-	while (c < need)
-		c *= 2;
-	uint8_t *p = realloc(*buf, c);
-	if (!p)
-		return -1;
-	*buf = p;
-	*cap = c;
-	return 0;
-}
 
 void wr_ring_free(struct wr_ring *r)
 {
@@ -175,7 +161,7 @@ static void seal_rescue(struct frec_writer *w)
  * decompress (it always should: this process compressed it). */
 static const uint8_t *unpack(struct wr_ring *r, const struct ring_chunk *k)
 {
-	if (grow(&r->raw, &r->raw_cap, k->raw_len ? k->raw_len : 1))
+	if (grow_bytes(&r->raw, &r->raw_cap, k->raw_len ? k->raw_len : 1))
 		return NULL;
 	if (k->codec == FR_CODEC_NONE) {
 		if (k->stored_len != k->raw_len)
@@ -215,11 +201,11 @@ static void evict_oldest(struct frec_writer *w)
 			if (h.type < 0x100) {
 				events++;
 			} else if (h.type == FR_REC_USTACK) {
-				if (last && grow(&r->held, &r->held_cap, h.size) == 0) {
+				if (last && grow_bytes(&r->held, &r->held_cap, h.size) == 0) {
 					memcpy(r->held, raw + off, h.size);
 					r->held_len = h.size;
 				}
-			} else if (grow(&r->rescue, &r->rescue_cap, r->rescue_len + h.size) == 0) {
+			} else if (grow_bytes(&r->rescue, &r->rescue_cap, r->rescue_len + h.size) == 0) {
 				memcpy(r->rescue + r->rescue_len, raw + off, h.size);
 				r->rescue_len += h.size;
 				r->rescue_count++;

@@ -15,25 +15,26 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bpf_probes.h"
-#include "drain.h"
-#include "dso_table.h"
-#include "elf_info.h"
+#include "attach/bpf_probes.h"
+#include "clock.h"
+#include "drain/drain.h"
+#include "symbols/dso_table.h"
+#include "inspect/elf_info.h"
 #include "frec_writer.h"
 #include "fr_family.h"
-#include "inflight.h"
+#include "drain/inflight.h"
 #include "launch.h"
-#include "lib_attach.h"
+#include "attach/lib_attach.h"
 #include "options.h"
 #include "preflight.h"
-#include "proc_track.h"
-#include "python.h"
-#include "probe_cost.h"
-#include "ring_mode.h"
-#include "stack_table.h"
-#include "ustack_sparse.h"
-#include "sym_collector.h"
-#include "syscall_drops.h"
+#include "track/proc_track.h"
+#include "track/python.h"
+#include "attach/probe_cost.h"
+#include "ring/ring_mode.h"
+#include "symbols/stack_table.h"
+#include "symbols/ustack_sparse.h"
+#include "symbols/sym_collector.h"
+#include "drain/syscall_drops.h"
 
 #ifndef FLIGHTREC_VERSION
 #define FLIGHTREC_VERSION "0.1.0"
@@ -62,13 +63,6 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	if (!verbose_libbpf)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void usage(FILE *out)

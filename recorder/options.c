@@ -11,8 +11,8 @@
 
 #include "fr_family.h"
 #include "frec_format.h"
-#include "triggers.h"
-#include "unwind_cache.h"
+#include "ring/triggers.h"
+#include "symbols/unwind_cache.h"
 
 /* The --probes list of the help: one entry per selectable family. */
 static void print_probe_help(FILE *out)

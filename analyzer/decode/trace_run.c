@@ -10,6 +10,7 @@
  * records are copied with memcpy because decompressed payloads need not be
  * aligned. */
 #include "trace_set_impl.h"
+#include "grow.h"
 #include "fr_family.h"
 #include "align.h"
 
@@ -124,21 +125,6 @@ static int late_type(uint16_t type)
 struct ts_late_hdr {
 	uint64_t seq, chunk_offset, rec_offset;
 };
-
-static int grow_bytes(uint8_t **buf, size_t *cap, size_t need)
-{
-	if (need <= *cap)
-		return 0;
-	size_t cap2 = *cap ? *cap : 4096;
-	while (cap2 < need)
-		cap2 *= 2;
-	uint8_t *grown = realloc(*buf, cap2);
-	if (!grown)
-		return -1;
-	*buf = grown;
-	*cap = cap2;
-	return 0;
-}
 
 static void count_chunk(struct trace_file *f, const struct frec_chunk *c)
 {

@@ -39,7 +39,7 @@
  * not named (their peers are not a communicator's ranks).
  *
  * Not for the recorder's view of a hang while the job runs (its trigger:
- * recorder/inflight.h, recorder/hang_watch.h) nor for output. */
+ * recorder/drain/inflight.h, recorder/ring/hang_watch.h) nor for output. */
 #include "nccl_private.h"
 #include "align.h"
 #include "fr_family.h"

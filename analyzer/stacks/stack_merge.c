@@ -10,7 +10,7 @@
 #include "strpool.h"
 #include "symbolize.h"
 #include "trace_set.h"
-#include "unwind.h"
+#include "unwind_trace.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * Not for reading the file (trace_set.c gives the mappings) nor for
  * keeping images or stacks (unwind_store.c).  A pid whose process cannot
  * be set up is remembered as such, and its stacks keep only their pc. */
-#include "unwind.h"
+#include "unwind_trace.h"
 #include "hmap.h"
 #include "trace_set.h"
 

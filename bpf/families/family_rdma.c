@@ -2,7 +2,7 @@
  * symbol version is the one found) and the data path: every work request
  * posted and every completion polled (bpf/rdma.bpf.c).  The data path has
  * no exported symbols: the recorder attaches it at the provider functions a
- * live context's ops table names (FR_RDMA_OPS, recorder/rdma_datapath.c). */
+ * live context's ops table names (FR_RDMA_OPS, recorder/attach/rdma_datapath.c). */
 #include "fr_family.h"
 
 static const struct fr_family_record records[] = {

@@ -120,7 +120,7 @@ struct fr_family {
 	const char *entry_progs[FR_FAMILY_MAX_ENTRY_PROGS];
 	const char *exit_prog;
 	/* read-only variables of the BPF object the recorder sets from its
-	 * options before loading (recorder/bpf_knobs.c), NULL-terminated */
+	 * options before loading (recorder/attach/bpf_knobs.c), NULL-terminated */
 	const char *const *knobs;
 };
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Dwarf mode's build-id cache (recorder/unwind_cache.c): what a recording
+"""Dwarf mode's build-id cache (recorder/symbols/unwind_cache.c): what a recording
 costs when every mapped file's symbols and unwind data come from the cache
 instead of the ELF files (root; needs Debian's python3-torch).  Prints
 tables and writes BUILD/bench/bench_cache.json; it never fails on a number.

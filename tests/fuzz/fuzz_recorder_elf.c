@@ -8,9 +8,9 @@
  * one file, given to every reader through a memfd as the recorder gets an
  * fd.  Besides crashes, the checks below catch answers that point outside
  * the file. */
-#include "elf_info.h"
-#include "needed_libs.h"
-#include "unwind_writer.h"
+#include "inspect/elf_info.h"
+#include "attach/needed_libs.h"
+#include "symbols/unwind_writer.h"
 
 #include <stdio.h>
 #include <stdlib.h>

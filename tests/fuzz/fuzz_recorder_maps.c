@@ -1,9 +1,9 @@
 /* libFuzzer target: the recorder's /proc/PID/maps line parser
- * (recorder/proc_maps.c).  The kernel writes the fields, but the path at
+ * (recorder/inspect/proc_maps.c).  The kernel writes the fields, but the path at
  * the end is a name the traced process chose.  Each input is a maps file:
  * split into lines as the recorder reads them (getline) and parsed; the
  * checks catch a path that leaves its line or a range that runs backwards. */
-#include "proc_maps.h"
+#include "inspect/proc_maps.h"
 
 #include <stdio.h>
 #include <stdlib.h>

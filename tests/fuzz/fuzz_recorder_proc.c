@@ -1,12 +1,12 @@
 /* libFuzzer target: the recorder's readers of /proc text about a traced
- * process (recorder/proc_text.c): the launcher variables kept from
+ * process (recorder/inspect/proc_text.c): the launcher variables kept from
  * /proc/PID/environ (RANK, WORLD_SIZE ...), and /proc/PID/stat's comm,
  * ppid and start time and /proc/PID/status's NSpid.  The process chooses
  * its environment and its comm; each input is given to all three, sized
  * exactly (ASan reports any read past it; the recorder's buffers are not
  * NUL-terminated either).  The checks catch a kept variable that is not one
  * of the launcher's, is cut without its NUL, or overruns the record. */
-#include "proc_text.h"
+#include "inspect/proc_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>

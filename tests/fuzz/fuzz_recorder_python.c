@@ -1,4 +1,4 @@
-/* libFuzzer target: the recorder's CPython readers (recorder/python_parse.c)
+/* libFuzzer target: the recorder's CPython readers (recorder/inspect/python_parse.c)
  * on bytes a traced process controls.  Each input is used whole, every way
  * the recorder uses what it reads:
  *   - as the interpreter's file: ELF facts (_PyRuntime, Py_Version, the
@@ -10,7 +10,7 @@
  * The checks catch what would reach the trace or the BPF walker wrong: an
  * offset no CPython has, text that is not UTF-8 or overruns its buffer, a
  * str longer than the recorder reads. */
-#include "python_parse.h"
+#include "inspect/python_parse.h"
 
 #include <gelf.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* libFuzzer target for offline unwinding (analyzer/stacks/unwind*.c): the
+/* libFuzzer target for offline unwinding (unwind/unwind*.c): the
  * reduced ELF images a trace carries (FR_REC_UNWIND: program headers,
  * .eh_frame_hdr, .eh_frame, .debug_frame) and one dwarf-mode stack
  * (FR_REC_USTACK: registers and the copied top of the stack), without the

@@ -10,7 +10,7 @@
 #define _GNU_SOURCE
 #endif
 #include "fuzz_unwind.h"
-#include "unwind_writer.h"
+#include "symbols/unwind_writer.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -21,8 +21,8 @@
 # budget.
 pkg_check_modules(FUZZ_REC_LIBELF REQUIRED IMPORTED_TARGET libelf)
 set(REC_DIR ${PROJECT_SOURCE_DIR}/recorder)
-set(REC_ELF_SOURCES ${REC_DIR}/elf_info.c ${REC_DIR}/unwind_writer.c
-  ${REC_DIR}/needed_libs.c ${REC_DIR}/safe_open.c)
+set(REC_ELF_SOURCES ${REC_DIR}/inspect/elf_info.c ${REC_DIR}/symbols/unwind_writer.c
+  ${REC_DIR}/attach/needed_libs.c ${REC_DIR}/inspect/safe_open.c)
 set(REC_ELF_CORPUS ${CMAKE_CURRENT_BINARY_DIR}/corpus_recorder_elf)
 set(REC_MAPS_CORPUS ${CMAKE_CURRENT_BINARY_DIR}/corpus_recorder_maps)
 # what fuzz_long.sh found and kept (committed, minimized), replayed too
@@ -82,14 +82,14 @@ add_dependencies(fuzz_recorder_elf_replay corpus_recorder)
 add_test(NAME unit.fuzz_recorder_elf_replay COMMAND fuzz_recorder_elf_replay ${REC_ELF_REPLAY})
 set_tests_properties(unit.fuzz_recorder_elf_replay PROPERTIES LABELS unit)
 
-add_executable(fuzz_recorder_maps_replay fuzz_recorder_maps.c replay_main.c ${REC_DIR}/proc_maps.c)
+add_executable(fuzz_recorder_maps_replay fuzz_recorder_maps.c replay_main.c ${REC_DIR}/inspect/proc_maps.c)
 target_include_directories(fuzz_recorder_maps_replay PRIVATE ${REC_DIR})
 add_dependencies(fuzz_recorder_maps_replay corpus_recorder)
 add_test(NAME unit.fuzz_recorder_maps_replay COMMAND fuzz_recorder_maps_replay ${REC_MAPS_REPLAY})
 set_tests_properties(unit.fuzz_recorder_maps_replay PROPERTIES LABELS unit)
 
 add_executable(fuzz_recorder_python_replay fuzz_recorder_python.c replay_main.c
-  ${REC_DIR}/python_parse.c)
+  ${REC_DIR}/inspect/python_parse.c)
 target_include_directories(fuzz_recorder_python_replay PRIVATE ${REC_DIR}
   ${PROJECT_SOURCE_DIR}/bpf)
 target_link_libraries(fuzz_recorder_python_replay PRIVATE PkgConfig::FUZZ_REC_LIBELF)
@@ -99,7 +99,7 @@ add_test(NAME unit.fuzz_recorder_python_replay COMMAND fuzz_recorder_python_repl
 set_tests_properties(unit.fuzz_recorder_python_replay PROPERTIES LABELS unit)
 
 add_executable(fuzz_recorder_proc_replay fuzz_recorder_proc.c replay_main.c
-  ${REC_DIR}/proc_text.c)
+  ${REC_DIR}/inspect/proc_text.c)
 target_include_directories(fuzz_recorder_proc_replay PRIVATE ${REC_DIR})
 add_test(NAME unit.fuzz_recorder_proc_replay COMMAND fuzz_recorder_proc_replay ${REC_PROC_KEPT})
 set_tests_properties(unit.fuzz_recorder_proc_replay PROPERTIES LABELS unit)
@@ -108,12 +108,12 @@ if(FLIGHTREC_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   add_executable(fuzz_recorder_elf fuzz_recorder_elf.c ${REC_ELF_SOURCES})
   target_include_directories(fuzz_recorder_elf PRIVATE ${REC_DIR} ${PROJECT_SOURCE_DIR}/bpf)
   target_link_libraries(fuzz_recorder_elf PRIVATE frec_format PkgConfig::FUZZ_REC_LIBELF)
-  add_executable(fuzz_recorder_maps fuzz_recorder_maps.c ${REC_DIR}/proc_maps.c)
+  add_executable(fuzz_recorder_maps fuzz_recorder_maps.c ${REC_DIR}/inspect/proc_maps.c)
   target_include_directories(fuzz_recorder_maps PRIVATE ${REC_DIR})
-  add_executable(fuzz_recorder_python fuzz_recorder_python.c ${REC_DIR}/python_parse.c)
+  add_executable(fuzz_recorder_python fuzz_recorder_python.c ${REC_DIR}/inspect/python_parse.c)
   target_include_directories(fuzz_recorder_python PRIVATE ${REC_DIR} ${PROJECT_SOURCE_DIR}/bpf)
   target_link_libraries(fuzz_recorder_python PRIVATE PkgConfig::FUZZ_REC_LIBELF)
-  add_executable(fuzz_recorder_proc fuzz_recorder_proc.c ${REC_DIR}/proc_text.c)
+  add_executable(fuzz_recorder_proc fuzz_recorder_proc.c ${REC_DIR}/inspect/proc_text.c)
   target_include_directories(fuzz_recorder_proc PRIVATE ${REC_DIR})
   foreach(name elf maps python proc)
     target_compile_options(fuzz_recorder_${name} PRIVATE -fsanitize=fuzzer,address,undefined

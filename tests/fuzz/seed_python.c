@@ -1,5 +1,5 @@
 /* A stand-in CPython 3.13 interpreter file for fuzz_recorder_python's seeds
- * (built, never committed): the symbols recorder/python.c reads, Py_Version
+ * (built, never committed): the symbols recorder/track/python.c reads, Py_Version
  * and _PyRuntime opening with a _Py_DebugOffsets table. */
 const unsigned int Py_Version = 0x030D00F0;
 

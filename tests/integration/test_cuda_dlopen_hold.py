@@ -1,6 +1,6 @@
 """A program that calls CUDA right after dlopen returns loses nothing to the
-recorder's attach of the library (bpf/lib_hold.bpf.h, recorder/lib_hold.c,
-recorder/attach_hold.c): the process is held (stopped) at dlopen's return
+recorder's attach of the library (bpf/lib_hold.bpf.h, recorder/attach/lib_hold.c,
+recorder/attach/attach_hold.c): the process is held (stopped) at dlopen's return
 until the libcudart it mapped is probed, and what cannot be held is counted
 as a drop with its reason (not_attached).
 

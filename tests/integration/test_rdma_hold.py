@@ -1,5 +1,5 @@
 """A verbs program that posts at once loses nothing to the recorder's attach
-of its provider's data path (bpf/rdma.bpf.c, recorder/rdma_hold.c): the
+of its provider's data path (bpf/rdma.bpf.c, recorder/attach/attach_hold.c): the
 process is held (stopped) at the return of ibv_open_device until
 post_send, post_recv and poll_cq are probed, and whatever could still be
 missed is counted as a drop with its reason (not_attached).

@@ -1,4 +1,4 @@
-"""Dwarf mode's build-id cache (recorder/unwind_cache.c) on real recordings:
+"""Dwarf mode's build-id cache (recorder/symbols/unwind_cache.c) on real recordings:
 the same program recorded with an empty cache, with a full one and without
 one gives byte-identical FR_REC_DSO and FR_REC_UNWIND records and the same
 stacks from the analyzer; a damaged entry and a symbolic link planted as an

@@ -1,6 +1,6 @@
 /* make_sparse_trace IN OUT [none]: a copy of a --stack dwarf trace whose raw stacks
  * (FR_REC_USTACK) are rewritten sparse by the recorder's own planner
- * (recorder/ustack_sparse.c), given the trace's unwind images and every
+ * (recorder/symbols/ustack_sparse.c), given the trace's unwind images and every
  * mapping it records, as the analyzer sees them.  Every other record is
  * copied as it is.  For tests/integration/test_ustack_sparse.py: the copy
  * must decode to the same stacks as the original.  Prints how many copies
@@ -13,7 +13,7 @@
 #include "fr_family.h"
 #include "frec_reader.h"
 #include "frec_writer.h"
-#include "ustack_sparse.h"
+#include "symbols/ustack_sparse.h"
 
 #define CHUNK_TYPES 4
 

@@ -1,4 +1,4 @@
-/* Offline unwinding (analyzer/stacks/unwind.c) and the dwarf-mode pipeline
+/* Offline unwinding (unwind/unwind.c) and the dwarf-mode pipeline
  * (stack_merge.c through trace_set and the cpu model) on a real stack:
  * tests/unit/unwind_target.c, built -O2 -fomit-frame-pointer, snapshots its
  * registers and stack inside libc under main -> level1 -> level2 -> level3

@@ -1,5 +1,5 @@
 /* The recorder's parsers of what traced processes give it (issue 16): the
- * ELF readers (recorder/elf_info.c), the unwind image (unwind_writer.c),
+ * ELF readers (recorder/inspect/elf_info.c), the unwind image (unwind_writer.c),
  * the DT_NEEDED reader and closure walk (needed_libs.c) and the
  * /proc/PID/maps line parser (proc_maps.c), on crafted input: files cut
  * anywhere, offsets and counts out of range, sizes that wrap, many symbols
@@ -11,10 +11,10 @@
 #include "check.h"
 #include "elf_craft.h"
 
-#include "elf_info.h"
-#include "needed_libs.h"
-#include "proc_maps.h"
-#include "unwind_writer.h"
+#include "inspect/elf_info.h"
+#include "attach/needed_libs.h"
+#include "inspect/proc_maps.h"
+#include "symbols/unwind_writer.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,11 +1,11 @@
-/* The recorder's asynchronous hang watch (recorder/hang_watch.c) fed with
+/* The recorder's asynchronous hang watch (recorder/ring/hang_watch.c) fed with
  * synthetic events: the first not-ready query since an event's latest
  * record, reset by a query or synchronize that sees it complete and by a
  * new record; the oldest over processes and events; events no longer
  * polled; process exits; a full table; records it must ignore; a reader on
  * another thread.  Not a test of the drain that feeds it. */
 #include "check.h"
-#include "hang_watch.h"
+#include "ring/hang_watch.h"
 
 #include <pthread.h>
 

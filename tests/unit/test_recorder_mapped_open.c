@@ -1,5 +1,5 @@
 /* How the recorder opens the files traced processes map
- * (recorder/dso_table.c dso_open_mapped, recorder/safe_open.c), against a
+ * (recorder/symbols/dso_table.c dso_open_mapped, recorder/inspect/safe_open.c), against a
  * process that swaps the mapped file's name for something else after
  * mapping it: a symbolic link to a file it cannot read, another regular
  * file, a FIFO, a directory link in the middle of the path.  The recorder
@@ -13,10 +13,10 @@
 #include "check.h"
 #include "elf_craft.h"
 
-#include "dso_table.h"
-#include "elf_info.h"
-#include "proc_maps.h"
-#include "safe_open.h"
+#include "symbols/dso_table.h"
+#include "inspect/elf_info.h"
+#include "inspect/proc_maps.h"
+#include "inspect/safe_open.h"
 
 #include <errno.h>
 #include <fcntl.h>

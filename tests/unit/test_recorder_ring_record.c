@@ -1,4 +1,4 @@
-/* The recorder's ring records into file records (recorder/ring_record.c):
+/* The recorder's ring records into file records (recorder/drain/ring_record.c):
  * records as the BPF programs send them when programs nest on one CPU — a
  * CPU sample taken inside a cuda uprobe reaches the ring before the cuda
  * event it interrupted — from two threads whose ids are 256 apart, in both
@@ -11,7 +11,7 @@
 #include "frec_reader.h"
 #include "fr_family.h"
 #include "frec_writer.h"
-#include "ring_record.h"
+#include "drain/ring_record.h"
 
 #define MAX_EVENTS 64
 

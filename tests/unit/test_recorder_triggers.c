@@ -9,8 +9,8 @@
 
 #include <string.h>
 
-#include "live_allocs.h"
-#include "triggers.h"
+#include "ring/live_allocs.h"
+#include "ring/triggers.h"
 
 #define MS 1000000ull
 

@@ -1,4 +1,4 @@
-/* The build-id cache of dwarf mode's per-file work (recorder/unwind_cache.c):
+/* The build-id cache of dwarf mode's per-file work (recorder/symbols/unwind_cache.c):
  * an entry read back is exactly what the ELF file gave (so the records
  * written from it are the same bytes); a truncated, corrupted, foreign or
  * linked entry is refused, removed and written again, never trusted (also
@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "elf_info.h"
+#include "inspect/elf_info.h"
 #include "frec_crc32c.h"
-#include "unwind_cache.h"
-#include "unwind_writer.h"
+#include "symbols/unwind_cache.h"
+#include "symbols/unwind_writer.h"
 
 #define HDR_SIZE 72 /* struct uwc_hdr */
 

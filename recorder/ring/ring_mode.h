@@ -1,0 +1,61 @@
+/* Flight-recorder mode as the recorder's main thread runs it (--ring): the
+ * writer's ring with the live allocations it carries, the triggers the
+ * drain feeds, the hang poll, and the snapshots they write.  main.c calls
+ * these at the steps of a recording; the work is in live_allocs.c,
+ * triggers.c, hang_poll.c and snapshot.c. */
+#ifndef FLIGHTREC_RING_MODE_H
+#define FLIGHTREC_RING_MODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "drain/drain.h"
+#include "frec_writer.h"
+#include "ring/hang_poll.h"
+#include "ring/live_allocs.h"
+#include "options.h"
+#include "track/proc_track.h"
+#include "ring/snapshot.h"
+#include "ring/triggers.h"
+
+struct bpf_probes;
+
+struct ring_mode {
+	struct live_allocs live;
+	struct triggers triggers;
+	struct snapshots snaps;
+	struct hang_poll hang;
+	struct frec_writer *writer;
+	unsigned armed;            /* TRIGGER_BIT()s of --trigger */
+	const char *on_snapshot;   /* --on-snapshot */
+	pid_t hooks[16];           /* --on-snapshot commands not reaped yet */
+	bool open;
+};
+
+/* The ring writer in place of a file; 0, or -1 with err filled. */
+int ring_mode_open(struct ring_mode *m, const struct record_opts *o,
+		   const struct frec_writer_opts *wo, struct frec_writer **out,
+		   struct frec_error *err);
+/* Before drain_start: the drain's events go to the triggers.  0, or -1 out
+ * of memory. */
+int ring_mode_watch(struct ring_mode *m, const struct record_opts *o, struct bpf_probes *probes,
+		    struct drain *drain);
+/* Once the threads run: what a snapshot needs of the recording. */
+void ring_mode_start(struct ring_mode *m, const struct record_opts *o,
+		     const struct frec_writer_opts *wo, struct drain *drain,
+		     struct proc_track *track, const struct frec_file_info *info,
+		     track_stats_fn stats_fn, void *stats_ctx, uint64_t file_start_ns);
+/* SIGUSR2: a snapshot, now. */
+void ring_mode_signal(struct ring_mode *m, uint64_t now_ns);
+/* The main loop, often: hangs looked for, due triggers written. */
+void ring_mode_poll(struct ring_mode *m, uint64_t now_ns);
+/* At the end, while the probes are still attached: every trigger pending
+ * is written now, without the rest of its delay. */
+void ring_mode_last(struct ring_mode *m, struct drain *drain);
+/* The end-of-run lines; rs read before the writer closed. */
+void ring_mode_report(const struct ring_mode *m, const struct frec_ring_stats *rs,
+		      uint64_t events, const char *output, double cpu_s, double lifetime_s);
+void ring_mode_free(struct ring_mode *m);
+
+#endif

@@ -1,0 +1,60 @@
+/* Flight-recorder snapshots (flightrec record --ring): the file a trigger
+ * writes — named after FILE with -N before the extension, N one more than
+ * the highest there, never replacing anything — and what goes in it: the
+ * ring's chunks after the drain and tracking threads have sealed theirs,
+ * the allocations live at the window's start, the calls in flight, and the
+ * counters so far.  Caps (count, total bytes) and a rate limit decide
+ * whether a trigger is written; what is not is said and counted. */
+#ifndef FLIGHTREC_SNAPSHOT_H
+#define FLIGHTREC_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drain/drain.h"
+#include "frec_writer.h"
+#include "ring/live_allocs.h"
+#include "track/proc_track.h"
+#include "ring/triggers.h"
+
+struct snapshots {
+	const char *output;          /* FILE of -o: names the snapshots */
+	unsigned max_count;          /* --max-snapshots */
+	uint64_t max_bytes;          /* --max-snapshot-bytes, all snapshots together */
+	uint64_t interval_ns;        /* --snapshot-interval: same trigger again */
+	bool set_owner;
+	unsigned owner_uid, owner_gid;
+	bool quiet;
+	/* what a snapshot needs from the recording */
+	struct frec_writer *writer;
+	struct drain *drain;
+	struct proc_track *track;
+	struct live_allocs *live;
+	const struct frec_file_info *info;
+	track_stats_fn stats_fn;
+	void *stats_ctx;
+	/* extra META records for the snapshot (in-flight calls); may be NULL */
+	size_t (*extra_meta)(void *ctx, uint8_t **out, uint32_t *count);
+	void *extra_ctx;
+	uint64_t file_start_ns;      /* times in messages count from here */
+	/* so far */
+	unsigned written;
+	uint64_t bytes_written;
+	uint32_t suppressed;         /* since the last snapshot written */
+	uint32_t suppressed_total;
+	uint64_t last_ns[8];         /* by trigger kind: the last written */
+	char last_path[4096];        /* the last snapshot written */
+};
+
+/* Writes one snapshot for hit (or says why not).  Returns 1 written, 0 not
+ * written (caps, rate limit), -1 failed (said on stderr). */
+int snapshot_take(struct snapshots *s, const struct trigger_hit *hit, uint32_t merged,
+		  uint16_t oom_retry);
+
+/* The next snapshot's path for output ("run.frec" -> "run-N.frec", "run" ->
+ * "run-N"), created empty (O_EXCL, never through a symbolic link); the fd
+ * or -errno.  Exposed for the tests of the naming. */
+int snapshot_create(const char *output, uint32_t *number, char *path, size_t len);
+
+#endif

@@ -1,0 +1,122 @@
+/* The tracking thread: everything about the traced processes that is not a
+ * kernel event.  It names processes and threads (/proc), follows their
+ * executable mappings through perf's mmap2 records (synchronous in the
+ * kernel, with build-ids, so even a process that lives a millisecond is
+ * covered), registers the mapped files, lets go the processes held at
+ * dlopen's return once their new mappings are handled (lib_hold.h), and
+ * writes clock anchors and
+ * per-probe counters every second.  All its output goes to its own META
+ * chunk builder, so the drain thread never waits for /proc or the disk. */
+#ifndef FLIGHTREC_PROC_TRACK_H
+#define FLIGHTREC_PROC_TRACK_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "attach/bpf_probes.h"
+#include "symbols/dso_table.h"
+#include "events.h"
+#include "frec_writer.h"
+#include "attach/lib_hold.h"
+#include "symbols/sym_collector.h"
+#include "track/rdma_counters.h"
+#include "attach/uprobe_family.h"
+#include "track/python.h"
+#include "symbols/unwind_cache.h"
+#include "symbols/unwind_writer.h"
+#include "symbols/ustack_sparse.h"
+
+/* A file a traced process mapped for the first time (library discovery):
+ * the mapping as the kernel reported it. */
+typedef void (*track_new_file_fn)(void *ctx, struct frec_builder *b,
+				  const struct mapped_file *mf, uint64_t mapped_ns);
+
+/* What FR_REC_STATS and END report: events and losses per probe, losses
+ * per (probe, reason), the recorder's CPU time. */
+struct recorder_stats {
+	struct fr_probe_stats probes[FR_PROBE_MAX];
+	uint32_t n_probes;
+	struct fr_drop_count drops[FR_DROP_COUNTS_MAX];
+	uint32_t n_drops;
+	uint64_t cpu_user_ns, cpu_sys_ns;
+};
+
+typedef void (*track_stats_fn)(void *ctx, struct recorder_stats *out);
+
+struct pending_pid {
+	uint16_t type; /* FR_EV_PROC_* */
+	uint32_t pid;
+	uint32_t ppid;
+	uint64_t ts_ns;  /* of the event */
+	uint64_t addrs[3]; /* FR_EV_RDMA_CTRL (ops table): post_send, post_recv, poll_cq */
+	uint64_t due_ns; /* for forgetting exited pids */
+};
+
+struct perf_ring;
+
+struct proc_track {
+	struct bpf_probes *probes;
+	struct dso_table *dsos;
+	struct sym_collector *syms;
+	struct frec_builder *builder;
+	track_stats_fn stats_fn;
+	void *stats_ctx;
+	track_new_file_fn new_file_fn;
+	void *new_file_ctx;
+	struct uprobe_family *rdma_dp;     /* NULL without the rdma probes */
+	struct rdma_counters *rdma_counters; /* NULL when not sampling */
+	struct python_state *python;       /* NULL: no Python frames */
+	bool dwarf;                        /* --stack dwarf: write unwind data */
+	struct unwind_cache *unwind_cache; /* NULL: --no-cache or none usable */
+	struct ustack_sparse *sparse;      /* given each file's unwind image, or NULL */
+	struct unwind_writer_stats unwind;
+	bool quiet;
+	int64_t realtime_offset_ns; /* test hook: shifts realtime anchors */
+	const char *cgroup_v2_path; /* cgroup mode: path relative to the v2 root */
+
+	struct perf_ring *rings;
+	int n_rings;
+	/* processes held at dlopen's return until the libraries it mapped are
+	 * handled here (lib_hold.h) */
+	struct lib_hold lib_hold;
+
+	pthread_mutex_t lock;
+	struct pending_pid *pending;
+	size_t n_pending, cap_pending;
+	struct pending_pid *forget;
+	size_t n_forget, cap_forget;
+
+	pthread_t thread;
+	atomic_int stop;
+	atomic_uint_fast64_t mmap_lost;    /* perf mmap records the kernel lost */
+	atomic_uint_fast64_t mappings;     /* mapping records written */
+	uint64_t last_tick_ns;
+	uint64_t last_meta_flush_ns;
+	/* proc_track_flush_sync: requests and the last one done */
+	atomic_uint flush_req, flush_done;
+};
+
+/* Opens the per-CPU mmap tracking events (before the target runs). */
+int proc_track_open(struct proc_track *t, struct bpf_probes *probes,
+		    struct dso_table *dsos, struct frec_writer *w, char *err, size_t len);
+int proc_track_start(struct proc_track *t);
+/* Describes a process that exists now: process record, threads, mappings
+ * from /proc/PID/maps.  Used for --pid/--cgroup targets at start. */
+void proc_track_add_existing(struct proc_track *t, uint32_t pid);
+/* Called by the drain thread for every process event. */
+void proc_track_notify(void *ctx, const struct fr_ev_common *ev);
+/* Joins, then writes the last symbols, clock anchor and stats record. */
+/* Has the tracking thread write what it has pending now — processes,
+ * mappings, the symbols of every stack seen so far, Python code objects,
+ * clock and counters — and seal its chunk; waits for that (at most
+ * timeout_ns).  Returns 0, or -1 on timeout.  A snapshot needs the metadata
+ * of every event it holds. */
+int proc_track_flush_sync(struct proc_track *t, uint64_t timeout_ns);
+void proc_track_stop(struct proc_track *t);
+void proc_track_close(struct proc_track *t);
+
+/* One clock anchor record now (also used at start and at the end). */
+void proc_track_write_clock(struct proc_track *t);
+
+#endif
