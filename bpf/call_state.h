@@ -24,7 +24,15 @@ struct call_state {
 	fr_u32 seq;      /* nccl: the call's number on its communicator (FR_EV_NCCL.seq) */
 };
 
-/* The function id in a cookie (func | flags << 16 | extra << 32). */
-#define CALL_COOKIE_FUNC(cookie_lo) ((fr_u16)((cookie_lo) & 0xffff))
+/* A uprobe's BPF cookie, written by the recorder (uprobe_family.c) from
+ * the family descriptor's symbol (fr_family.h) and read by the programs:
+ * the function id in bits 0-15, its flags in 16-31, a per-function extra
+ * value in 32-63.  The *_FUNC and *_FLAGS macros also take the cookie's
+ * low 32 bits (struct call_key.cookie_lo). */
+#define FR_COOKIE(func, flags, extra) \
+	((fr_u64)(func) | (fr_u64)(flags) << 16 | (fr_u64)(extra) << 32)
+#define CALL_COOKIE_FUNC(cookie) ((fr_u16)((cookie) & 0xffff))
+#define CALL_COOKIE_FLAGS(cookie) ((fr_u16)(((cookie) >> 16) & 0xffff))
+#define CALL_COOKIE_EXTRA(cookie) ((fr_u32)((fr_u64)(cookie) >> 32))
 
 #endif

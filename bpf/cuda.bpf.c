@@ -200,7 +200,7 @@ int BPF_KRETPROBE(fr_cuda_exit)
 	struct call_stack *cs = call_stack_get(&fr_cuda_thread);
 	struct call_state *st = cs ? call_pop(cs, k.cookie_lo) : NULL;
 	struct fr_ev_cuda e;
-	__u16 func = cookie & 0xffff;
+	__u16 func = CALL_COOKIE_FUNC(cookie);
 	__s32 result = (__s32)PT_REGS_RC(ctx);
 	bool stack;
 
@@ -217,7 +217,7 @@ int BPF_KRETPROBE(fr_cuda_exit)
 	fr_fill_common(&e.c, FR_EV_CUDA, sizeof(e), 0, id);
 	e.c.ts_ns = st->ts_ns;
 	e.func = func;
-	e.flags = ((cookie >> 16) & 0xffff) | (is_launch(func) && !stack ? FR_CUDAF_UNSAMPLED : 0);
+	e.flags = CALL_COOKIE_FLAGS(cookie) | (is_launch(func) && !stack ? FR_CUDAF_UNSAMPLED : 0);
 	e.stack_id = 0;
 	e.duration_ns = bpf_ktime_get_ns() - st->ts_ns;
 	e.result = result;
@@ -226,7 +226,7 @@ int BPF_KRETPROBE(fr_cuda_exit)
 	e.bytes = 0;
 	e.stream = 0;
 	e.kind = 0;
-	fill_args(&e, st, func, (__u32)(cookie >> 32));
+	fill_args(&e, st, func, CALL_COOKIE_EXTRA(cookie));
 	if (func == FR_CUDA_SET_DEVICE)
 		e.device = (__s32)st->arg[0];
 	else

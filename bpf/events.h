@@ -60,6 +60,11 @@ FR_STATIC_ASSERT(sizeof(struct fr_ev_common) == 24, "fr_ev_common");
 /* Stack ids: 0 means "no stack".  Ids index FR_REC_STACK records of the same
  * file; they are assigned by the recorder, never BPF stack-map ids. */
 #define FR_STACK_NONE 0u
+/* Bit 31 of a stack id: a raw user stack (FR_REC_USTACK, dwarf mode), the
+ * other bits its number; clear: an FR_REC_STACK of ips. */
+#define FR_STACK_RAW_BIT 0x80000000u
+#define FR_STACK_ID_RAW(n) (FR_STACK_RAW_BIT | (fr_u32)(n))
+#define FR_STACK_ID_IS_RAW(id) (((id) & FR_STACK_RAW_BIT) != 0)
 
 /* Maximum frames the BPF side captures per stack part. */
 #define FR_MAX_USER_FRAMES 127

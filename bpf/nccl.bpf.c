@@ -209,7 +209,7 @@ int BPF_KRETPROBE(fr_nccl_exit)
 	struct call_key k = call_key_of(ctx, id);
 	struct call_state *st = bpf_map_lookup_elem(&fr_nccl_calls, &k);
 	struct fr_ev_nccl e;
-	__u16 func = cookie & 0xffff;
+	__u16 func = CALL_COOKIE_FUNC(cookie);
 
 	if (!st) {
 		if (fr_is_traced(id >> 32))
@@ -220,7 +220,7 @@ int BPF_KRETPROBE(fr_nccl_exit)
 	fr_fill_common(&e.c, FR_EV_NCCL, sizeof(e), 0, id);
 	e.c.ts_ns = st->ts_ns;
 	e.func = func;
-	e.flags = (cookie >> 16) & 0xffff;
+	e.flags = CALL_COOKIE_FLAGS(cookie);
 	e.duration_ns = bpf_ktime_get_ns() - st->ts_ns;
 	e.result = (__s32)PT_REGS_RC(ctx);
 	e.peer = -1;

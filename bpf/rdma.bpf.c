@@ -206,7 +206,7 @@ int BPF_KRETPROBE(fr_rdma_exit)
 	struct call_key k = call_key_of(ctx, id);
 	struct call_state *st = bpf_map_lookup_elem(&fr_rdma_calls, &k);
 	struct fr_ev_rdma_ctrl ev, *e = &ev;
-	__u16 func = cookie & 0xffff;
+	__u16 func = CALL_COOKIE_FUNC(cookie);
 	__u64 rc = PT_REGS_RC(ctx);
 	__u64 ops_context = 0;
 
@@ -266,7 +266,8 @@ int BPF_KRETPROBE(fr_rdma_exit)
 		e->addr = a[1];
 		e->length = a[2];
 		/* ibv_reg_mr(pd, addr, len, access); _iova2 and dmabuf move access */
-		e->access = (__u32)((cookie >> 32) == 2 ? a[5] : (cookie >> 32) == 1 ? a[4] : a[3]);
+		e->access = (__u32)(CALL_COOKIE_EXTRA(cookie) == 2 ? a[5] :
+				    CALL_COOKIE_EXTRA(cookie) == 1 ? a[4] : a[3]);
 		if (rc) {
 			e->lkey = read_u32(rc + VERBS_MR_LKEY);
 			e->rkey = read_u32(rc + VERBS_MR_RKEY);
@@ -305,7 +306,7 @@ int BPF_KPROBE(fr_rdma_enter_release)
 	if (!fr_is_traced(id >> 32))
 		return 0;
 	k = call_key_of(ctx, id);
-	func = k.cookie_lo & 0xffff;
+	func = CALL_COOKIE_FUNC(k.cookie_lo);
 	save_args(ctx, &st);
 	if (func == FR_RDMA_DESTROY_QP)
 		st.extra[0] = read_u32(st.arg[0] + VERBS_QP_QP_NUM);
@@ -450,7 +451,7 @@ int BPF_KRETPROBE(fr_rdma_dp_exit)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct call_key k = call_key_of(ctx, id);
 	struct call_state *st = bpf_map_lookup_elem(&fr_rdma_calls, &k);
-	__u16 func = k.cookie_lo & 0xffff;
+	__u16 func = CALL_COOKIE_FUNC(k.cookie_lo);
 	int rc = (int)PT_REGS_RC(ctx);
 
 	if (!st)

@@ -10,9 +10,10 @@ const volatile __u64 fr_syscall_min_ns = 0;
 const volatile bool fr_syscall_stacks = true;
 /* --stack dwarf copies ~16 KiB per stack: at 100 k calls/s that is 1.6 GB/s.
  * There, a call takes a stack when it is long (the ones worth a stack:
- * blocking reads, fsync, checkpoint writes) or one in N otherwise. */
-const volatile __u64 fr_syscall_dwarf_min_ns = 1000000;
-const volatile __u32 fr_syscall_dwarf_every = 64;
+ * blocking reads, fsync, checkpoint writes) or one in N otherwise.  Fixed,
+ * not knobs: no option sets them. */
+#define FR_SYSCALL_DWARF_MIN_NS 1000000
+#define FR_SYSCALL_DWARF_EVERY 64
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -36,13 +37,13 @@ static __always_inline bool syscall_wants_stack(__u64 dur)
 {
 	if (!fr_syscall_stacks)
 		return false;
-	if (fr_stack_mode != FR_STACK_MODE_DWARF || dur >= fr_syscall_dwarf_min_ns)
+	if (fr_stack_mode != FR_STACK_MODE_DWARF || dur >= FR_SYSCALL_DWARF_MIN_NS)
 		return true;
 	__u32 zero = 0, *tick = bpf_map_lookup_elem(&fr_sys_tick, &zero);
 	if (!tick)
 		return false;
 	*tick += 1;
-	return fr_syscall_dwarf_every && (*tick % fr_syscall_dwarf_every) == 0;
+	return (*tick % FR_SYSCALL_DWARF_EVERY) == 0;
 }
 
 struct sys_entry {

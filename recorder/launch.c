@@ -8,15 +8,32 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+static void close_pair(int fds[2])
+{
+	close(fds[0]);
+	close(fds[1]);
+}
+
 int launch_prepare(struct launch *l, char **argv)
 {
-	int gate[2], err[2];
+	int gate[2], err[2], e;
 
-	if (pipe2(gate, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+	l->pid = -1;
+	l->gate_fd = l->err_fd = -1;
+	if (pipe2(gate, O_CLOEXEC))
 		return -errno;
+	if (pipe2(err, O_CLOEXEC)) {
+		e = errno;
+		close_pair(gate);
+		return -e;
+	}
 	l->pid = fork();
-	if (l->pid < 0)
-		return -errno;
+	if (l->pid < 0) {
+		e = errno;
+		close_pair(gate);
+		close_pair(err);
+		return -e;
+	}
 	if (l->pid == 0) {
 		char c;
 		close(gate[1]);
@@ -44,13 +61,13 @@ int launch_release(struct launch *l)
 	ssize_t n;
 
 	if (write(l->gate_fd, "x", 1) != 1)
-		return errno;
+		return -errno;
 	close(l->gate_fd);
 	l->gate_fd = -1;
 	n = read(l->err_fd, &e, sizeof(e));
 	close(l->err_fd);
 	l->err_fd = -1;
-	return n == (ssize_t)sizeof(e) ? e : 0;
+	return n == (ssize_t)sizeof(e) ? -e : 0;
 }
 
 void launch_abort(struct launch *l)

@@ -12,8 +12,10 @@ struct launch {
 	int err_fd;   /* read end: errno of a failed exec, or EOF on success */
 };
 
+/* Forks the held child; 0, or -errno with nothing left open. */
 int launch_prepare(struct launch *l, char **argv);
-/* Releases the child; returns 0 when exec succeeded, else the errno. */
+/* Releases the child; 0 when exec succeeded, else -errno (of the exec, or
+ * of the release itself). */
 int launch_release(struct launch *l);
 /* Kills a child that was never released. */
 void launch_abort(struct launch *l);

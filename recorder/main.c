@@ -1,6 +1,27 @@
-/* flightrec: the recorder.  Orders the pieces of a recording: checks, file,
- * probes, target, threads, then a clean stop that writes symbols, index and
- * end record.  The work itself lives in the modules named in each step. */
+/* flightrec: the recorder.  Orders the pieces of a recording; the work
+ * itself lives in the stage folders (README "Layout").  A recording's life,
+ * each edge the call that takes it there (cmd_record, then finish):
+ *
+ *   PARSED    --preflight------------------------> CHECKED   (root, BTF,
+ *                                                              targets, FILE)
+ *   CHECKED   --frec_writer_open / ring_mode_open-> WRITING   (FILE, or the
+ *                                                              ring in memory)
+ *   WRITING   --bpf_probes_load, proc_track_open--> LOADED    (nothing
+ *                                                              attached yet)
+ *   LOADED    --launch_prepare (held child),
+ *               bpf_probes_attach, lib_attach----> ATTACHED
+ *   ATTACHED  --drain_start, proc_track_start-----> RECORDING (the child
+ *                                                              released)
+ *   RECORDING --stop signal, --duration, the
+ *               command's or targets' end--------> STOPPING  (finish: drain
+ *                                                   emptied, symbols, index,
+ *                                                   end record)
+ *   any state --recording_free------------------> gone      (safe at any
+ *                                                              stage)
+ *
+ * A failure before RECORDING takes the `fail` path: the threads that run
+ * are stopped, a held child is killed, FILE is removed (ring mode never
+ * made one), and recording_free releases the rest. */
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -557,6 +578,25 @@ static void invoking_user(struct frec_writer_opts *wo)
 	wo->owner_gid = (unsigned)gid;
 }
 
+/* What a recording holds, released whatever stage it reached: r comes
+ * from calloc, and each part's free takes the zeroed state of a part never
+ * set up (no fd, no object, NULL tables). */
+static void recording_free(struct recording *r)
+{
+	if (r->stats_fd >= 0)
+		close(r->stats_fd);
+	bpf_probes_destroy(&r->probes);
+	stack_table_free(r->stacks);
+	sym_collector_destroy(&r->syms);
+	dso_table_destroy(&r->dsos);
+	if (r->python_on)
+		python_destroy(&r->python);
+	ring_mode_free(&r->ring_mode);
+	unwind_cache_close(r->unwind_cache);
+	ustack_sparse_free(r->sparse);
+	free(r);
+}
+
 static int cmd_record(int argc, char **argv)
 {
 	struct recording *r = calloc(1, sizeof(*r));
@@ -574,18 +614,47 @@ static int cmd_record(int argc, char **argv)
 	r->child.gate_fd = r->child.err_fd = -1;
 	int pr = record_opts_parse(argc, argv, &r->opts);
 	if (pr) {
-		free(r);
+		recording_free(r);
 		return pr > 0 ? 0 : 2;
 	}
 	struct record_opts *o = &r->opts;
+	const struct probes_config probes_cfg = {
+		.probes = o->probes,
+		.probes_given = o->probes_given,
+		.step_marker = o->step_marker,
+		.buffer_mib = o->buffer_mib,
+		.freq_hz = o->freq_hz,
+		.stack_dwarf = o->stack_dwarf,
+		.stack_kib = o->stack_kib,
+		.syscall_min_ns = o->syscall_min_ns,
+		.syscall_stacks = o->syscall_stacks,
+		.launch_stack_every = o->launch_stack_every,
+	};
+	const struct ring_mode_config ring_cfg = {
+		.ring_bytes = o->ring_bytes,
+		.triggers = o->triggers,
+		.trigger_delay_s = o->trigger_delay_s,
+		.hang_timeout_s = o->hang_timeout_s,
+		.output = o->output,
+		.max_snapshots = o->max_snapshots,
+		.max_snapshot_bytes = o->max_snapshot_bytes,
+		.snapshot_interval_s = o->snapshot_interval_s,
+		.on_snapshot = o->on_snapshot,
+		.quiet = o->quiet,
+	};
 	verbose_libbpf = o->verbose;
 	libbpf_set_print(libbpf_print);
-	int pf = preflight(o, &cgroup_id, &cgroup_rel, msg, sizeof(msg));
+	struct preflight_out pre;
+	struct frec_error ferr = {0};
+	int pf = preflight(o, &pre, &ferr);
 	if (pf) {
-		fprintf(stderr, "flightrec: %s\n", msg);
-		free(r);
-		return pf;
+		fprintf(stderr, "flightrec: %s\n", ferr.what);
+		recording_free(r);
+		/* a command that cannot run ends as a shell says it */
+		return pre.command_unrunnable ? (pf == -ENOENT ? 127 : 126) : 1;
 	}
+	cgroup_id = pre.cgroup_id;
+	cgroup_rel = pre.cgroup_rel;
 	setrlimit(RLIMIT_MEMLOCK, &(struct rlimit){RLIM_INFINITY, RLIM_INFINITY});
 
 	struct frec_writer_opts wo = {
@@ -604,19 +673,18 @@ static int cmd_record(int argc, char **argv)
 		.start_real_ns = (uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec +
 				 (uint64_t)(int64_t)(o->realtime_offset_s * 1e9),
 	};
-	struct frec_error ferr = {0};
 	r->file_start_ns = mono_ns(); /* about the file header's start anchor */
 	r->ring = o->ring_bytes != 0;
 	int wrc;
 	if (r->ring) {
-		wrc = ring_mode_open(&r->ring_mode, o, &wo, &r->writer, &ferr);
+		wrc = ring_mode_open(&r->ring_mode, &ring_cfg, &wo, &r->writer, &ferr);
 	} else {
 		wrc = frec_writer_open(o->output, &info, &wo, &r->writer, &ferr);
 	}
 	if (wrc) {
 		char buf[600];
 		fprintf(stderr, "flightrec: cannot write %s\n", frec_error_str(&ferr, buf, sizeof(buf)));
-		free(r);
+		recording_free(r);
 		return 1;
 	}
 	dso_table_init(&r->dsos);
@@ -624,8 +692,8 @@ static int cmd_record(int argc, char **argv)
 	r->stacks = stack_table_new();
 	if (!r->stacks)
 		goto fail;
-	if (bpf_probes_load(&r->probes, o, cgroup_id, msg, sizeof(msg)))
-		goto fail_msg;
+	if (bpf_probes_load(&r->probes, &probes_cfg, cgroup_id, &ferr))
+		goto fail_err;
 	if (proc_track_open(&r->track, &r->probes, &r->dsos, r->writer, msg, sizeof(msg)))
 		goto fail_msg;
 	r->track_open = true;
@@ -686,17 +754,18 @@ static int cmd_record(int argc, char **argv)
 			fprintf(stderr, "flightrec: --probe-cost: the kernel keeps no BPF run-time "
 				"statistics: %s\n", strerror(-r->stats_fd));
 	}
-	if (bpf_probes_attach(&r->probes, o, msg, sizeof(msg)))
-		goto fail_msg;
+	if (bpf_probes_attach(&r->probes, &probes_cfg, &ferr))
+		goto fail_err;
 	/* the tracking thread has not started: its builder is ours for now */
-	lib_attach_prepare(&r->libs, r->track.builder, o);
+	lib_attach_prepare(&r->libs, r->track.builder, o->libs, o->n_libs, o->command,
+			   o->command_argc);
 
 	proc_track_write_clock(&r->track);
 	for (int i = 0; i < o->n_pids; i++)
 		proc_track_add_existing(&r->track, o->pids[i]);
 	if (o->cgroup_path)
 		add_cgroup_members(r);
-	if (r->ring && ring_mode_watch(&r->ring_mode, o, &r->probes, &r->drain)) {
+	if (r->ring && ring_mode_watch(&r->ring_mode, &ring_cfg, &r->probes, &r->drain)) {
 		snprintf(msg, sizeof(msg), "out of memory");
 		goto fail_msg;
 	}
@@ -715,7 +784,7 @@ static int cmd_record(int argc, char **argv)
 	}
 	r->track_running = true;
 	if (r->ring)
-		ring_mode_start(&r->ring_mode, o, &wo, &r->drain, &r->track, &info, collect_stats, r,
+		ring_mode_start(&r->ring_mode, &ring_cfg, &wo, &r->drain, &r->track, &info, collect_stats, r,
 				r->file_start_ns);
 
 	struct sigaction sa = {.sa_handler = on_stop_signal};
@@ -735,10 +804,10 @@ static int cmd_record(int argc, char **argv)
 	if (o->command) {
 		int e = launch_release(&r->child);
 		if (e) {
-			fprintf(stderr, "flightrec: cannot run %s: %s\n", o->command[0], strerror(e));
+			fprintf(stderr, "flightrec: cannot run %s: %s\n", o->command[0], strerror(-e));
 			waitpid(r->child.pid, &status, 0);
 			child_done = true;
-			status = (e == ENOENT ? 127 : 126) << 8;
+			status = (e == -ENOENT ? 127 : 126) << 8;
 		}
 	}
 
@@ -787,22 +856,14 @@ static int cmd_record(int argc, char **argv)
 		else if (WIFSIGNALED(status))
 			ret = 128 + WTERMSIG(status);
 	}
-	if (r->stats_fd >= 0)
-		close(r->stats_fd);
-	bpf_probes_destroy(&r->probes);
-	stack_table_free(r->stacks);
-	sym_collector_destroy(&r->syms);
-	dso_table_destroy(&r->dsos);
-	if (r->python_on)
-		python_destroy(&r->python);
-	ring_mode_free(&r->ring_mode);
-	unwind_cache_close(r->unwind_cache);
-	ustack_sparse_free(r->sparse);
-	free(r);
+	recording_free(r);
 	return ret;
 
 fail_msg:
 	fprintf(stderr, "flightrec: %s\n", msg);
+	goto fail;
+fail_err:
+	fprintf(stderr, "flightrec: %s\n", ferr.what);
 fail:
 	if (r->drain_running)
 		drain_stop(&r->drain);
@@ -818,18 +879,7 @@ fail:
 		frec_writer_abandon(r->writer);
 	if (!r->ring) /* ring mode never made FILE: it may be anyone's */
 		unlink(o->output);
-	ring_mode_free(&r->ring_mode);
-	if (r->stats_fd >= 0)
-		close(r->stats_fd);
-	bpf_probes_destroy(&r->probes);
-	stack_table_free(r->stacks);
-	sym_collector_destroy(&r->syms);
-	dso_table_destroy(&r->dsos);
-	if (r->python_on)
-		python_destroy(&r->python);
-	unwind_cache_close(r->unwind_cache);
-	ustack_sparse_free(r->sparse);
-	free(r);
+	recording_free(r);
 	return 1;
 }
 

@@ -7,16 +7,12 @@
 #include <stdio.h>
 
 #include "fr_family.h"
+#include "attach/lib_opt.h"
 
 #define MAX_TARGET_PIDS 64
 
 #define MAX_LIBS 16
 
-/* --lib NAME=PATH */
-struct lib_opt {
-	unsigned probe; /* PROBE_BIT of one library family (fr_family.h) */
-	const char *path;
-};
 
 struct record_opts {
 	const char *output;

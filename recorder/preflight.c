@@ -109,9 +109,9 @@ static int command_error(const char *cmd)
 
 /* The recorder runs as root: it writes its trace only over nothing, a file
  * that is a trace already, or (--force) another regular file; never
- * through a symbolic link, never over a device or a directory.  0, or -1
- * with msg filled. */
-static int output_allowed(const struct record_opts *o, char *msg, size_t len)
+ * through a symbolic link, never over a device or a directory.  0, or
+ * -errno with fe filled. */
+static int output_allowed(const struct record_opts *o, struct frec_error *fe)
 {
 	struct stat st;
 	if (o->ring_bytes) {
@@ -122,26 +122,28 @@ static int output_allowed(const struct record_opts *o, char *msg, size_t len)
 			 slash ? o->output : ".");
 		errno = 0;
 		if (stat(dir, &st) || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK)) {
-			snprintf(msg, len, "cannot write snapshots into %s: %s", dir,
-				 errno ? strerror(errno) : "not a directory");
-			return -1;
+			int e = errno ? errno : ENOTDIR;
+			snprintf(fe->what, sizeof(fe->what), "cannot write snapshots into %.180s: %s",
+				 dir, strerror(e));
+			return -e;
 		}
 		return 0;
 	}
 	if (lstat(o->output, &st)) {
 		if (errno == ENOENT)
 			return 0;
-		snprintf(msg, len, "cannot use %s: %s", o->output, strerror(errno));
-		return -1;
+		int e = errno;
+		snprintf(fe->what, sizeof(fe->what), "cannot use %s: %s", o->output, strerror(e));
+		return -e;
 	}
 	if (S_ISLNK(st.st_mode)) {
-		snprintf(msg, len, "%s is a symbolic link; flightrec never writes through one "
+		snprintf(fe->what, sizeof(fe->what), "%s is a symbolic link; flightrec never writes through one "
 			 "(give the real path)", o->output);
-		return -1;
+		return -ELOOP;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		snprintf(msg, len, "%s exists and is not a regular file", o->output);
-		return -1;
+		snprintf(fe->what, sizeof(fe->what), "%s exists and is not a regular file", o->output);
+		return -EEXIST;
 	}
 	char magic[8] = {0};
 	int fd = open(o->output, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -150,41 +152,42 @@ static int output_allowed(const struct record_opts *o, char *msg, size_t len)
 		close(fd);
 	int is_trace = n == (ssize_t)sizeof(magic) && !memcmp(magic, FR_FILE_MAGIC, sizeof(magic));
 	if (st.st_size && !is_trace && !o->force) {
-		snprintf(msg, len, "%s exists and is not a flightrec trace; pass --force to "
+		snprintf(fe->what, sizeof(fe->what), "%s exists and is not a flightrec trace; pass --force to "
 			 "replace it", o->output);
-		return -1;
+		return -EEXIST;
 	}
 	return 0;
 }
 
-int preflight(const struct record_opts *o, uint64_t *cgroup_id,
-	      const char **cgroup_rel, char *msg, size_t len)
+int preflight(const struct record_opts *o, struct preflight_out *out, struct frec_error *fe)
 {
-	*cgroup_id = 0;
-	*cgroup_rel = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
 	if (!privileged()) {
-		snprintf(msg, len, "recording needs root (or CAP_BPF and CAP_PERFMON); "
+		snprintf(fe->what, sizeof(fe->what), "recording needs root (or CAP_BPF and CAP_PERFMON); "
 			 "run it with sudo");
-		return 1;
+		return -EPERM;
 	}
-	if (output_allowed(o, msg, len))
-		return 1;
+	if ((rc = output_allowed(o, fe)))
+		return rc;
 	if (o->command) {
 		int e = command_error(o->command[0]);
 		if (e) {
-			snprintf(msg, len, "cannot run %s: %s", o->command[0], strerror(e));
-			return e == ENOENT ? 127 : 126; /* as a shell says it */
+			snprintf(fe->what, sizeof(fe->what), "cannot run %s: %s", o->command[0], strerror(e));
+			out->command_unrunnable = true;
+			return -e;
 		}
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		snprintf(msg, len, "this kernel has no BTF (/sys/kernel/btf/vmlinux is "
+		snprintf(fe->what, sizeof(fe->what), "this kernel has no BTF (/sys/kernel/btf/vmlinux is "
 			 "missing); flightrec needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
-		return 1;
+		return -ENOTSUP;
 	}
 	for (int i = 0; i < o->n_pids; i++) {
 		if (kill((pid_t)o->pids[i], 0) && errno == ESRCH) {
-			snprintf(msg, len, "no process with pid %u", o->pids[i]);
-			return 1;
+			snprintf(fe->what, sizeof(fe->what), "no process with pid %u", o->pids[i]);
+			return -ESRCH;
 		}
 	}
 	if (o->cgroup_path) {
@@ -192,18 +195,19 @@ int preflight(const struct record_opts *o, uint64_t *cgroup_id,
 		struct stat st;
 		char real[PATH_MAX];
 		if (!realpath(o->cgroup_path, real) || stat(real, &st) || !S_ISDIR(st.st_mode)) {
-			snprintf(msg, len, "cannot use cgroup %s: %s", o->cgroup_path,
-				 strerror(errno ? errno : ENOTDIR));
-			return 1;
+			int e = errno ? errno : ENOTDIR;
+			snprintf(fe->what, sizeof(fe->what), "cannot use cgroup %s: %s", o->cgroup_path,
+				 strerror(e));
+			return -e;
 		}
 		if (statfs(real, &sfs) || sfs.f_type != CGROUP2_SUPER_MAGIC) {
-			snprintf(msg, len, "%s is not a cgroup v2 directory (flightrec filters "
+			snprintf(fe->what, sizeof(fe->what), "%s is not a cgroup v2 directory (flightrec filters "
 				 "by cgroup v2 id; look under the cgroup2 mount, e.g. "
 				 "/sys/fs/cgroup)", o->cgroup_path);
-			return 1;
+			return -ENOTDIR;
 		}
-		*cgroup_id = st.st_ino; /* a cgroup v2 id is its directory's inode */
-		*cgroup_rel = cgroup_relative(real);
+		out->cgroup_id = st.st_ino; /* a cgroup v2 id is its directory's inode */
+		out->cgroup_rel = cgroup_relative(real);
 	}
 	return 0;
 }

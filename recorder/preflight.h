@@ -3,16 +3,21 @@
 #ifndef FLIGHTREC_PREFLIGHT_H
 #define FLIGHTREC_PREFLIGHT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "frec_error.h"
 #include "options.h"
 
-/* Returns 0, or the exit status to end with and msg filled (1; 127 or 126
- * when the command cannot be run, as a shell would).  On success *cgroup_id holds the cgroup
- * v2 id for --cgroup (0 otherwise) and *cgroup_rel its path relative to the
- * cgroup v2 root (static storage). */
-int preflight(const struct record_opts *o, uint64_t *cgroup_id,
-	      const char **cgroup_rel, char *msg, size_t len);
+struct preflight_out {
+	uint64_t cgroup_id;         /* --cgroup's cgroup v2 id, 0 without it */
+	const char *cgroup_rel;     /* its path under the cgroup v2 root (static) */
+	bool command_unrunnable;    /* the failure is `-- COMMAND`'s: not found
+				       (-ENOENT) or not runnable (-EACCES) */
+};
+
+/* 0, or -errno with fe->what filled (one line). */
+int preflight(const struct record_opts *o, struct preflight_out *out, struct frec_error *fe);
 
 #endif

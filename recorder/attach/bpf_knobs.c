@@ -18,7 +18,7 @@ struct bpf_knob {
 /* The knob called name, valued for these options; -1 when there is no
  * knob of that name.  Sizes are those of the variables in the bpf/
  * programs and the headers they include. */
-static int knob_value(const char *name, const struct record_opts *o, uint64_t cgroup_id,
+static int knob_value(const char *name, const struct probes_config *o, uint64_t cgroup_id,
 		      struct bpf_knob *out)
 {
 	const struct bpf_knob knobs[] = {
@@ -56,28 +56,28 @@ static const struct btf_var_secinfo *find_var(const struct btf *btf, const struc
 }
 
 /* Writes knob name of family f into data, a copy of its .rodata whose BTF
- * is sec.  -1 with msg when the descriptor, the object and the table above
+ * is sec.  -EINVAL with fe filled when the descriptor, the object and the table above
  * disagree (a programming error). */
 static int put_knob(const struct fr_family *f, const char *name, const struct btf *btf,
 		    const struct btf_type *sec, uint8_t *data, size_t size,
-		    const struct record_opts *o, uint64_t cgroup_id, char *msg, size_t len)
+		    const struct probes_config *o, uint64_t cgroup_id, struct frec_error *fe)
 {
 	const struct btf_var_secinfo *var = find_var(btf, sec, name);
 	struct bpf_knob knob;
 
 	if (knob_value(name, o, cgroup_id, &knob)) {
-		snprintf(msg, len, "probe family '%s': no value for BPF knob %s "
+		snprintf(fe->what, sizeof(fe->what), "probe family '%s': no value for BPF knob %s "
 			 "(recorder/attach/bpf_knobs.c)", f->name, name);
-		return -1;
+		return -EINVAL;
 	}
 	if (!var) {
-		snprintf(msg, len, "probe family '%s': its BPF object has no knob %s", f->name, name);
-		return -1;
+		snprintf(fe->what, sizeof(fe->what), "probe family '%s': its BPF object has no knob %s", f->name, name);
+		return -EINVAL;
 	}
 	if (var->size != knob.size || (size_t)var->offset + var->size > size) {
-		snprintf(msg, len, "probe family '%s': BPF knob %s is %u bytes, the recorder "
+		snprintf(fe->what, sizeof(fe->what), "probe family '%s': BPF knob %s is %u bytes, the recorder "
 			 "writes %u", f->name, name, var->size, knob.size);
-		return -1;
+		return -EINVAL;
 	}
 	/* the value's low bytes, in this machine's order (the kernel's) */
 	uint8_t *at = data + var->offset;
@@ -90,14 +90,14 @@ static int put_knob(const struct fr_family *f, const char *name, const struct bt
 	case 4: memcpy(at, &u32, 4); return 0;
 	case 8: memcpy(at, &knob.value, 8); return 0;
 	}
-	snprintf(msg, len, "BPF knob %s: %u bytes is not an integer size", name, knob.size);
-	return -1;
+	snprintf(fe->what, sizeof(fe->what), "BPF knob %s: %u bytes is not an integer size", name, knob.size);
+	return -EINVAL;
 }
 
 /* The knobs live in the object's map named "<object>.rodata", edited as a
  * copy and written back whole before the object loads. */
 int bpf_knobs_set(struct bpf_object *obj, const struct fr_family *f,
-		  const struct record_opts *o, uint64_t cgroup_id, char *msg, size_t len)
+		  const struct probes_config *o, uint64_t cgroup_id, struct frec_error *fe)
 {
 	struct bpf_map *rodata = NULL, *map;
 	const struct btf_type *sec = NULL;
@@ -122,20 +122,20 @@ int bpf_knobs_set(struct bpf_object *obj, const struct fr_family *f,
 		sec = id > 0 ? btf__type_by_id(btf, id) : NULL;
 	}
 	if (!initial || !sec) {
-		snprintf(msg, len, "probe family '%s': its BPF object has no read-only data "
+		snprintf(fe->what, sizeof(fe->what), "probe family '%s': its BPF object has no read-only data "
 			 "for knob %s", f->name, f->knobs[0]);
-		return -1;
+		return -EINVAL;
 	}
 	if (!(data = malloc(size))) {
-		snprintf(msg, len, "probe family '%s': %s", f->name, strerror(ENOMEM));
-		return -1;
+		snprintf(fe->what, sizeof(fe->what), "probe family '%s': %s", f->name, strerror(ENOMEM));
+		return -ENOMEM;
 	}
 	memcpy(data, initial, size);
 	for (const char *const *k = f->knobs; *k && !ret; k++)
-		ret = put_knob(f, *k, btf, sec, data, size, o, cgroup_id, msg, len);
+		ret = put_knob(f, *k, btf, sec, data, size, o, cgroup_id, fe);
 	if (!ret && bpf_map__set_initial_value(rodata, data, size)) {
-		snprintf(msg, len, "probe family '%s': cannot set its BPF knobs", f->name);
-		ret = -1;
+		snprintf(fe->what, sizeof(fe->what), "probe family '%s': cannot set its BPF knobs", f->name);
+		ret = -EINVAL;
 	}
 	free(data);
 	return ret;

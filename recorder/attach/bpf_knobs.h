@@ -1,5 +1,5 @@
 /* The BPF programs' read-only knobs (`const volatile` variables, fixed
- * before loading), set from the options.  Each family's descriptor names
+ * before loading), set from the recording's probes_config.  Each family's descriptor names
  * the knobs its object reads (fr_family.h, `knobs`); they are found by name
  * in the object's .rodata BTF and checked for size.  The table at the top
  * of bpf_knobs.c is the one place that says what each knob is set to: a
@@ -12,16 +12,17 @@
 #include <stdint.h>
 
 #include "fr_family.h"
-#include "options.h"
+#include "frec_error.h"
+#include "attach/probes_config.h"
 
 struct bpf_object;
 
 /* Sets the knobs family f lists in obj, opened and not yet loaded
- * (cgroup_id != 0: filter by cgroup).  0, or -1 with one line in msg when
+ * (cgroup_id != 0: filter by cgroup).  0, or -EINVAL with one line in fe->what when
  * the descriptor, the object and the table disagree: a knob without a
  * value here, a knob the object lacks, a size that differs (programming
  * errors, whatever the options). */
 int bpf_knobs_set(struct bpf_object *obj, const struct fr_family *f,
-		  const struct record_opts *o, uint64_t cgroup_id, char *msg, size_t len);
+		  const struct probes_config *o, uint64_t cgroup_id, struct frec_error *fe);
 
 #endif

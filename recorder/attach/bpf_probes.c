@@ -30,42 +30,42 @@ static const char *const shared_maps[] = {
 
 enum stage { STAGE_OPEN, STAGE_LOAD, STAGE_ATTACH };
 
-/* Records why a family is missing; returns -1 (message in msg) when that
+/* Records why a family is missing; returns -errno (message in fe) when that
  * is fatal: for proc and the step marker always, for the others when the
  * user named them with --probes. */
 static int family_failed(struct bpf_probes *p, const struct fr_family *f,
-			 const struct record_opts *o, int err, enum stage stage, char *msg,
-			 size_t len)
+			 const struct probes_config *o, int err, enum stage stage, struct frec_error *fe)
 {
-	const char *why = strerror(-err > 0 ? -err : EINVAL);
+	const int fatal = err < 0 ? err : -EINVAL;
+	const char *why = strerror(-fatal);
 	const char *verb = stage == STAGE_ATTACH ? "attach" : "load";
 
 	if (f->id == FR_PROBE_PROC) {
 		if (stage == STAGE_OPEN)
-			snprintf(msg, len, "cannot open the BPF objects: %s", why);
+			snprintf(fe->what, sizeof(fe->what), "cannot open the BPF objects: %s", why);
 		else if (stage == STAGE_LOAD)
-			snprintf(msg, len, "cannot load the BPF process tracker: %s (run with -v "
+			snprintf(fe->what, sizeof(fe->what), "cannot load the BPF process tracker: %s (run with -v "
 				 "for the verifier log)", why);
 		else
-			snprintf(msg, len, "cannot attach the process tracker (sched "
+			snprintf(fe->what, sizeof(fe->what), "cannot attach the process tracker (sched "
 				 "tracepoints): %s", why);
-		return -1;
+		return fatal;
 	}
 	if (f->id == FR_PROBE_STEP) {
-		snprintf(msg, len, "cannot %s the step marker probe: %s", verb, why);
-		return -1;
+		snprintf(fe->what, sizeof(fe->what), "cannot %s the step marker probe: %s", verb, why);
+		return fatal;
 	}
 	snprintf(p->why_not[f->id], sizeof(p->why_not[0]), "%s failed: %s", verb, why);
 	if (o->probes_given || !f->selectable) {
-		snprintf(msg, len, "cannot %s probe family '%s': %s", verb, f->name, why);
-		return -1;
+		snprintf(fe->what, sizeof(fe->what), "cannot %s probe family '%s': %s", verb, f->name, why);
+		return fatal;
 	}
 	return 0;
 }
 
 /* Whether the options ask for family f: chosen with --probes (all by
  * default), or, for the families that exist when needed, needed. */
-static bool wanted(const struct fr_family *f, const struct record_opts *o)
+static bool wanted(const struct fr_family *f, const struct probes_config *o)
 {
 	if (f->selectable)
 		return o->probes & PROBE_BIT(f->id);
@@ -101,7 +101,7 @@ static void set_lib_hold_progs(struct bpf_object *obj, bool load)
 }
 
 /* The proc object creates the shared maps: their sizes are set here. */
-static int size_shared_maps(struct bpf_object *obj, const struct record_opts *o)
+static int size_shared_maps(struct bpf_object *obj, const struct probes_config *o)
 {
 	struct bpf_map *events = bpf_object__find_map_by_name(obj, "fr_events");
 	struct bpf_map *scratch = bpf_object__find_map_by_name(obj, "fr_ustack_scratch");
@@ -146,22 +146,22 @@ static void prepare_uprobes(struct bpf_object *obj)
 	}
 }
 
-/* The program called name in f's object; NULL with msg when missing. */
+/* The program called name in f's object; NULL with fe filled when missing. */
 static struct bpf_program *program(struct bpf_probes *p, const struct fr_family *f,
-				   const char *name, char *msg, size_t len)
+				   const char *name, struct frec_error *fe)
 {
 	struct bpf_program *prog = bpf_object__find_program_by_name(p->objs[f->id], name);
 	if (!prog)
-		snprintf(msg, len, "probe family '%s': its BPF object has no program %s", f->name,
+		snprintf(fe->what, sizeof(fe->what), "probe family '%s': its BPF object has no program %s", f->name,
 			 name);
 	return prog;
 }
 
 /* A loaded uprobe family: what it attaches (the descriptor's symbols, or
- * the one --step-marker names) and with which programs.  -1 with msg when
- * the object lacks a program the descriptor names. */
+ * the one --step-marker names) and with which programs.  -ENOENT with fe
+ * filled when the object lacks a program the descriptor names. */
 static int add_uprobes(struct bpf_probes *p, const struct fr_family *f,
-		       const struct record_opts *o, char *msg, size_t len)
+		       const struct probes_config *o, struct frec_error *fe)
 {
 	struct uprobe_family *u = &p->uprobes[f->id];
 
@@ -180,10 +180,10 @@ static int add_uprobes(struct bpf_probes *p, const struct fr_family *f,
 	assert(p->n_families < FR_PROBE_MAX);
 	p->families[p->n_families++] = u;
 	for (int i = 0; i < FR_FAMILY_MAX_ENTRY_PROGS && f->entry_progs[i]; i++)
-		if (!(u->entry_progs[i] = program(p, f, f->entry_progs[i], msg, len)))
-			return -1;
-	if (f->exit_prog && !(u->exit_prog = program(p, f, f->exit_prog, msg, len)))
-		return -1;
+		if (!(u->entry_progs[i] = program(p, f, f->entry_progs[i], fe)))
+			return -ENOENT;
+	if (f->exit_prog && !(u->exit_prog = program(p, f, f->exit_prog, fe)))
+		return -ENOENT;
 
 	if (f->id == FR_PROBE_RDMA) {
 		/* rdma only: the data path has no exported symbols; rdma_datapath.c
@@ -193,34 +193,35 @@ static int add_uprobes(struct bpf_probes *p, const struct fr_family *f,
 		uprobe_family_init(dp);
 		dp->family = f;
 		dp->multi = u->multi;
-		if (!(dp->entry_progs[0] = program(p, f, "fr_rdma_dp_enter", msg, len)) ||
-		    !(dp->exit_prog = program(p, f, "fr_rdma_dp_exit", msg, len)))
-			return -1;
+		if (!(dp->entry_progs[0] = program(p, f, "fr_rdma_dp_enter", fe)) ||
+		    !(dp->exit_prog = program(p, f, "fr_rdma_dp_exit", fe)))
+			return -ENOENT;
 	}
 	return 0;
 }
 
 /* Opens, configures and loads family f.  0 when loaded, or skipped with
- * its reason; -1 with msg when that is fatal. */
+ * its reason; -errno with fe filled when that is fatal. */
 static int load_family(struct bpf_probes *p, const struct fr_family *f,
-		       const struct record_opts *o, uint64_t cgroup_id, char *msg, size_t len)
+		       const struct probes_config *o, uint64_t cgroup_id, struct frec_error *fe)
 {
 	enum stage stage = STAGE_OPEN;
 	size_t size = 0;
 	const void *elf = bpf_object_elf(f->id, &size);
 	if (!elf) {
-		snprintf(msg, len, "probe family '%s': no BPF object in this build "
+		snprintf(fe->what, sizeof(fe->what), "probe family '%s': no BPF object in this build "
 			 "(recorder/attach/bpf_objects.c)", f->name);
-		return -1;
+		return -ENOENT;
 	}
 	struct bpf_object *obj = open_object(f, elf, size);
 	int err = obj ? 0 : -errno;
 
 	if (!err) {
 		stage = STAGE_LOAD;
-		if (bpf_knobs_set(obj, f, o, cgroup_id, msg, len)) {
+		int rc = bpf_knobs_set(obj, f, o, cgroup_id, fe);
+		if (rc) {
 			bpf_object__close(obj);
-			return -1;
+			return rc;
 		}
 		if (f->id == FR_PROBE_PROC) {
 			set_lib_hold_progs(obj, p->lib_hold_loaded);
@@ -234,19 +235,19 @@ static int load_family(struct bpf_probes *p, const struct fr_family *f,
 		err = bpf_object__load(obj);
 	if (err) {
 		bpf_object__close(obj);
-		return family_failed(p, f, o, err, stage, msg, len);
+		return family_failed(p, f, o, err, stage, fe);
 	}
 	p->objs[f->id] = obj;
 	p->loaded |= PROBE_BIT(f->id);
 	if (f->attach == FR_ATTACH_LIBRARY || f->attach == FR_ATTACH_SYMBOL)
-		return add_uprobes(p, f, o, msg, len);
-	if (f->attach == FR_ATTACH_PERF && !program(p, f, f->entry_progs[0], msg, len))
-		return -1;
+		return add_uprobes(p, f, o, fe);
+	if (f->attach == FR_ATTACH_PERF && !program(p, f, f->entry_progs[0], fe))
+		return -ENOENT;
 	return 0;
 }
 
-int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
-		    uint64_t cgroup_id, char *msg, size_t len)
+int bpf_probes_load(struct bpf_probes *p, const struct probes_config *o,
+		    uint64_t cgroup_id, struct frec_error *fe)
 {
 	const struct fr_family *proc = fr_family_by_id(FR_PROBE_PROC);
 	size_t n;
@@ -256,16 +257,17 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 	p->events_fd = p->pids_fd = p->drops_fd = p->py_procs_fd = -1;
 	/* proc first: its object creates the maps the others reuse */
 	p->lib_hold_loaded = o->probes & (PROBE_BIT(FR_PROBE_CUDA) | PROBE_BIT(FR_PROBE_NCCL));
-	if (load_family(p, proc, o, cgroup_id, msg, len)) {
+	int rc = load_family(p, proc, o, cgroup_id, fe);
+	if (rc) {
 		if (!p->lib_hold_loaded)
-			return -1;
+			return rc;
 		/* a kernel that refuses the hold's programs (no BTF for
 		 * security_mmap_file ...) still records, without the hold */
 		snprintf(p->lib_hold_why, sizeof(p->lib_hold_why), "cannot load the dlopen "
-			 "hold's programs (%s)", msg);
+			 "hold's programs (%.200s)", fe->what);
 		p->lib_hold_loaded = false;
-		if (load_family(p, proc, o, cgroup_id, msg, len))
-			return -1;
+		if ((rc = load_family(p, proc, o, cgroup_id, fe)))
+			return rc;
 	}
 	struct bpf_object *obj = p->objs[FR_PROBE_PROC];
 	p->events_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "fr_events"));
@@ -274,8 +276,8 @@ int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
 	p->py_procs_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "fr_py_procs"));
 	for (size_t i = 0; i < n; i++)
 		if (fams[i] != proc && wanted(fams[i], o) &&
-		    load_family(p, fams[i], o, cgroup_id, msg, len))
-			return -1;
+		    (rc = load_family(p, fams[i], o, cgroup_id, fe)))
+			return rc;
 	return 0;
 }
 
@@ -332,7 +334,7 @@ static int open_cpu_clock(unsigned freq_hz, int cpu)
 /* FR_ATTACH_PERF: the family's program on a CPU-clock perf event at --freq
  * on every CPU that is online. */
 static int attach_perf(struct bpf_probes *p, const struct fr_family *f,
-		       const struct record_opts *o)
+		       const struct probes_config *o)
 {
 	/* found when loaded (load_family) */
 	struct bpf_program *prog = bpf_object__find_program_by_name(p->objs[f->id],
@@ -363,8 +365,8 @@ static int attach_perf(struct bpf_probes *p, const struct fr_family *f,
 	return p->n_links[f->id] ? 0 : (last_err ? last_err : -ENODEV);
 }
 
-int bpf_probes_attach(struct bpf_probes *p, const struct record_opts *o,
-		      char *msg, size_t len)
+int bpf_probes_attach(struct bpf_probes *p, const struct probes_config *o,
+		      struct frec_error *fe)
 {
 	size_t n;
 	const struct fr_family *const *fams = fr_families(&n);
@@ -387,8 +389,8 @@ int bpf_probes_attach(struct bpf_probes *p, const struct record_opts *o,
 		}
 		if (!err)
 			p->attached |= PROBE_BIT(f->id);
-		else if (family_failed(p, f, o, err, STAGE_ATTACH, msg, len))
-			return -1;
+		else if ((err = family_failed(p, f, o, err, STAGE_ATTACH, fe)))
+			return err;
 	}
 	return 0;
 }

@@ -1,8 +1,8 @@
 /* Loading and attaching the BPF probe families, one generic loader over the
  * family descriptors (fr_family.h): each family's object is opened from the
- * ELF its skeleton embeds (bpf_objects.c), its knobs set from the options
- * (bpf_knobs.c), then loaded and attached the way its descriptor says.
- * The proc family is always loaded and owns the shared maps (ring buffer,
+ * ELF its skeleton embeds (bpf_objects.c), its knobs set from the
+ * recording's probes_config (bpf_knobs.c), then loaded and attached the
+ * way its descriptor says.  The proc family is always loaded and owns the shared maps (ring buffer,
  * pid set, drop counters, stack scratch, Python state); the others reuse
  * them.  Every attachment is an fd-based link owned by this process, so the
  * kernel removes all of them whenever the recorder exits, crash or SIGKILL
@@ -16,7 +16,8 @@
 
 #include "events.h"
 #include "fr_family.h"
-#include "options.h"
+#include "frec_error.h"
+#include "attach/probes_config.h"
 #include "attach/uprobe_family.h"
 
 struct bpf_object;
@@ -55,12 +56,13 @@ struct bpf_probes {
 
 /* Opens and loads every requested family.  Families that fail are skipped
  * with a reason when the user did not name them; when named, or for the
- * proc family and the step marker, failure is an error (message in err).
+ * proc family and the step marker, failure is an error: -errno, fe->what
+ * filled.
  * filter_cgroup_id != 0 selects cgroup filtering. */
-int bpf_probes_load(struct bpf_probes *p, const struct record_opts *o,
-		    uint64_t filter_cgroup_id, char *err, size_t errlen);
-int bpf_probes_attach(struct bpf_probes *p, const struct record_opts *o,
-		      char *err, size_t errlen);
+int bpf_probes_load(struct bpf_probes *p, const struct probes_config *o,
+		    uint64_t filter_cgroup_id, struct frec_error *fe);
+int bpf_probes_attach(struct bpf_probes *p, const struct probes_config *o,
+		      struct frec_error *fe);
 /* Removes every attachment, the process tracker's last; the rdma data path
  * stays until bpf_probes_destroy. */
 void bpf_probes_detach(struct bpf_probes *p);

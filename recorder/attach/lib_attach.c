@@ -134,20 +134,21 @@ static void prepare_one(const char *path, void *ctx)
 }
 
 void lib_attach_prepare(struct lib_attach *la, struct frec_builder *b,
-			const struct record_opts *o)
+			const struct lib_opt *libs, int n_libs, char *const *command,
+			int command_argc)
 {
 	struct prepare_ctx ctx = {la, b};
 
-	for (int i = 0; i < o->n_libs; i++)
-		lib_attach_try(la, b, &(struct mapped_file){.path = o->libs[i].path}, 0,
-			       o->libs[i].probe);
-	if (!o->command || !la->probes->n_families)
+	for (int i = 0; i < n_libs; i++)
+		lib_attach_try(la, b, &(struct mapped_file){.path = libs[i].path}, 0,
+			       libs[i].probe);
+	if (!command || !la->probes->n_families)
 		return;
-	needed_libs_walk(o->command[0], prepare_one, &ctx);
+	needed_libs_walk(command[0], prepare_one, &ctx);
 	/* a launcher's workers: `launch -- ./worker` or `mpirun ./worker`
 	 * (paths among the arguments that are programs); Python workers load
 	 * their libraries later with dlopen, found from the mappings */
-	for (int i = 1; i < o->command_argc; i++)
-		if (strchr(o->command[i], '/') && access(o->command[i], X_OK) == 0)
-			needed_libs_walk(o->command[i], prepare_one, &ctx);
+	for (int i = 1; i < command_argc; i++)
+		if (strchr(command[i], '/') && access(command[i], X_OK) == 0)
+			needed_libs_walk(command[i], prepare_one, &ctx);
 }

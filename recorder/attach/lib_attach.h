@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "attach/bpf_probes.h"
+#include "attach/lib_opt.h"
 #include "symbols/dso_table.h"
 #include "frec_writer.h"
 
@@ -35,8 +36,11 @@ void lib_attach_init(struct lib_attach *la, struct bpf_probes *probes, bool quie
 void lib_attach_try(struct lib_attach *la, struct frec_builder *b,
 		    const struct mapped_file *m, uint64_t mapped_ns, unsigned only_bit);
 
-/* Before `-- COMMAND` runs: the closure of its libraries, and --lib files. */
+/* Before `-- COMMAND` runs: the --lib files, and the closure of the
+ * libraries of command[0] and of the programs among its arguments
+ * (command NULL: no command). */
 void lib_attach_prepare(struct lib_attach *la, struct frec_builder *b,
-			const struct record_opts *o);
+			const struct lib_opt *libs, int n_libs, char *const *command,
+			int command_argc);
 
 #endif

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "call_state.h"
 #include "inspect/elf_info.h"
 
 /* The kernel attaches uprobes by path, not by fd.  /proc/self/fd/N names
@@ -134,7 +135,7 @@ static bool seen_file(struct uprobe_family *f, uint64_t dev, uint64_t ino, uint6
 /* The BPF cookie of a symbol's probes (fr_family.h). */
 static uint64_t symbol_cookie(const struct fr_family_symbol *s)
 {
-	return (uint64_t)s->func | (uint64_t)s->flags << 16 | (uint64_t)s->extra << 32;
+	return FR_COOKIE(s->func, s->flags, s->extra);
 }
 
 static struct bpf_link *attach_one(struct bpf_program *prog, const char *path,

@@ -234,7 +234,7 @@ const struct fr_ev_common *ring_sink_record(struct ring_sink *s, const void *dat
 			return NULL;
 		}
 		/* ids with the top bit set: raw stacks never collide with fp stack ids */
-		stack_id = 0x80000000u | (s->ustacks + 1);
+		stack_id = FR_STACK_ID_RAW(s->ustacks + 1);
 		if (write_ustack(s, t, &h, stack_id)) {
 			count_loss(s, probe, FR_DROP_NO_MEMORY);
 			return NULL;

@@ -82,7 +82,7 @@ static void apply(struct live_allocs *l, const uint8_t *rec, uint32_t size,
 	if (ustack) {
 		struct fr_rec_ustack u;
 		memcpy(&u, ustack, sizeof(u));
-		if (!(ev.stack_id & 0x80000000u) || u.stack_id != ev.stack_id)
+		if (!FR_STACK_ID_IS_RAW(ev.stack_id) || u.stack_id != ev.stack_id)
 			ustack = NULL;
 	}
 	uint32_t extra = ustack ? ustack_len : 0;

@@ -11,7 +11,7 @@
 
 extern char **environ;
 
-int ring_mode_open(struct ring_mode *m, const struct record_opts *o,
+int ring_mode_open(struct ring_mode *m, const struct ring_mode_config *o,
 		   const struct frec_writer_opts *wo, struct frec_writer **out,
 		   struct frec_error *err)
 {
@@ -29,7 +29,7 @@ int ring_mode_open(struct ring_mode *m, const struct record_opts *o,
 	return 0;
 }
 
-int ring_mode_watch(struct ring_mode *m, const struct record_opts *o, struct bpf_probes *probes,
+int ring_mode_watch(struct ring_mode *m, const struct ring_mode_config *o, struct bpf_probes *probes,
 		    struct drain *drain)
 {
 	/* the poll is set up whatever is armed: every snapshot carries the
@@ -42,7 +42,7 @@ int ring_mode_watch(struct ring_mode *m, const struct record_opts *o, struct bpf
 	return 0;
 }
 
-void ring_mode_start(struct ring_mode *m, const struct record_opts *o,
+void ring_mode_start(struct ring_mode *m, const struct ring_mode_config *o,
 		     const struct frec_writer_opts *wo, struct drain *drain,
 		     struct proc_track *track, const struct frec_file_info *info,
 		     track_stats_fn stats_fn, void *stats_ctx, uint64_t file_start_ns)

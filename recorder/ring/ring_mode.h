@@ -14,12 +14,26 @@
 #include "frec_writer.h"
 #include "ring/hang_poll.h"
 #include "ring/live_allocs.h"
-#include "options.h"
 #include "track/proc_track.h"
 #include "ring/snapshot.h"
 #include "ring/triggers.h"
 
 struct bpf_probes;
+
+/* What flight-recorder mode needs of the command line (main.c fills it
+ * from struct record_opts, whose field names these are). */
+struct ring_mode_config {
+	uint64_t ring_bytes;         /* compressed events kept in memory */
+	unsigned triggers;           /* TRIGGER_BIT()s of --trigger */
+	double trigger_delay_s;      /* aftermath in an OOM snapshot */
+	double hang_timeout_s;
+	const char *output;          /* FILE: snapshots are FILE-1, FILE-2, ... */
+	unsigned max_snapshots;
+	uint64_t max_snapshot_bytes;
+	double snapshot_interval_s;
+	const char *on_snapshot;     /* --on-snapshot CMD */
+	bool quiet;
+};
 
 struct ring_mode {
 	struct live_allocs live;
@@ -34,15 +48,15 @@ struct ring_mode {
 };
 
 /* The ring writer in place of a file; 0, or -1 with err filled. */
-int ring_mode_open(struct ring_mode *m, const struct record_opts *o,
+int ring_mode_open(struct ring_mode *m, const struct ring_mode_config *o,
 		   const struct frec_writer_opts *wo, struct frec_writer **out,
 		   struct frec_error *err);
 /* Before drain_start: the drain's events go to the triggers.  0, or -1 out
  * of memory. */
-int ring_mode_watch(struct ring_mode *m, const struct record_opts *o, struct bpf_probes *probes,
+int ring_mode_watch(struct ring_mode *m, const struct ring_mode_config *o, struct bpf_probes *probes,
 		    struct drain *drain);
 /* Once the threads run: what a snapshot needs of the recording. */
-void ring_mode_start(struct ring_mode *m, const struct record_opts *o,
+void ring_mode_start(struct ring_mode *m, const struct ring_mode_config *o,
 		     const struct frec_writer_opts *wo, struct drain *drain,
 		     struct proc_track *track, const struct frec_file_info *info,
 		     track_stats_fn stats_fn, void *stats_ctx, uint64_t file_start_ns);
