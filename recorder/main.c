@@ -38,6 +38,7 @@
 
 #include "attach/bpf_probes.h"
 #include "clock.h"
+#include "flightrec_version.h"
 #include "drain/drain.h"
 #include "symbols/dso_table.h"
 #include "inspect/elf_info.h"
@@ -57,9 +58,6 @@
 #include "symbols/sym_collector.h"
 #include "drain/syscall_drops.h"
 
-#ifndef FLIGHTREC_VERSION
-#define FLIGHTREC_VERSION "0.1.0"
-#endif
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t usr2_count; /* SIGUSR2: a snapshot, or seal and flush */

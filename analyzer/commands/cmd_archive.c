@@ -7,6 +7,7 @@
  * complete.  Not for reading archives: every command reads them through
  * the decoder (decode/ts_archive.c). */
 #include "bundle_write.h"
+#include "flightrec_version.h"
 #include "cli.h"
 #include "commands.h"
 #include "manifest.h"
@@ -22,9 +23,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef FLIGHTREC_VERSION
-#define FLIGHTREC_VERSION "0.1.0"
-#endif
 
 static const char archive_help[] =
 	"usage: " CLI_PROG " archive FILE... -o OUT.tar.zst [--redact] [--redact-all] [--force]\n"

@@ -1,6 +1,8 @@
 /* flightrec-analyze: dispatches a subcommand to its cmd_*.c.  Nothing else
  * lives here: commands are in the library so tests can run them. */
 #include "cli.h"
+#include "flightrec_version.h"
+#include "frec_format.h"
 #include "commands.h"
 
 #include <stdio.h>
@@ -113,7 +115,8 @@ int main(int argc, char **argv)
 		return CLI_OK;
 	}
 	if (strcmp(name, "--version") == 0) {
-		printf(CLI_PROG " 0.1.0 (trace format v1)\n");
+		printf(CLI_PROG " %s (trace format %d.%d)\n", FLIGHTREC_VERSION, FR_VERSION_MAJOR,
+		       FR_VERSION_MINOR);
 		return CLI_OK;
 	}
 	if (strcmp(name, "help") == 0) {

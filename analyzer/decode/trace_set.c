@@ -1,12 +1,12 @@
 /* The trace set: its files, the metadata each holds, the models it feeds,
  * and the lookups later stages use (see trace_set.h).  The passes are in
- * trace_run.c, the record decoders in ts_meta.c and ts_ustack.c.  Not for
- * symbolization or analysis. */
+ * trace_run.c, the record decoders in ts_meta.c and stacks/ustack_intern.c.
+ * Not for symbolization or analysis. */
 #include "trace_set_impl.h"
 #include "fr_family.h"
 #include "ts_archive.h"
 #include "strpool.h"
-#include "pyframes.h"
+#include "py_codes.h"
 #include "unwind.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* The decode stage's own view of a trace set, shared by its parts and
  * nothing else: trace_set.c (the set, its files and lookups), ts_meta.c
- * (metadata records), ts_ustack.c (dwarf-mode stacks into canonical ones)
+ * (metadata records), stacks/ustack_intern.c (dwarf-mode stacks into canonical ones)
  * and trace_run.c (the two passes and the models).  Everything else goes
  * through trace_set.h. */
 #ifndef FLIGHTREC_TRACE_SET_IMPL_H
@@ -88,7 +88,7 @@ int ts_idmap_put(struct ts_idmap *m, uint32_t key, uint32_t value);
 int ts_decode_meta(const struct ts_where *w, uint16_t type, const uint8_t *p, uint32_t size,
 		   struct frec_error *err);
 
-/* ts_ustack.c: one FR_REC_USTACK, unwound, named, merged and interned into
+/* stacks/ustack_intern.c: one FR_REC_USTACK, unwound, named, merged and interned into
  * a canonical stack of its file.  0, or -1 when memory runs out. */
 int ts_decode_ustack(struct trace_set *ts, uint32_t file_index, const struct ts_where *w,
 		     const uint8_t *p, uint32_t size, struct frec_error *err);

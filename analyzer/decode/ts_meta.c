@@ -4,7 +4,7 @@
  * each checked against its record's size (see trace_set_impl.h).  Not for
  * events or dwarf-mode stacks. */
 #include "trace_set_impl.h"
-#include "pyframes.h"
+#include "py_codes.h"
 #include "unwind.h"
 #include "grow.h"
 

@@ -9,9 +9,14 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "model_mem.h" /* struct mem_point */
 
 #define MEM_CURVE_BUCKETS 1024
+
+/* One point of a curve, as the memory model's results give it. */
+struct mem_point {
+	uint64_t t_ns;  /* from the start of the recording (file's start_mono_ns) */
+	uint64_t bytes; /* in use after the change at t_ns */
+};
 
 struct mem_curve_bucket {
 	uint64_t tmin, vmin, tmax, vmax;

@@ -14,6 +14,7 @@
 #include "model.h"
 #include "cuda_funcs.h"
 #include "flame_tree.h"
+#include "mem_curve.h" /* struct mem_point */
 
 extern const struct model_ops model_mem_ops;
 
@@ -25,11 +26,6 @@ enum mem_space { MEM_SPACE_DEVICE = 0, MEM_SPACE_PINNED_HOST = 1 };
  * run: the instant for --at SECONDS (seconds from the file's start_mono_ns). */
 struct trace_set;
 int model_mem_set_at(void *state, struct trace_set *ts, uint64_t at_ns_from_start);
-
-struct mem_point {
-	uint64_t t_ns;  /* from the start of the recording (file's start_mono_ns) */
-	uint64_t bytes; /* in use after the change at t_ns */
-};
 
 #define MEM_TOP 5
 

@@ -2,7 +2,9 @@
  * the trace's unwind images, named, merged with its Python frames and
  * interned into a canonical stack of its file (content-addressed), so the
  * models' tables grow with distinct stacks, not with records.  Not for
- * frame-pointer stacks (ts_meta.c). */
+ * frame-pointer stacks (ts_meta.c).  In the stacks stage, not decode/: it
+ * unwinds, names and merges (unwind/, symbolize.c, stack_merge.c); the
+ * events pass calls it through trace_set_impl.h (ts_decode_ustack). */
 #include "trace_set_impl.h"
 #include "grow.h"
 #include "stack_merge.h"
