@@ -167,6 +167,57 @@ static __always_inline __u32 fr_fill_fp(void *ctx, struct fr_fp_scratch *s, int 
 	return 8 + 8 * (nk + nu);
 }
 
+#ifdef FR_USTACK_DYNPTR
+#define FR_DYNPTR_FALLBACK 1
+
+/* --stack dwarf with the kernel's dynptr read: rec (the event's size bytes,
+ * in slot s), the trailer's head (registers, kernel ips, Python frames)
+ * and the stack bytes go into one ring reservation, the stack bytes read
+ * from the user's pages straight into it (one copy, not two).  0 sent, -1
+ * lost to a full ring (counted), FR_DYNPTR_FALLBACK when the stack's
+ * mapping or the read failed: the caller copies through the slot, as
+ * without this variant. */
+static __always_inline int fr_emit_ustack_dynptr(void *ctx, struct fr_ustack_scratch *s,
+						 __u8 *rec, __u32 size, __u32 probe, bool kernel)
+{
+	struct bpf_dynptr dp;
+	__u32 nk = 0;
+
+	if (kernel) {
+		long n = bpf_get_stack(ctx, s->tail, 8 * FR_MAX_KERNEL_FRAMES, 0);
+		nk = n > 0 ? (__u64)n >> 3 : 0;
+		if (nk > FR_MAX_KERNEL_FRAMES)
+			nk = FR_MAX_KERNEL_FRAMES;
+	}
+	__u32 at = (__u32)fr_ustack_head(s, bpf_get_current_pid_tgid(), nk);
+	if (at > FR_USTACK_STACK_AT_MAX)
+		return FR_DYNPTR_FALLBACK;
+	__u32 stack = (__u32)fr_ustack_want(s);
+	if (!stack || stack > FR_USTACK_MAX)
+		return FR_DYNPTR_FALLBACK;
+	/* the head, as it goes out: event, then trailer header and tail[0, at) */
+	__u32 head = size + (__u32)sizeof(struct fr_ring_ustack) + at;
+	struct fr_ev_common *c = (void *)rec;
+	c->h.flags = FR_RECF_USTACK;
+	c->h.size = head + stack;
+	s->hdr.stack_len = stack;
+	s->hdr.h.size = (__u32)sizeof(struct fr_ring_ustack) + at + stack;
+	if (bpf_ringbuf_reserve_dynptr(&fr_events, head + stack, 0, &dp)) {
+		bpf_ringbuf_discard_dynptr(&dp, BPF_RB_NO_WAKEUP);
+		fr_count_drop(probe, FR_DROP_RING_FULL);
+		return -1;
+	}
+	if (head > FR_RING_EV_MAX + sizeof(struct fr_ring_ustack) + FR_USTACK_STACK_AT_MAX ||
+	    bpf_probe_read_user_dynptr(&dp, head, stack, (void *)s->hdr.regs[7]) ||
+	    bpf_dynptr_write(&dp, 0, rec, head, 0)) {
+		bpf_ringbuf_discard_dynptr(&dp, BPF_RB_NO_WAKEUP);
+		return FR_DYNPTR_FALLBACK;
+	}
+	bpf_ringbuf_submit_dynptr(&dp, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+#endif
+
 /* Sends one event as one ring record: ev, built by the caller (size bytes,
  * a constant, common part filled), followed by its stack in the mode of
  * --stack when want says so.  Every loss is counted with its reason: the
@@ -191,6 +242,14 @@ static __always_inline int fr_emit(void *ctx, void *ev, __u32 size, __u32 probe,
 			if (s) {
 				rec = &s->ev[FR_RING_EV_MAX - size];
 				__builtin_memcpy(rec, ev, size);
+#ifdef FR_USTACK_DYNPTR
+				int sent = fr_emit_ustack_dynptr(ctx, s, rec, size, probe,
+								 want == FR_STACK_KERNEL);
+				if (sent != FR_DYNPTR_FALLBACK) {
+					fr_scratch_release(slot);
+					return sent;
+				}
+#endif
 				len = fr_fill_ustack(ctx, s, bpf_get_current_pid_tgid(),
 						     want == FR_STACK_KERNEL);
 				c = (void *)rec;

@@ -367,12 +367,13 @@ static __always_inline void copy_stack(struct stack_copy *c)
 	bpf_loop(FR_USTACK_MAX / 4096 + 1, copy_step, c, 0);
 }
 
-/* Fills the fr_ring_ustack trailer of slot s for the current thread, its
- * n_kernel kernel ips already in s->tail, and returns its size.  A global
- * function: the verifier checks it once per program instead of once for
- * every path of the program that reaches it. */
-__attribute__((noinline)) int fr_fill_ustack_user(struct fr_ustack_scratch *s, __u64 pid_tgid,
-						  __u32 n_kernel)
+/* Fills the head of slot s's fr_ring_ustack trailer for the current
+ * thread (registers, Python frames after the n_kernel kernel ips already in
+ * s->tail; stack_len 0) and returns where the stack bytes go in s->tail.
+ * Inlined into the global functions below: one more call level would pass
+ * the verifier's 512-byte bound on the stack of a call chain. */
+static __always_inline int ustack_head(struct fr_ustack_scratch *s, __u64 pid_tgid,
+				       __u32 n_kernel)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	/* the user registers, read straight from the task (a BTF pointer):
@@ -390,6 +391,7 @@ __attribute__((noinline)) int fr_fill_ustack_user(struct fr_ustack_scratch *s, _
 	s->hdr.py_version = 0;
 	s->hdr.n_py = 0;
 	s->hdr.n_kernel = n_kernel;
+	s->hdr.stack_len = 0;
 	s->hdr.regs[0] = regs->ax;
 	s->hdr.regs[1] = regs->dx;
 	s->hdr.regs[2] = regs->cx;
@@ -410,6 +412,25 @@ __attribute__((noinline)) int fr_fill_ustack_user(struct fr_ustack_scratch *s, _
 	__u32 at = 8 * (n_kernel & (FR_MAX_KERNEL_FRAMES * 2 - 1));
 	py_walk(s, pid_tgid >> 32, (__u32)pid_tgid, at);
 	at += 16 * s->hdr.n_py;
+	if (at > FR_USTACK_STACK_AT_MAX)
+		at = FR_USTACK_STACK_AT_MAX;
+	s->hdr.h.size = (__u32)sizeof(struct fr_ring_ustack) + at;
+	return at;
+}
+
+/* Fills the fr_ring_ustack trailer of slot s for the current thread, its
+ * n_kernel kernel ips already in s->tail, the stack bytes copied into the
+ * slot, and returns its size.  A global function: the verifier checks it
+ * once per program instead of once for every path of the program that
+ * reaches it. */
+__attribute__((noinline)) int fr_fill_ustack_user(struct fr_ustack_scratch *s, __u64 pid_tgid,
+						  __u32 n_kernel)
+{
+	if (!s)
+		return 0;
+	__u32 at = (__u32)ustack_head(s, pid_tgid, n_kernel) & FR_USTACK_AT_MASK;
+	if (at > FR_USTACK_STACK_AT_MAX)
+		at = FR_USTACK_STACK_AT_MAX;
 	struct stack_copy c = {
 		.s = s, .sp = s->hdr.regs[7], .at = at,
 		.want = fr_ustack_bytes > FR_USTACK_MAX ? FR_USTACK_MAX : fr_ustack_bytes,
@@ -419,12 +440,47 @@ __attribute__((noinline)) int fr_fill_ustack_user(struct fr_ustack_scratch *s, _
 	if (off > FR_USTACK_MAX)
 		off = FR_USTACK_MAX;
 	s->hdr.stack_len = off;
-	if (at > FR_USTACK_STACK_AT_MAX)
-		at = FR_USTACK_STACK_AT_MAX;
 	__u32 size = (__u32)sizeof(struct fr_ring_ustack) + at + off;
 	s->hdr.h.size = size;
 	return size;
 }
+
+#ifdef FR_USTACK_DYNPTR
+/* The kernel's copy of user memory into a dynptr (6.16 on): the stack goes
+ * from the user's pages straight into its ring record, instead of into the
+ * slot and then the slot into the ring.  This object variant is only
+ * loaded where the kernel has it (attach/bpf_objects.c). */
+extern int bpf_probe_read_user_dynptr(struct bpf_dynptr *dptr, __u32 off, __u32 size,
+				      const void *unsafe_ptr__ign) __ksym;
+
+/* The trailer's head without the stack bytes (global, as
+ * fr_fill_ustack_user). */
+__attribute__((noinline)) int fr_ustack_head(struct fr_ustack_scratch *s, __u64 pid_tgid,
+					     __u32 n_kernel)
+{
+	return s ? ustack_head(s, pid_tgid, n_kernel) : 0;
+}
+
+/* How many bytes of the user stack at sp its mapping holds, up to the
+ * copy's size (FR_USTACK_TRUNCATED in s->hdr when the mapping ends first);
+ * 0 when the mapping cannot be looked up (the caller copies page by page). */
+__attribute__((noinline)) int fr_ustack_want(struct fr_ustack_scratch *s)
+{
+	struct vma_end v = { 0 };
+
+	if (!s)
+		return 0;
+	__u64 sp = s->hdr.regs[7];
+	__u32 want = fr_ustack_bytes > FR_USTACK_MAX ? FR_USTACK_MAX : fr_ustack_bytes;
+	if (bpf_find_vma(bpf_get_current_task_btf(), sp, vma_end_of, &v, 0) || v.end <= sp)
+		return 0;
+	if (v.end - sp < want) {
+		want = v.end - sp;
+		s->hdr.flags |= FR_USTACK_TRUNCATED;
+	}
+	return want;
+}
+#endif
 
 /* Fills the fr_ring_ustack trailer of slot s for the current thread and
  * returns its size.  kernel: also record the kernel stack (CPU samples). */

@@ -9,6 +9,12 @@
 #include <stdint.h>
 
 #define FR_FILE_MAGIC "FLIGHTR\x01" /* 8 bytes, the last one is 0x01 */
+
+/* fr_file_hdr.flags (SPEC.md §3) */
+/* --stack dwarf copies go from user memory straight into their ring record
+ * (the kernel's bpf_probe_read_user_dynptr): the recorder chose the one-copy
+ * BPF objects.  Nothing in the records differs. */
+#define FR_FILE_USTACK_DIRECT (1u << 0)
 #define FR_VERSION_MAJOR 1
 #define FR_VERSION_MINOR 2 /* 1.2: sparse raw stacks (FR_USTACK_SPARSE) */
 

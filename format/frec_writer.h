@@ -41,6 +41,7 @@ struct frec_file_info {
 	int argc;
 	uint64_t start_mono_ns; /* 0: read now */
 	uint64_t start_real_ns;
+	uint32_t flags;         /* the header's FR_FILE_* flags (frec_format.h) */
 	/* A rewritten copy of a trace (a redacted archive member): the
 	 * recorder pid, CPU count, kernel release and flags of this header,
 	 * not this machine's.  NULL for a recording. */

@@ -395,6 +395,7 @@ static int write_file_header(struct frec_writer *w,
 	h.recorder_pid = (uint32_t)getpid();
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	h.n_cpus = ncpu > 0 ? (uint32_t)ncpu : 0;
+	h.flags = info ? info->flags : 0;
 	if (info && info->like) {
 		h.recorder_pid = info->like->recorder_pid;
 		h.n_cpus = info->like->n_cpus;

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach/bpf_objects.h"
 #include "attach/bpf_probes.h"
 #include "clock.h"
 #include "flightrec_version.h"
@@ -315,7 +316,14 @@ static void print_start_summary(struct recording *r)
 	}
 	if (o->step_marker)
 		fprintf(stderr, " step marker %s", o->step_marker);
+	if (o->stack_dwarf)
+		fprintf(stderr, "; dwarf stacks copied %s", r->probes.ustack_dynptr ?
+			"once (straight into the ring)" : "twice (no dynptr read of user memory in this kernel, or FLIGHTREC_USTACK_DYNPTR=0)");
 	fprintf(stderr, "%s\n", o->duration_s > 0 ? "" : "; Ctrl-C to stop");
+	for (size_t i = 0; i < n_fams; i++)
+		if (r->probes.ustack_fallback[fams[i]->id][0])
+			fprintf(stderr, "flightrec: %s: %s; its stacks are copied twice\n",
+				fams[i]->name, r->probes.ustack_fallback[fams[i]->id]);
 	for (size_t i = 0; i < n_fams; i++) {
 		unsigned id = fams[i]->id, bit = PROBE_BIT(id);
 		if (fams[i]->selectable && (o->probes & bit) && !(r->probes.attached & bit))
@@ -627,6 +635,7 @@ static int cmd_record(int argc, char **argv)
 		.syscall_min_ns = o->syscall_min_ns,
 		.syscall_stacks = o->syscall_stacks,
 		.launch_stack_every = o->launch_stack_every,
+		.ustack_dynptr = o->stack_dwarf && bpf_kernel_has_dynptr_read(),
 	};
 	const struct ring_mode_config ring_cfg = {
 		.ring_bytes = o->ring_bytes,
@@ -670,6 +679,7 @@ static int cmd_record(int argc, char **argv)
 		.start_mono_ns = mono_ns(),
 		.start_real_ns = (uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec +
 				 (uint64_t)(int64_t)(o->realtime_offset_s * 1e9),
+		.flags = probes_cfg.ustack_dynptr ? FR_FILE_USTACK_DIRECT : 0,
 	};
 	r->file_start_ns = mono_ns(); /* about the file header's start anchor */
 	r->ring = o->ring_bytes != 0;

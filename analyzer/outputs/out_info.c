@@ -123,6 +123,8 @@ void out_info_text(struct trace_file *f, uint32_t file_index, const void *syscal
 	fprintf(out, "  host:          %s (%u CPUs)\n", f->hdr.host[0] ? f->hdr.host : "?",
 		f->hdr.n_cpus);
 	fprintf(out, "  kernel:        %s\n", f->hdr.kernel_release[0] ? f->hdr.kernel_release : "?");
+	if (f->hdr.flags & FR_FILE_USTACK_DIRECT)
+		fprintf(out, "  stack copies:  straight into the ring (one copy, kernel dynptr read)\n");
 	fprintf(out, "  command:       %s\n", f->cmdline[0] ? f->cmdline : "(none recorded)");
 	fprintf(out, "  recorder pid:  %u\n", f->hdr.recorder_pid);
 	fprintf(out, "  format:        v%u.%u\n", f->hdr.version_major, f->hdr.version_minor);
@@ -270,7 +272,8 @@ void out_info_json(struct trace_file *f, uint32_t file_index, const void *syscal
 	out_json_str(out, f->path);
 	fprintf(out, ",\"size_bytes\":%" PRIu64 ",\"host\":", f->size_bytes);
 	out_json_str(out, f->hdr.host);
-	fprintf(out, ",\"n_cpus\":%u,\"kernel\":", f->hdr.n_cpus);
+	fprintf(out, ",\"n_cpus\":%u,\"ustack_direct\":%s,\"kernel\":", f->hdr.n_cpus,
+		f->hdr.flags & FR_FILE_USTACK_DIRECT ? "true" : "false");
 	out_json_str(out, f->hdr.kernel_release);
 	fprintf(out, ",\"command\":");
 	out_json_str(out, f->cmdline);

@@ -207,7 +207,8 @@ static int load_family(struct bpf_probes *p, const struct fr_family *f,
 {
 	enum stage stage = STAGE_OPEN;
 	size_t size = 0;
-	const void *elf = bpf_object_elf(f->id, &size);
+	bool dynptr = o->stack_dwarf && o->ustack_dynptr && bpf_object_elf(f->id, true, &size);
+	const void *elf = bpf_object_elf(f->id, dynptr, &size);
 	if (!elf) {
 		snprintf(fe->what, sizeof(fe->what), "probe family '%s': no BPF object in this build "
 			 "(recorder/attach/bpf_objects.c)", f->name);
@@ -233,10 +234,22 @@ static int load_family(struct bpf_probes *p, const struct fr_family *f,
 	}
 	if (!err)
 		err = bpf_object__load(obj);
+	if (err && dynptr) {
+		/* a kernel whose BTF names the kfunc but whose verifier refuses
+		 * this use of it: the two-copy object, as on older kernels */
+		bpf_object__close(obj);
+		snprintf(p->ustack_fallback[f->id], sizeof(p->ustack_fallback[0]),
+			 "the one-copy stack variant did not load (%s)", strerror(err < 0 ? -err : EINVAL));
+		struct probes_config two_copies = *o;
+		two_copies.ustack_dynptr = false;
+		return load_family(p, f, &two_copies, cgroup_id, fe);
+	}
 	if (err) {
 		bpf_object__close(obj);
 		return family_failed(p, f, o, err, stage, fe);
 	}
+	if (dynptr)
+		p->ustack_dynptr |= PROBE_BIT(f->id);
 	p->objs[f->id] = obj;
 	p->loaded |= PROBE_BIT(f->id);
 	if (f->attach == FR_ATTACH_LIBRARY || f->attach == FR_ATTACH_SYMBOL)

@@ -44,6 +44,10 @@ struct bpf_probes {
 	unsigned loaded;   /* PROBE_BIT of the families that loaded */
 	unsigned attached; /* PROBE_BIT of the families attached (or waiting for a file) */
 	char why_not[FR_PROBE_MAX][256]; /* per probe id: why it is missing */
+	/* --stack dwarf: PROBE_BIT of the families loaded as their one-copy
+	 * (dynptr) variant, and why one that should have was not */
+	unsigned ustack_dynptr;
+	char ustack_fallback[FR_PROBE_MAX][96];
 	/* the dlopen hold's programs in the proc object (bpf/lib_hold.bpf.h):
 	 * loaded with the cuda or nccl family; attached by lib_hold.c */
 	bool lib_hold_loaded;

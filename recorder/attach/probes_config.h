@@ -16,6 +16,8 @@ struct probes_config {
 	unsigned freq_hz;           /* CPU sampling frequency */
 	bool stack_dwarf;           /* --stack dwarf (else frame pointers) */
 	unsigned stack_kib;         /* bytes of user stack copied, in KiB */
+	bool ustack_dynptr;         /* dwarf: load the one-copy variants
+				       (bpf_objects.h) where a family has one */
 	uint64_t syscall_min_ns;
 	bool syscall_stacks;
 	unsigned launch_stack_every; /* cuda: one launch in N takes a stack */
