@@ -9,7 +9,9 @@ tests/bench/cuda_callbench (mean over PAIRS calls, median over RUNS runs):
                on both functions (the least a probe can cost on this kernel)
   flightrec    flightrec record --probes cuda --stack fp (argument capture,
                pointer read at return, caller's stack, per-thread pairing);
-               and the same with --stack dwarf (16 KiB of stack per call),
+               and the same with --stack dwarf (16 KiB of stack per call; one
+               copy, straight into the ring, where the kernel has the dynptr
+               read, and "two copies" with FLIGHTREC_USTACK_DYNPTR=0),
                and dwarf with the syscalls family on too (what the job pays
                for system-call tracing next to the cuda probes; the kernel's
                uretprobe system call of each return is not recorded)
@@ -43,8 +45,13 @@ import tempfile
 import time
 
 
-def ns_per_pair(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
+# The runs that take their environment from here: the two-copy dwarf path
+# (FLIGHTREC_USTACK_DYNPTR=0) beside the one-copy path this kernel may have.
+ENV = {"flightrec_dwarf_two_copies": dict(os.environ, FLIGHTREC_USTACK_DYNPTR="0")}
+
+
+def ns_per_pair(cmd, env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     m = re.search(r"([0-9.]+) ns per pair", p.stdout)
     if not m:
         raise RuntimeError(f"{cmd}: {p.stdout} {p.stderr}")
@@ -138,6 +145,9 @@ def main():
                       "--stack", "fp", "--lib", f"cuda={lib}", "--"] + bench,
         "flightrec_dwarf": [rec, "record", "-q", "-o", os.path.join(tmp, "d.frec"), "--probes",
                             "cuda", "--stack", "dwarf", "--lib", f"cuda={lib}", "--"] + bench,
+        "flightrec_dwarf_two_copies": [rec, "record", "-q", "-o", os.path.join(tmp, "t.frec"),
+                                       "--probes", "cuda", "--stack", "dwarf", "--lib",
+                                       f"cuda={lib}", "--"] + bench,
         "flightrec_dwarf_syscalls": [rec, "record", "-q", "-o", os.path.join(tmp, "s.frec"),
                                      "--probes", "cuda,syscalls", "--stack", "dwarf",
                                      "--lib", f"cuda={lib}", "--"] + bench,
@@ -147,7 +157,7 @@ def main():
     for i in range(a.runs):
         res["bare"].append(ns_per_pair(bench))
         for k, cmd in cmds.items():
-            res[k].append(ns_per_pair(cmd))
+            res[k].append(ns_per_pair(cmd, ENV.get(k)))
     med = {k: statistics.median(v) for k, v in res.items()}
     over = {k: med[k] - med["bare"] for k in med}
     print("cudaMalloc + cudaFree pair, %d pairs per run, %d runs, medians" % (a.pairs, a.runs))
@@ -155,6 +165,7 @@ def main():
     for k, label in (("bare", "no probes"), ("floor", "bare uprobe+ringbuf (floor)"),
                      ("flightrec", "flightrec, --stack fp"),
                      ("flightrec_dwarf", "flightrec, --stack dwarf"),
+                     ("flightrec_dwarf_two_copies", "  same, two copies"),
                      ("flightrec_dwarf_syscalls", "  same, with syscalls")):
         ratio = over[k] / over["floor"] if over["floor"] > 0 and k != "bare" else float("nan")
         print("%-28s %12.1f %14.1f %10.2f" % (label, med[k], over[k], ratio))
@@ -163,7 +174,7 @@ def main():
     if fd is not None:
         print("\nBPF programs, ns per call (one run each, run-time statistics on)")
         for k, cmd in cmds.items():
-            _, progs[k] = run_with_prog_stats(cmd)
+            _, progs[k] = run_with_prog_stats(cmd, ENV.get(k))
             print_prog_stats(k, {n: v for n, v in progs[k].items()
                                  if n.startswith(("floor_", "fr_cuda", "fr_sys"))})
         py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
