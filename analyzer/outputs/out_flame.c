@@ -8,6 +8,7 @@
 #include "out_pprof.h"
 #include "out_speedscope.h"
 #include "py_hide.h"
+#include "recorder_cmdline.h"
 #include "trace_set.h"
 
 #include <errno.h>
@@ -89,7 +90,8 @@ static int flame_write_tree(const struct flame_request *q, const struct flame_gr
 	return rc ? -1 : 0;
 }
 
-/* "comm (pid N)" with --pid, else the trace's command line or path. */
+/* "comm (pid N)" with --pid, else the job's command (not the recorder's
+ * line around it) or the trace's path. */
 static void who_of(const struct flame_request *q, const struct trace_file *f0, char *who,
 		   size_t len)
 {
@@ -97,7 +99,7 @@ static void who_of(const struct flame_request *q, const struct trace_file *f0, c
 		const struct ts_process *p = trace_file_process(f0, q->pid);
 		snprintf(who, len, "%s (pid %u)", p ? p->comm : "process", q->pid);
 	} else {
-		snprintf(who, len, "%s", f0->cmdline[0] ? f0->cmdline : f0->path);
+		snprintf(who, len, "%s", f0->cmdline[0] ? recorder_job_command(f0->cmdline) : f0->path);
 	}
 }
 
@@ -152,7 +154,8 @@ int out_flame_cpu(const struct flame_request *q, const struct model_cpu_result *
 		const struct ts_process *p = trace_file_process(f0, q->pid);
 		snprintf(title, sizeof(title), "CPU samples: %s (pid %u)", p ? p->comm : "process", q->pid);
 	} else {
-		snprintf(title, sizeof(title), "CPU samples: %s", f0->cmdline[0] ? f0->cmdline : f0->path);
+		snprintf(title, sizeof(title), "CPU samples: %s",
+			 f0->cmdline[0] ? recorder_job_command(f0->cmdline) : f0->path);
 	}
 	snprintf(subtitle, sizeof(subtitle), "%" PRIu64 " samples from %zu file%s (%s%s)",
 		 r->samples_kept, trace_set_count(ts), trace_set_count(ts) == 1 ? "" : "s",

@@ -388,12 +388,13 @@ size_t symbolize_frames(struct symbolizer *s, const struct trace_file *f, uint32
 {
 	const struct ts_stack *st = stack_id ? trace_file_stack(f, stack_id) : NULL;
 	size_t n = st ? (size_t)st->n_kernel + st->n_user : 0;
-	if (n + 1 > *cap) {
-		const char **grown = realloc(*frames, (n + 1) * sizeof(*grown));
+	size_t need = (n ? n : 1) + 1; /* and room for a leaf the caller adds */
+	if (need > *cap) {
+		const char **grown = realloc(*frames, need * sizeof(*grown));
 		if (!grown)
 			return SIZE_MAX;
 		*frames = grown;
-		*cap = n + 1;
+		*cap = need;
 	}
 	enum stack_found how = n ? STACK_FRAMES : stack_id && !st ? STACK_MISSING : STACK_NONE;
 	if (found)

@@ -56,10 +56,10 @@ enum stack_found { STACK_FRAMES, STACK_NONE /* id 0 or no frames */,
 		   STACK_MISSING /* an id the file does not define */ };
 
 /* The frames of stack_id of file f, root first, as every flame graph and
- * table names them, into *frames (grown as needed): the symbolized frames,
- * or the one frame "[no stack]" / "[missing stack]".  Returns the number
- * of frames, or SIZE_MAX when memory runs out; *found (may be NULL) says
- * which. */
+ * table names them, into *frames (grown as needed, with room for one more
+ * frame the caller may add as the leaf): the symbolized frames, or the one
+ * frame "[no stack]" / "[missing stack]".  Returns the number of frames, or
+ * SIZE_MAX when memory runs out; *found (may be NULL) says which. */
 size_t symbolize_frames(struct symbolizer *s, const struct trace_file *f, uint32_t file_index,
 			uint32_t stack_id, const char ***frames, size_t *cap,
 			enum stack_found *found);

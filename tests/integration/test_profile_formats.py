@@ -218,6 +218,20 @@ class ProfileFormats(frtest.Case):
                 self.assertEqual({k: v for k, v in got.items() if v},
                                  {k: v for k, v in want.items() if v})
 
+    def test_report_title_and_cuda_time_graph(self):
+        out = os.path.join(self.dir, "report.html")
+        frtest.analyze("report", self.cuda, "-o", out)
+        with open(out) as f:
+            page = f.read()
+        # the job's command, not the recorder's line around it
+        self.assertIn(f"<title>flightrec report: {frtest.sample('cuda_train')} --steps 6</title>", page)
+        data = json.loads(re.search(r'<script type="application/json" id="fr-data">(.*?)</script>',
+                                    page, re.S).group(1))
+        tree = data["cuda"]["time_tree"]
+        self.assertEqual(tree["total"], sum(self.folded(self.cuda, "cuda").values()))
+        self.assertIn("cudaMemcpy", tree["names"])
+        self.assertEqual(data["cuda"]["launch_stack_every"], 64)
+
     def test_speedscope_every_kind_equals_folded(self):
         if not NODE or not os.path.isdir(os.path.join(SPEEDSCOPE, "node_modules")):
             self.skipTest("node or tests/speedscope/node_modules missing (npm ci there)")
