@@ -276,7 +276,10 @@ class HideInterpreter(frtest.Case):
     def test_python_callbacks_through_c(self):
         d = frtest.workdir("profile_formats_py")
         trace = os.path.join(d, "py.frec")
-        frtest.record(trace, ["--probes", "cpu", "-F", "499"], ["--", "/usr/bin/python3", "-c", PY_PROG])
+        prog = os.path.join(d, "callbacks.py")
+        with open(prog, "w") as f:
+            f.write(PY_PROG)
+        frtest.record(trace, ["--probes", "cpu", "-F", "499"], ["--", "/usr/bin/python3", prog])
         full = parse_folded(frtest.analyze("flame", trace).stdout)
         hidden = parse_folded(frtest.analyze("flame", trace, "--hide-interpreter").stdout)
         self.assertEqual(sum(full.values()), sum(hidden.values()))
@@ -327,6 +330,12 @@ class HideInterpreter(frtest.Case):
             for values, frames, _ in samples:
                 got[tuple(frames)] += values[0]
             self.assertEqual(dict(got), dict(hidden))
+            # Python frames carry file and line: -list shows the source
+            p = subprocess.run([GO, "tool", "pprof", "-list", "leaf_work", "-source_path", d, out],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("ROUTINE", p.stdout)
+            self.assertIn("s += i * x", p.stdout)
 
 
 if __name__ == "__main__":
