@@ -131,6 +131,10 @@ class ProfileFormats(frtest.Case):
         cls.split = os.path.join(cls.dir, "split.frec")
         frtest.record(cls.split, ["--probes", "cpu,syscalls"],
                       ["--", frtest.sample("cpu_split"), "1"])
+        # frame-pointer stacks: ips, not names, for the user frames
+        cls.split_fp = os.path.join(cls.dir, "split_fp.frec")
+        frtest.record(cls.split_fp, ["--probes", "cpu", "--stack", "fp"],
+                      ["--", frtest.sample("cpu_split"), "1"])
         cls.host = socket.gethostname()
 
     def folded(self, trace, kind, *extra):
@@ -158,10 +162,32 @@ class ProfileFormats(frtest.Case):
 
     def test_pprof_every_kind_equals_folded(self):
         for trace, kinds in ((self.cuda, ("cpu", "mem-inuse", "mem-alloc", "cuda", "syscalls")),
-                             (self.split, ("cpu", "syscalls"))):
+                             (self.split, ("cpu", "syscalls")), (self.split_fp, ("cpu",))):
             for kind in kinds:
                 with self.subTest(trace=os.path.basename(trace), kind=kind):
                     self.check_pprof(trace, kind)
+
+    def test_pprof_mappings_name_the_files(self):
+        """Both stack modes: the sample's executable and libc as mappings with
+        their file, offsets and build id (the executable's as readelf reads
+        it from the file)."""
+        for trace in (self.split, self.split_fp):
+            with self.subTest(trace=os.path.basename(trace)):
+                out = trace + ".pb.gz"
+                frtest.analyze("flame", trace, "--format", "pprof", "-o", out)
+                raw = subprocess.run([GO, "tool", "pprof", "-raw", out], capture_output=True,
+                                     text=True, timeout=300).stdout
+                maps = raw.split("Mappings", 1)[1]
+                exe = os.path.realpath(frtest.sample("cpu_split"))
+                m = re.search(r"^\d+: 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S+) ([0-9a-f]{40}) \[FN\]$",
+                              maps, re.M)
+                self.assertIsNotNone(m, maps[:500])
+                self.assertEqual(os.path.realpath(m.group(1)), exe)  # the main binary first
+                notes = subprocess.run(["readelf", "-n", exe], capture_output=True, text=True).stdout
+                self.assertIn("Build ID: " + m.group(2), notes)
+                self.assertRegex(maps, r"libc\.so\.6 [0-9a-f]{40} \[FN\]")
+                # every location of the executable's functions is in a mapping
+                self.assertRegex(raw, r"0x[0-9a-f]+ M=\d+ compute_heavy ")
 
     def test_pprof_cpu_time_and_labels(self):
         types, samples = self.check_pprof(self.cuda, "cpu")
