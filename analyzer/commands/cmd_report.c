@@ -110,7 +110,8 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 	void *syscalls = cpu ? trace_set_use_model(ts, "syscalls", NULL) : NULL;
 	void *mem = syscalls ? trace_set_use_model(ts, "mem", NULL) : NULL;
 	void *cuda = mem ? trace_set_use_model(ts, "cuda", NULL) : NULL;
-	void *strag = cuda ? trace_set_use_model(ts, "stragglers", NULL) : NULL;
+	void *cuda_time = cuda ? trace_set_use_model(ts, "cuda_time", NULL) : NULL;
+	void *strag = cuda_time ? trace_set_use_model(ts, "stragglers", NULL) : NULL;
 	void *rdma = strag ? trace_set_use_model(ts, "rdma", NULL) : NULL;
 	/* reads cuda, mem, stragglers and rdma: the states above */
 	void *findings = rdma ? trace_set_use_model(ts, "findings", NULL) : NULL;
@@ -140,7 +141,8 @@ int cmd_report(int argc, char **argv, FILE *out, FILE *errout)
 	if (rc == CLI_OK) {
 		struct out_report_input in = { .ts = ts, .data = &data, .syscalls = syscalls, .mem = mem,
 					       .mem_snapshots = snaps, .n_mem_snapshots = n_snaps,
-					       .cuda = cuda, .stragglers = strag, .rdma = rdma,
+					       .cuda = cuda, .cuda_time = cuda_time,
+					       .stragglers = strag, .rdma = rdma,
 					       .findings = findings };
 		if (out_report_write(dst.f, &in, &err)) {
 			fprintf(errout, CLI_PROG ": %s: write failed: %s\n", fo.output, err.what);

@@ -9,10 +9,13 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char timeline_help[] =
-	"usage: " CLI_PROG " timeline FILE... -o OUT.json\n"
+	"usage: " CLI_PROG " timeline FILE... -o OUT.json [--from S] [--to S] [--pid PID]\n"
+	"                            [--rank R]\n"
 	"\n"
 	"Write the traces (one file per node, aligned on one clock) as Chrome\n"
 	"trace event JSON, which ui.perfetto.dev and chrome://tracing open: one\n"
@@ -27,15 +30,96 @@ static const char timeline_help[] =
 	"\n"
 	"options:\n"
 	"  -o, --output OUT.json  where to write ('-' for standard output)\n"
+	"  --from S, --to S  only the events that meet the window [S, S'] in\n"
+	"                   seconds from the earliest event (the times the whole\n"
+	"                   file shows: a window's events keep their times); each\n"
+	"                   GPU memory counter starts with its value at --from\n"
+	"  --pid PID        only process PID (in any file)\n"
+	"  --rank R         only the processes whose launcher rank (RANK) is R\n"
 	"\n"
 	"examples:\n"
 	"  " CLI_PROG " timeline run.frec -o run.json    # then open it in ui.perfetto.dev\n"
-	"  " CLI_PROG " timeline node*.frec -o job.json\n";
+	"  " CLI_PROG " timeline node*.frec -o job.json\n"
+	"  " CLI_PROG " timeline node*.frec --rank 3 --from 120 --to 125 -o r3.json\n";
+
+/* "S" as ns; 0, or CLI_USAGE after saying why. */
+static int parse_seconds(const char *opt, const char *v, int64_t *ns, FILE *errout)
+{
+	char *end;
+	double sec = v ? strtod(v, &end) : 0;
+	if (!v || end == v || *end || !isfinite(sec) || sec < 0 || sec > 1e9) {
+		fprintf(errout, CLI_PROG " timeline: %s takes seconds from the earliest event "
+			"(e.g. %s 12.5)%s%s%s\n", opt, opt, v ? ", not '" : "", v ? v : "", v ? "'" : "");
+		return CLI_USAGE;
+	}
+	*ns = (int64_t)(sec * 1e9 + 0.5);
+	return 0;
+}
+
+/* Takes --from/--to/--pid/--rank out of argv (into q), leaving the rest
+ * for cli_parse_file_output; 0 or CLI_USAGE. */
+static int timeline_filter(int *argc, char **argv, struct out_timeline_filter *q, FILE *errout)
+{
+	int n = 1, from = 0, to = 0;
+	q->to_ns = INT64_MAX;
+	for (int i = 1; i < *argc; i++) {
+		const char *a = argv[i];
+		int m;
+		if (strcmp(a, "--") == 0) {
+			while (i < *argc)
+				argv[n++] = argv[i++];
+			break;
+		}
+		if (strcmp(a, "--from") == 0 || strcmp(a, "--to") == 0) {
+			int is_from = a[2] == 'f';
+			if (parse_seconds(a, i + 1 < *argc ? argv[i + 1] : NULL,
+					  is_from ? &q->from_ns : &q->to_ns, errout))
+				return CLI_USAGE;
+			*(is_from ? &from : &to) = 1;
+			i++;
+		} else if (strcmp(a, "--rank") == 0) {
+			char *end;
+			long r = i + 1 < *argc ? strtol(argv[i + 1], &end, 10) : -1;
+			if (i + 1 >= *argc || end == argv[i + 1] || *end || r < 0 || r > INT32_MAX) {
+				fprintf(errout, CLI_PROG " timeline: --rank takes a rank (0, 1, ...)\n");
+				return CLI_USAGE;
+			}
+			q->filter_rank = 1;
+			q->rank = r;
+			i++;
+		} else if ((m = cli_pid_option(*argc, argv, &i, "timeline", &q->pid, &q->filter_pid,
+					       errout))) {
+			if (m < 0)
+				return CLI_USAGE;
+		} else {
+			argv[n++] = argv[i];
+		}
+	}
+	*argc = n;
+	argv[n] = NULL;
+	q->window = from || to;
+	if (q->window && q->to_ns < q->from_ns) {
+		fprintf(errout, CLI_PROG " timeline: --to is before --from\n");
+		return CLI_USAGE;
+	}
+	return 0;
+}
 
 int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 {
 	struct cli_file_output fo;
-	int rc = cli_parse_file_output(argc, argv, "timeline", timeline_help, "OUT.json", 0, &fo, out, errout);
+	struct out_timeline_filter q = { 0 };
+	char **args = calloc((size_t)argc + 1, sizeof(*args));
+	if (!args) {
+		fprintf(errout, CLI_PROG " timeline: out of memory\n");
+		return CLI_FAIL;
+	}
+	memcpy(args, argv, (size_t)argc * sizeof(*args));
+	int rc = timeline_filter(&argc, args, &q, errout);
+	if (!rc)
+		rc = cli_parse_file_output(argc, args, "timeline", timeline_help, "OUT.json", 0, &fo,
+					   out, errout);
+	free(args);
 	if (rc)
 		return rc < 0 ? CLI_OK : rc;
 	struct trace_set *ts = cli_open(fo.files, fo.n_files, errout);
@@ -49,7 +133,7 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 	struct frec_error err = { .offset = -1 };
 	struct out_timeline *t = NULL;
 	rc = CLI_FAIL;
-	if (out_timeline_begin(ts, dst.f, &t, &err) || trace_set_run(ts, &err) ||
+	if (out_timeline_begin(ts, dst.f, &q, &t, &err) || trace_set_run(ts, &err) ||
 	    out_timeline_end(t, ts, &err)) {
 		cli_print_error(errout, &err);
 	} else {
@@ -61,6 +145,9 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 				PRIu64 " steps, %" PRIu64 " GPU-idle intervals\n", fo.output,
 				s->slices + s->demoted, s->demoted, s->async, s->counters, s->steps,
 				s->gpu_idle);
+		if (dst.is_file && s->filtered)
+			fprintf(errout, CLI_PROG ": %s: %" PRIu64 " events outside --from/--to, --pid or "
+				"--rank left out\n", fo.output, s->filtered);
 		rc = CLI_OK;
 	}
 	rc = cli_dest_close(&dst, rc, errout);

@@ -24,6 +24,9 @@ struct model_opts {
 	uint32_t pid;
 	unsigned per_process; /* cpu: also one tree for each of this many
 				 busiest processes (0: none) */
+	int profile;        /* cpu, mem, cuda_time, syscall_time: also a
+			       stack_profile (per thread, with stack ids) for
+			       the profile formats */
 };
 
 struct model_ops {

@@ -6,6 +6,7 @@
  * outermost first (the stack record stores each part leaf first). */
 #include "model_cpu.h"
 #include "hmap.h"
+#include "recorder_cmdline.h"
 #include "symbolize.h"
 #include "trace_set.h"
 
@@ -19,6 +20,7 @@ struct model_cpu {
 	struct model_opts opts;
 	struct hmap counts; /* (file << 32 | pid, stack_id) -> samples */
 	struct model_cpu_result result;
+	struct stack_profile profile;
 };
 
 static void *cpu_create(const struct model_opts *opts)
@@ -29,6 +31,7 @@ static void *cpu_create(const struct model_opts *opts)
 	if (opts)
 		m->opts = *opts;
 	hmap_init(&m->counts);
+	stack_profile_init(&m->profile);
 	return m;
 }
 
@@ -50,6 +53,9 @@ static int cpu_feed(void *state, uint32_t file_index, const struct fr_rec_hdr *r
 		return -1;
 	++*count;
 	m->result.samples_kept++;
+	if (m->opts.profile && stack_profile_add(&m->profile, file_index, ev.c.pid, ev.c.tid,
+						 ev.stack_id, STACK_LEAF_NONE, 1, 0))
+		return -1;
 	return 0;
 }
 
@@ -119,11 +125,47 @@ static int choose_procs(struct model_cpu *m, struct hmap *pos)
 	return 0;
 }
 
+/* CPU time per sample: the period of the recorder's --freq. */
+static uint64_t file_period_ns(const struct trace_file *f)
+{
+	unsigned long hz = recorder_option_uint(f->cmdline, "--freq", 'F', 99);
+	return hz ? 1000000000ull / hz : 0;
+}
+
+static void finish_profile(struct model_cpu *m, struct trace_set *ts)
+{
+	struct stack_profile *p = &m->profile;
+	const struct trace_file *f0 = trace_set_file(ts, 0);
+	m->result.period_ns = f0 ? file_period_ns(f0) : 0;
+	stack_profile_sort(p);
+	uint64_t period = 0;
+	uint32_t file = UINT32_MAX;
+	for (size_t i = 0; i < p->n_rows; i++) {
+		struct stack_row *r = &p->rows[i];
+		if (r->file != file) {
+			const struct trace_file *f = trace_set_file(ts, r->file);
+			file = r->file;
+			period = f ? file_period_ns(f) : 0;
+		}
+		r->value = r->count * period;
+	}
+	p->count_type = "samples";
+	p->count_unit = "count";
+	p->value_type = "cpu";
+	p->value_unit = "nanoseconds";
+	p->period_type = "cpu";
+	p->period_unit = "nanoseconds";
+	p->period = m->result.period_ns;
+	m->result.profile = p;
+}
+
 static int cpu_finish(void *state, struct trace_set *ts, struct frec_error *err)
 {
 	struct model_cpu *m = state;
 	struct hmap pos;
 	hmap_init(&pos);
+	if (m->opts.profile)
+		finish_profile(m, ts);
 	if (!m->counts.count && m->opts.per_process)
 		return 0; /* nothing sampled: the report says so, no tree */
 	struct symbolizer *sym = trace_set_symbolizer(ts, err);
@@ -170,6 +212,7 @@ static void cpu_destroy(void *state)
 	if (!m)
 		return;
 	hmap_free(&m->counts);
+	stack_profile_free(&m->profile);
 	flame_tree_free(m->result.tree);
 	for (size_t i = 0; i < m->result.n_procs; i++)
 		flame_tree_free(m->result.procs[i].tree);

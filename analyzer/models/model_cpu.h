@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include "model.h"
 #include "flame_tree.h"
+#include "stack_profile.h"
 
 extern const struct model_ops model_cpu_ops;
 
@@ -25,6 +26,11 @@ struct model_cpu_result {
 	uint64_t samples_no_stack;      /* kept samples without frames ("[no stack]") */
 	uint64_t samples_missing_stack; /* kept samples naming an undefined stack id */
 	uint64_t distinct_stacks;       /* (file, pid, stack id) seen */
+	/* model_opts.profile: samples and CPU time per (file, pid, tid, stack),
+	 * the time as samples x the period of each file's --freq (its
+	 * recorder's command line; 99 Hz when it gives none); else NULL */
+	struct stack_profile *profile;
+	uint64_t period_ns;             /* the first file's */
 };
 
 const struct model_cpu_result *model_cpu_result(const void *state);

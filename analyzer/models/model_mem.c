@@ -134,6 +134,8 @@ struct last_call {
 
 struct model_mem {
 	struct model_opts opts;
+	struct stack_profile inuse_prof, alloc_prof;
+	const char *func_names[CUDA_FUNC_LIMIT];
 	struct last_call last[LAST_CALLS];
 	struct mem_live_table live;
 	struct mstack *stacks;
@@ -183,6 +185,8 @@ static void *mem_create(const struct model_opts *opts)
 		m->opts = *opts;
 	hmap_init(&m->stack_index);
 	hmap_init(&m->series_index);
+	stack_profile_init(&m->inuse_prof);
+	stack_profile_init(&m->alloc_prof);
 	return m;
 }
 
@@ -596,6 +600,28 @@ static int tree_add(struct flame_tree *t, struct trace_set *ts, uint32_t file, u
 	return rc ? -1 : 0;
 }
 
+/* pprof's names for Go's heap profile, which Pyroscope knows. */
+static void finish_profiles(struct model_mem *m)
+{
+	struct stack_profile *in = &m->inuse_prof, *al = &m->alloc_prof;
+	stack_profile_sort(in);
+	stack_profile_sort(al);
+	in->value_type = "inuse_space";
+	al->count_type = "alloc_objects";
+	al->count_unit = "count";
+	al->value_type = "alloc_space";
+	in->value_unit = al->value_unit = "bytes";
+	in->period_type = al->period_type = "space";
+	in->period_unit = al->period_unit = "bytes";
+	in->period = al->period = 1; /* every allocation is traced */
+	for (uint16_t f = 0; f < CUDA_FUNC_LIMIT; f++)
+		m->func_names[f] = cuda_func_name(f);
+	in->leaf_names = al->leaf_names = m->func_names;
+	in->n_leaf_names = al->n_leaf_names = CUDA_FUNC_LIMIT;
+	m->result.inuse_profile = in;
+	m->result.alloc_profile = al;
+}
+
 static int live_by_time(const void *a, const void *b)
 {
 	const struct mem_live_slot *x = a, *y = b;
@@ -666,7 +692,16 @@ static int mem_finish(void *state, struct trace_set *ts, struct frec_error *err)
 		if (st->alloc_bytes && tree_add(r->alloc, ts, se->pub.file, st->stack_id, st->func,
 						st->alloc_bytes))
 			goto oom;
+		if (m->opts.profile &&
+		    ((inuse && stack_profile_add(&m->inuse_prof, se->pub.file, se->pub.pid, 0,
+						 st->stack_id, st->func, 0, inuse)) ||
+		     (st->alloc_bytes &&
+		      stack_profile_add(&m->alloc_prof, se->pub.file, se->pub.pid, 0, st->stack_id,
+					st->func, st->alloc_count, st->alloc_bytes))))
+			goto oom;
 	}
+	if (m->opts.profile)
+		finish_profiles(m);
 	r->series = calloc(m->n_series ? m->n_series : 1, sizeof(*r->series));
 	r->procs = calloc(m->n_series ? m->n_series : 1, sizeof(*r->procs));
 	if (!r->series || !r->procs)
@@ -748,6 +783,8 @@ static void mem_destroy(void *state)
 	free(m->result.files);
 	flame_tree_free(m->result.inuse);
 	flame_tree_free(m->result.alloc);
+	stack_profile_free(&m->inuse_prof);
+	stack_profile_free(&m->alloc_prof);
 	free(m);
 }
 

@@ -15,6 +15,7 @@
 #include "cuda_funcs.h"
 #include "flame_tree.h"
 #include "mem_curve.h" /* struct mem_point */
+#include "stack_profile.h"
 
 extern const struct model_ops model_mem_ops;
 
@@ -113,6 +114,9 @@ struct mem_result {
 	/* Device memory only; built at finish. */
 	struct flame_tree *inuse;   /* bytes per stack at --at, else at each file's peak */
 	struct flame_tree *alloc;   /* bytes allocated per stack over the run */
+	/* model_opts.profile: the same as stack profiles (thread unknown: 0),
+	 * else NULL; inuse_profile has a value only, no count */
+	struct stack_profile *inuse_profile, *alloc_profile;
 	uint64_t before_frees;      /* sum over series */
 	size_t live_entries_max;    /* high-water mark of the live-allocation table */
 	size_t stacks;              /* distinct (file, pid, device, space, stack) */

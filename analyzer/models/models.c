@@ -1,5 +1,6 @@
 /* The table of models: adding an analysis means adding its line here. */
 #include "model.h"
+#include "model_call_time.h"
 #include "model_cpu.h"
 #include "model_cuda.h"
 #include "model_events.h"
@@ -17,6 +18,8 @@ const struct model_ops *const analyzer_models[] = {
 	&model_syscalls_ops,
 	&model_mem_ops,
 	&model_cuda_ops,
+	&model_cuda_time_ops,
+	&model_syscall_time_ops,
 	&model_rdma_ops,
 	&model_nccl_ops,
 	&model_stragglers_ops,

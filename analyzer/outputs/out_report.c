@@ -11,6 +11,7 @@
 #include "out_report.h"
 #include "out_common.h"
 #include "out_report_sections.h"
+#include "recorder_cmdline.h"
 #include "trace_set.h"
 
 #include <errno.h>
@@ -23,8 +24,9 @@ int out_report_write(FILE *f, const struct out_report_input *in, struct frec_err
 	struct trace_set *ts = in->ts;
 	const struct trace_file *f0 = trace_set_file(ts, 0);
 	char title[400];
+	/* the job's command, not the recorder's whole line around it */
 	snprintf(title, sizeof(title), "flightrec report: %s%s",
-		 f0 && f0->cmdline[0] ? f0->cmdline : f0 ? f0->path : "",
+		 f0 && f0->cmdline[0] ? recorder_job_command(f0->cmdline) : f0 ? f0->path : "",
 		 trace_set_count(ts) > 1 ? " (+ more files)" : "");
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      /* nothing may be fetched: not scripts, styles, images, fonts, nor connections */
@@ -54,7 +56,8 @@ int out_report_write(FILE *f, const struct out_report_input *in, struct frec_err
 	if (!rc)
 		rc = report_section_mem(f, ts, in);
 	fputs(",\n", f);
-	report_section_cuda(f, ts, in->data, in->cuda);
+	if (!rc)
+		rc = report_section_cuda(f, ts, in->data, in->cuda, in->cuda_time);
 	fputs(",\n", f);
 	if (!rc)
 		rc = report_section_stragglers(f, ts, in->stragglers);

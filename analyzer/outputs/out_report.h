@@ -41,6 +41,7 @@ struct out_report_input {
 	size_t n_mem_snapshots;
 	const void *cuda;         /* model_cuda: API table with self time, copies
 				     pinned/pageable, async-then-sync */
+	const void *cuda_time;    /* model_call_time (cuda_time): the CUDA-time flame graph */
 	const void *stragglers;   /* model_stragglers: verdict, rank x step heatmaps */
 	const void *rdma;         /* model_rdma: connections, latency by opcode/size */
 	const void *findings;     /* model_findings: what to fix first (the page's

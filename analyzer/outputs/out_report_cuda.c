@@ -3,8 +3,10 @@
  * the async copies a synchronize followed, and the copies per
  * cudaMemcpyKind.  Not for counting events (model_cuda.c does). */
 #include "out_report_sections.h"
+#include "model_call_time.h"
 #include "model_cuda.h"
 #include "out_common.h"
+#include "out_report.h"
 #include "out_report_data.h"
 #include "trace_set.h"
 
@@ -27,14 +29,34 @@ static void cuda_kinds(FILE *f, const struct report_data *d)
 	fputs("]", f);
 }
 
-void report_section_cuda(FILE *f, struct trace_set *ts, const struct report_data *d,
-			 const void *cuda_model)
+/* Time in the API per stack (model_call_time), with how launches were
+ * sampled. */
+static int cuda_time_tree(FILE *f, const void *cuda_time_model)
+{
+	const struct call_time_result *t = cuda_time_model ? model_call_time_result(cuda_time_model) : NULL;
+	fputs("\"time_tree\":", f);
+	if (!t || !t->tree || !flame_tree_total(t->tree)) {
+		fputs("null,", f);
+		return 0;
+	}
+	char sub[200], d1[32];
+	snprintf(sub, sizeof(sub), "%s in %" PRIu64 " calls, each without the calls nested in it",
+		 out_duration(t->total_ns, d1, sizeof(d1)), t->calls);
+	int rc = report_flame_json(f, t->tree, "Time in CUDA API calls per stack", sub, "ns",
+				   2 * REPORT_FLAME_MAX_NODES);
+	fprintf(f, ",\"launches\":%" PRIu64 ",\"launches_with_stack\":%" PRIu64
+		",\"launch_stack_every\":%u,", t->launches, t->launches_with_stack, t->launch_stack_every);
+	return rc;
+}
+
+int report_section_cuda(FILE *f, struct trace_set *ts, const struct report_data *d,
+			const void *cuda_model, const void *cuda_time_model)
 {
 	const struct cuda_result *r = cuda_model ? model_cuda_result(cuda_model) : NULL;
 	fputs("\"cuda\":", f);
 	if (!r || !r->events) {
 		fputs("null", f);
-		return;
+		return 0;
 	}
 	fprintf(f, "{\"events\":%" PRIu64 ",\"source\":\"model\",\"threads\":%zu,\"funcs\":[",
 		r->events, r->threads);
@@ -84,6 +106,8 @@ void report_section_cuda(FILE *f, struct trace_set *ts, const struct report_data
 			st->count, st->sync_ns, st->bytes);
 	}
 	fputs("],", f);
+	int rc = cuda_time_tree(f, cuda_time_model);
 	cuda_kinds(f, d);
 	fputs("}", f);
+	return rc;
 }

@@ -31,8 +31,8 @@ int report_section_cpu(FILE *f, struct trace_set *ts, const struct report_data *
 /* out_report_mem.c: GPU memory (model_mem and its snapshot states) */
 int report_section_mem(FILE *f, struct trace_set *ts, const struct out_report_input *in);
 /* out_report_cuda.c: the CUDA API table and copies (model_cuda) */
-void report_section_cuda(FILE *f, struct trace_set *ts, const struct report_data *d,
-			 const void *cuda_model);
+int report_section_cuda(FILE *f, struct trace_set *ts, const struct report_data *d,
+			const void *cuda_model, const void *cuda_time_model);
 /* out_report_stragglers.c: verdict and heatmaps (model_stragglers) */
 int report_section_stragglers(FILE *f, struct trace_set *ts, const void *model);
 /* out_report_rdma.c: connections, latency, counters (model_rdma) */

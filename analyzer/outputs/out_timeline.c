@@ -47,6 +47,9 @@ struct out_timeline {
 	struct hmap step_no;       /* (file, pid) -> steps seen */
 	struct hmap step_tid;      /* (file, pid) -> tid of the last step mark */
 	const void *findings;      /* model_findings state: the GPU-idle intervals */
+	struct out_timeline_filter filter;
+	struct hmap before_from;   /* counter track -> bytes + 1 of its last value before the
+				      window, until the window's first value is written */
 	struct out_timeline_stats stats;
 };
 
@@ -108,6 +111,35 @@ static int64_t rel(struct out_timeline *t, uint32_t fi, uint64_t ts_ns)
 	return r > INT64_MAX / 4 ? INT64_MAX / 4 : r < -(INT64_MAX / 4) ? -(INT64_MAX / 4) : r;
 }
 
+/* The process filter: 1 when (fi, pid)'s events are kept. */
+static int keep_proc(struct out_timeline *t, uint32_t fi, uint32_t pid)
+{
+	const struct out_timeline_filter *q = &t->filter;
+	if (q->filter_pid && pid != q->pid)
+		return 0;
+	if (q->filter_rank) {
+		const struct trace_file *f = trace_set_file(t->ts, fi);
+		int64_t rank;
+		if (!f || !out_process_rank(f, pid, &rank) || rank != q->rank)
+			return 0;
+	}
+	return 1;
+}
+
+/* 1 when [s, e] (ns from the origin) meets the window. */
+static int keep_time(const struct out_timeline *t, int64_t s, int64_t e)
+{
+	return !t->filter.window || (e >= t->filter.from_ns && s <= t->filter.to_ns);
+}
+
+static int keep(struct out_timeline *t, uint32_t fi, uint32_t pid, int64_t s, int64_t e)
+{
+	if (keep_proc(t, fi, pid) && keep_time(t, s, e))
+		return 1;
+	t->stats.filtered++;
+	return 0;
+}
+
 static struct thread_state *thread_of(struct out_timeline *t, uint32_t fi, uint32_t pid,
 				      uint32_t tid)
 {
@@ -164,11 +196,13 @@ static int slice(struct out_timeline *t, uint32_t fi, uint32_t pid, uint32_t tid
 		 const char *name, const char *cat, uint64_t ts_ns, uint64_t dur_ns,
 		 const char *args)
 {
+	int64_t s = rel(t, fi, ts_ns);
+	int64_t e = s + (int64_t)(dur_ns > INT64_MAX / 2 ? INT64_MAX / 2 : dur_ns);
+	if (!keep(t, fi, pid, s, e))
+		return 0;
 	struct thread_state *th = thread_of(t, fi, pid, tid);
 	if (!th)
 		return -1;
-	int64_t s = rel(t, fi, ts_ns);
-	int64_t e = s + (int64_t)(dur_ns > INT64_MAX / 2 ? INT64_MAX / 2 : dur_ns);
 	FILE *f = t->out;
 	if (claim_x(th, s, e)) {
 		sep(t);
@@ -203,6 +237,9 @@ static int kind_code(const char *kind)
 	return kind[0] == 'd' ? 0 : kind[0] == 'm' ? 1 : 2;
 }
 
+static int counter_value(struct out_timeline *t, uint32_t fi, uint32_t pid, int32_t device,
+			 const char *kind, uint64_t ka, uint64_t kb, int64_t ts, uint64_t bytes);
+
 /* Memory in use of (fi, pid, device, kind) is bytes from ts_ns on;
  * counter timestamps never go back on one track. */
 static int counter(struct out_timeline *t, uint32_t fi, uint32_t pid, int32_t device,
@@ -210,10 +247,34 @@ static int counter(struct out_timeline *t, uint32_t fi, uint32_t pid, int32_t de
 {
 	uint64_t ka = (uint64_t)fi << 32 | pid;
 	uint64_t kb = (uint64_t)(uint32_t)device << 8 | (uint64_t)kind_code(kind);
+	int64_t ts = rel(t, fi, ts_ns);
+	if (!keep_proc(t, fi, pid)) {
+		t->stats.filtered++;
+		return 0;
+	}
+	if (t->filter.window && (ts < t->filter.from_ns || ts > t->filter.to_ns)) {
+		/* before the window: the track's value at its start, written
+		 * with its first value inside (or at the end) */
+		t->stats.filtered++;
+		return ts < t->filter.from_ns ? hmap_put(&t->before_from, ka, kb, bytes + 1) : 0;
+	}
+	uint64_t *pending = hmap_slot(&t->before_from, ka, kb, NULL);
+	if (!pending)
+		return -1;
+	uint64_t at_from = *pending;
+	*pending = 0;
+	if (at_from && ts > t->filter.from_ns &&
+	    counter_value(t, fi, pid, device, kind, ka, kb, t->filter.from_ns, at_from - 1))
+		return -1;
+	return counter_value(t, fi, pid, device, kind, ka, kb, ts, bytes);
+}
+
+static int counter_value(struct out_timeline *t, uint32_t fi, uint32_t pid, int32_t device,
+			 const char *kind, uint64_t ka, uint64_t kb, int64_t ts, uint64_t bytes)
+{
 	uint64_t *last = hmap_slot(&t->inuse_ts, ka, kb, NULL);
 	if (!last)
 		return -1;
-	int64_t ts = rel(t, fi, ts_ns);
 	if (*last && ts < (int64_t)(*last - 1))
 		ts = (int64_t)(*last - 1);
 	*last = (uint64_t)ts + 1;
@@ -275,6 +336,11 @@ static int feed_step(struct out_timeline *t, uint32_t fi, uint32_t pid, uint32_t
 		uint64_t *no = hmap_slot(&t->step_no, key, 0, NULL);
 		if (!no)
 			return -1;
+		if (!keep(t, fi, pid, s, now)) {
+			++*no;
+			*start = (uint64_t)now + 1;
+			return 0;
+		}
 		sep(t);
 		fprintf(t->out, "{\"ph\":\"X\",\"cat\":\"step\",\"name\":\"step %" PRIu64
 			"\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":", *no,
@@ -337,6 +403,9 @@ static int on_event(void *ctx, const struct ev_item *e)
 		memcpy(&ev, rec, sizeof(ev));
 		int completes = (ev.flags & (FR_RDMA_POST_RECV | FR_RDMA_POST_SIGNALED)) &&
 				!(ev.flags & FR_RDMA_POST_FAILED);
+		int64_t at = rel(t, fi, ev.c.ts_ns);
+		if (!keep(t, fi, ev.c.pid, at, at))
+			return 0;
 		sep(t);
 		if (completes)
 			fprintf(t->out, "{\"ph\":\"b\",\"cat\":\"rdma\",\"name\":\"qp %u\",\"id\":\"%u:%u:0x%"
@@ -360,6 +429,9 @@ static int on_event(void *ctx, const struct ev_item *e)
 		struct fr_ev_rdma_cqe ev;
 		memcpy(&ev, rec, sizeof(ev));
 		const char *status = out_wc_status_name(ev.status);
+		int64_t at = rel(t, fi, ev.c.ts_ns);
+		if (!keep(t, fi, ev.c.pid, at, at))
+			return 0;
 		sep(t);
 		fprintf(t->out, "{\"ph\":\"e\",\"cat\":\"rdma\",\"name\":\"qp %u\",\"id\":\"%u:%u:0x%" PRIx64
 			"\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":", ev.qp_num, fi, ev.qp_num,
@@ -392,12 +464,15 @@ static int on_event(void *ctx, const struct ev_item *e)
 	return slice(t, fi, e->pid, e->tid, name, e->family->name, e->ts_ns, e->duration_ns, "");
 }
 
-int out_timeline_begin(struct trace_set *ts, FILE *out, struct out_timeline **tp,
-		       struct frec_error *err)
+int out_timeline_begin(struct trace_set *ts, FILE *out, const struct out_timeline_filter *filter,
+		       struct out_timeline **tp, struct frec_error *err)
 {
 	struct out_timeline *t = calloc(1, sizeof(*t));
 	if (!t)
 		goto oom;
+	if (filter)
+		t->filter = *filter;
+	hmap_init(&t->before_from);
 	t->out = out;
 	t->ts = ts;
 	t->first = 1;
@@ -476,6 +551,8 @@ static void gpu_idle_slices(struct out_timeline *t)
 			const struct findings_idle_interval *iv = &p->idle[k];
 			enum finding_kind cause = findings_idle_cause(iv);
 			int64_t s = rel(t, p->file, iv->start_ns), e = rel(t, p->file, iv->end_ns);
+			if (!keep(t, p->file, p->pid, s, e))
+				continue;
 			sep(t);
 			fprintf(t->out, "{\"ph\":\"X\",\"cat\":\"gpu_idle\",\"name\":\"%s\",\"pid\":%"
 				PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":",
@@ -508,11 +585,24 @@ int out_timeline_end(struct out_timeline *t, struct trace_set *ts, struct frec_e
 			feed_step(t, fi, (uint32_t)s->key_a, 0, f->last_event_ns);
 	}
 	gpu_idle_slices(t);
-	/* names: every process of the files, every thread that had a slice */
+	/* counters with no value inside the window: their value at its start */
+	for (size_t k = 0; k < t->before_from.cap; k++) {
+		const struct hmap_slot *s = &t->before_from.slots[k];
+		if (!s->used || !s->value)
+			continue;
+		int kind = (int)(s->key_b & 0xff);
+		if (counter_value(t, (uint32_t)(s->key_a >> 32), (uint32_t)s->key_a,
+				  (int32_t)(uint32_t)(s->key_b >> 8),
+				  kind == 0 ? "device" : kind == 1 ? "managed" : "host_pinned", s->key_a,
+				  s->key_b, t->filter.from_ns, s->value - 1))
+			break;
+	}
+	/* names: every process of the files kept, every thread that had a slice */
 	for (size_t i = 0; i < trace_set_count(ts); i++) {
 		const struct trace_file *f = trace_set_file(ts, i);
 		for (size_t k = 0; k < f->n_procs; k++)
-			name_process(t, (uint32_t)i, f, f->procs[k].pid);
+			if (keep_proc(t, (uint32_t)i, f->procs[k].pid))
+				name_process(t, (uint32_t)i, f, f->procs[k].pid);
 	}
 	for (size_t k = 0; k < t->thread_idx.cap; k++) {
 		const struct hmap_slot *s = &t->thread_idx.slots[k];
@@ -551,7 +641,7 @@ int out_timeline_end(struct out_timeline *t, struct trace_set *ts, struct frec_e
 	const struct findings_result *fr = model_findings_result(t->findings);
 	for (size_t i = 0; i < fr->n_procs; i++) {
 		const struct findings_proc *p = &fr->procs[i];
-		if (!p->n_idle)
+		if (!p->n_idle || !keep_proc(t, p->file, p->pid))
 			continue;
 		meta_event(t, "thread_name", jpid(p->file, p->pid), IDLE_TID_BIT | jpid(p->file, p->pid),
 			   "name", "GPU idle", 0, 0);
@@ -580,6 +670,7 @@ void out_timeline_free(struct out_timeline *t)
 	hmap_free(&t->step_start);
 	hmap_free(&t->step_no);
 	hmap_free(&t->step_tid);
+	hmap_free(&t->before_from);
 	free(t->threads);
 	free(t->offsets);
 	free(t);

@@ -45,15 +45,31 @@ struct out_timeline_stats {
 	uint64_t instants;      /* i */
 	uint64_t steps;
 	uint64_t gpu_idle;      /* X slices on the "GPU idle" tracks */
+	uint64_t filtered;      /* events left out by the filter */
+};
+
+/* What to keep (all zero: everything).  A window keeps the events whose
+ * interval meets [from_ns, to_ns] (ns from the origin, as the JSON's ts:
+ * a windowed file's times match the whole one's); each memory counter
+ * also gets its value at from_ns.  A process filter keeps the events of
+ * process pid (in any file) and/or of the processes whose launcher rank
+ * is rank, and names only those processes. */
+struct out_timeline_filter {
+	int window;
+	int64_t from_ns, to_ns;
+	int filter_pid;
+	uint32_t pid;
+	int filter_rank;
+	int64_t rank;
 };
 
 /* Registers the streaming writer with ts (before trace_set_run; it asks
  * for the nccl model, which aligns the files' clocks, the mem model,
  * whose ledger gives the memory counters, and the findings model, whose
  * idle intervals it draws at the end) and writes the document's head
- * to out. */
-int out_timeline_begin(struct trace_set *ts, FILE *out, struct out_timeline **t,
-		       struct frec_error *err);
+ * to out.  filter may be NULL. */
+int out_timeline_begin(struct trace_set *ts, FILE *out, const struct out_timeline_filter *filter,
+		       struct out_timeline **t, struct frec_error *err);
 
 /* After trace_set_run: the last steps, the process and thread names, the
  * document's tail.  Returns 0 or -1 (err filled: write failed). */

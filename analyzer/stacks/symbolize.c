@@ -7,6 +7,8 @@
  * over the interval end points with a max-heap on record order): lookups are
  * then one binary search whatever the overlap. */
 #include "symbolize.h"
+#include "grow.h"
+#include "name_index.h"
 #include "strpool.h"
 #include "trace_set.h"
 
@@ -35,6 +37,16 @@ struct sym_file {
 	/* Per dso, per symbol: the name as shown (demangled, "_[k]"), filled on
 	 * first use.  Bounded by the symbol tables, not by distinct ips. */
 	const char ***shown;
+	/* shown name -> (dso, symbol), the first of each name: built on the
+	 * first symbolize_locs of a dwarf-mode stack (names, no ips) */
+	int by_name_built;
+	struct name_index by_name;
+	uint32_t (*name_sym)[2];
+	/* (pid, name pointer) -> what locate_name found: an index into
+	 * named_at + 1, or 0 when nothing */
+	struct hmap named;
+	struct { uint32_t map_index; uint64_t ip; } *named_at;
+	size_t n_named, cap_named;
 };
 
 struct symbolizer {
@@ -197,6 +209,8 @@ struct symbolizer *symbolizer_new(struct trace_set *ts, struct frec_error *err)
 	for (size_t i = 0; i < s->n_files; i++) {
 		struct sym_file *sf = &s->files[i];
 		sf->f = trace_set_file(ts, i);
+		name_index_init(&sf->by_name);
+		hmap_init(&sf->named);
 		if (index_file(sf))
 			goto oom;
 		if (sf->f->n_dsos && !(sf->shown = calloc(sf->f->n_dsos, sizeof(*sf->shown))))
@@ -216,6 +230,10 @@ void symbolizer_free(struct symbolizer *s)
 	for (size_t i = 0; s->files && i < s->n_files; i++) {
 		struct sym_file *sf = &s->files[i];
 		free(sf->segs);
+		name_index_free(&sf->by_name);
+		free(sf->name_sym);
+		hmap_free(&sf->named);
+		free(sf->named_at);
 		for (size_t d = 0; sf->shown && d < sf->f->n_dsos; d++)
 			free(sf->shown[d]);
 		free(sf->shown);
@@ -370,12 +388,13 @@ size_t symbolize_frames(struct symbolizer *s, const struct trace_file *f, uint32
 {
 	const struct ts_stack *st = stack_id ? trace_file_stack(f, stack_id) : NULL;
 	size_t n = st ? (size_t)st->n_kernel + st->n_user : 0;
-	if (n + 1 > *cap) {
-		const char **grown = realloc(*frames, (n + 1) * sizeof(*grown));
+	size_t need = (n ? n : 1) + 1; /* and room for a leaf the caller adds */
+	if (need > *cap) {
+		const char **grown = realloc(*frames, need * sizeof(*grown));
 		if (!grown)
 			return SIZE_MAX;
 		*frames = grown;
-		*cap = n + 1;
+		*cap = need;
 	}
 	enum stack_found how = n ? STACK_FRAMES : stack_id && !st ? STACK_MISSING : STACK_NONE;
 	if (found)
@@ -389,5 +408,146 @@ size_t symbolize_frames(struct symbolizer *s, const struct trace_file *f, uint32
 	for (size_t i = 0; i < n; i++)
 		if (!(*frames)[i])
 			return SIZE_MAX;
+	return n;
+}
+
+/* ---- addresses of named frames (dwarf mode) --------------------------- */
+
+static int build_by_name(struct symbolizer *s, struct sym_file *sf)
+{
+	size_t cap = 0;
+	sf->by_name_built = 1;
+	for (size_t d = 0; d < sf->f->n_dsos; d++) {
+		const struct ts_dso *dso = &sf->f->dsos[d];
+		if (dso->kind != 0)
+			continue;
+		for (uint32_t i = 0; i < dso->nsyms; i++) {
+			if (!dso->strtab[dso->syms[i].name_off])
+				continue;
+			const char *shown = symbol_name(s, sf, dso, i);
+			if (!shown)
+				return -1;
+			size_t before = sf->by_name.n;
+			int64_t at = name_index_of(&sf->by_name, shown);
+			if (at < 0)
+				return -1;
+			if ((size_t)at < before)
+				continue; /* the first symbol of a name wins */
+			void *p = sf->name_sym;
+			if (grow_array(&p, &cap, (size_t)at + 1, sizeof(*sf->name_sym), 1024))
+				return -1;
+			sf->name_sym = p;
+			sf->name_sym[at][0] = (uint32_t)d;
+			sf->name_sym[at][1] = i;
+		}
+	}
+	return 0;
+}
+
+/* The mapping of pid that holds file offset off of a file matching dso
+ * (by id) or base (by file name), and the address there. */
+static int map_of(const struct sym_file *sf, uint32_t pid, uint32_t dso_id, const char *base,
+		  uint64_t off, struct sym_loc *l)
+{
+	const struct trace_file *f = sf->f;
+	for (size_t i = 0; i < f->n_maps; i++) {
+		const struct ts_mapping *m = &f->maps[i];
+		if (m->pid != pid || off < m->pgoff || off - m->pgoff >= m->end - m->start)
+			continue;
+		if (dso_id ? m->dso_id != dso_id : strcmp(basename_of(m->path), base) != 0)
+			continue;
+		l->map = m;
+		l->map_index = (uint32_t)i;
+		l->ip = m->start + (off - m->pgoff);
+		return 1;
+	}
+	return 0;
+}
+
+/* A dwarf-mode user frame has a name only: the symbol of that name (or
+ * "lib.so+0xOFF") in pid's mappings gives it a mapping and the address of
+ * the function's start. */
+static void locate_name_uncached(struct symbolizer *s, struct sym_file *sf, uint32_t pid,
+				 struct sym_loc *l)
+{
+	const char *plus = strstr(l->name, "+0x");
+	if (plus && !strchr(plus + 3, '+') && plus - l->name < 256) {
+		char base[256];
+		memcpy(base, l->name, (size_t)(plus - l->name));
+		base[plus - l->name] = 0;
+		map_of(sf, pid, 0, base, strtoull(plus + 3, NULL, 16), l);
+		return;
+	}
+	if (!sf->by_name_built && build_by_name(s, sf))
+		return; /* out of memory: the frame keeps its name only */
+	int64_t at = name_index_find(&sf->by_name, l->name);
+	if (at < 0)
+		return;
+	const struct ts_dso *d = &sf->f->dsos[sf->name_sym[at][0]];
+	map_of(sf, pid, d->dso_id, NULL, d->syms[sf->name_sym[at][1]].offset, l);
+}
+
+static void locate_name(struct symbolizer *s, struct sym_file *sf, uint32_t pid, struct sym_loc *l)
+{
+	uint64_t v;
+	if (hmap_get(&sf->named, pid, (uint64_t)(uintptr_t)l->name, &v)) {
+		if (v) {
+			l->map_index = sf->named_at[v - 1].map_index;
+			l->map = &sf->f->maps[l->map_index];
+			l->ip = sf->named_at[v - 1].ip;
+		}
+		return;
+	}
+	locate_name_uncached(s, sf, pid, l);
+	void *p = sf->named_at;
+	if (!l->map || grow_array(&p, &sf->cap_named, sf->n_named + 1, sizeof(*sf->named_at), 64)) {
+		hmap_put(&sf->named, pid, (uint64_t)(uintptr_t)l->name, 0);
+		return;
+	}
+	sf->named_at = p;
+	sf->named_at[sf->n_named].map_index = l->map_index;
+	sf->named_at[sf->n_named].ip = l->ip;
+	hmap_put(&sf->named, pid, (uint64_t)(uintptr_t)l->name, ++sf->n_named);
+}
+
+size_t symbolize_locs(struct symbolizer *s, const struct trace_file *f, uint32_t file_index,
+		      uint32_t stack_id, struct sym_loc **locs, size_t *cap)
+{
+	const char **names = NULL;
+	size_t names_cap = 0;
+	size_t n = symbolize_frames(s, f, file_index, stack_id, &names, &names_cap, NULL);
+	void *grown = *locs;
+	if (n == SIZE_MAX || grow_array(&grown, cap, n, sizeof(**locs), 64)) {
+		free(names);
+		return SIZE_MAX;
+	}
+	*locs = grown;
+	for (size_t i = 0; i < n; i++)
+		(*locs)[i] = (struct sym_loc){ .name = names[i] };
+	free(names);
+	const struct ts_stack *st = stack_id ? trace_file_stack(f, stack_id) : NULL;
+	if (!st || (size_t)st->n_kernel + st->n_user != n || file_index >= s->n_files)
+		return n; /* "[no stack]", "[missing stack]" */
+	const uint64_t *kernel = f->ips + st->ips_at;
+	const uint64_t *user = kernel + st->n_kernel;
+	const struct sym_file *sf = &s->files[file_index];
+	struct sym_file *sfm = &s->files[file_index];
+	for (size_t i = 0; st->ustack && i < st->n_user; i++)
+		locate_name(s, sfm, st->pid, &(*locs)[i]);
+	size_t at = st->ustack ? st->n_user : 0;
+	for (size_t i = st->ustack ? 0 : st->n_user; i-- > 0; at++) {
+		int leaf = i == 0 && st->n_kernel == 0;
+		uint64_t ip = user[i] - !leaf;
+		const struct sym_segment *g = find_segment(sf, st->pid, ip);
+		(*locs)[at].ip = ip;
+		if (g) {
+			(*locs)[at].map = &f->maps[g->map_index];
+			(*locs)[at].map_index = g->map_index;
+		}
+	}
+	for (size_t i = st->n_kernel; i-- > 0; at++) {
+		(*locs)[at].ip = kernel[i] - (i != 0);
+		(*locs)[at].kernel = 1;
+	}
 	return n;
 }

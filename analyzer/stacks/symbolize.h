@@ -56,12 +56,28 @@ enum stack_found { STACK_FRAMES, STACK_NONE /* id 0 or no frames */,
 		   STACK_MISSING /* an id the file does not define */ };
 
 /* The frames of stack_id of file f, root first, as every flame graph and
- * table names them, into *frames (grown as needed): the symbolized frames,
- * or the one frame "[no stack]" / "[missing stack]".  Returns the number
- * of frames, or SIZE_MAX when memory runs out; *found (may be NULL) says
- * which. */
+ * table names them, into *frames (grown as needed, with room for one more
+ * frame the caller may add as the leaf): the symbolized frames, or the one
+ * frame "[no stack]" / "[missing stack]".  Returns the number of frames, or
+ * SIZE_MAX when memory runs out; *found (may be NULL) says which. */
 size_t symbolize_frames(struct symbolizer *s, const struct trace_file *f, uint32_t file_index,
 			uint32_t stack_id, const char ***frames, size_t *cap,
 			enum stack_found *found);
+
+/* Where each frame of symbolize_frames is, for the formats that keep
+ * addresses (pprof): the same names in the same order, with the address
+ * looked up (ip, or ip - 1 for a return address) and the mapping that
+ * holds it.  map is NULL for kernel frames, frames outside any mapping,
+ * dwarf-mode user frames (names, no ips: ip 0) and the made-up frames. */
+struct ts_mapping;
+struct sym_loc {
+	const char *name;
+	uint64_t ip;
+	const struct ts_mapping *map;
+	uint32_t map_index;  /* into the file's maps when map is set */
+	int kernel;
+};
+size_t symbolize_locs(struct symbolizer *s, const struct trace_file *f, uint32_t file_index,
+		      uint32_t stack_id, struct sym_loc **locs, size_t *cap);
 
 #endif

@@ -92,6 +92,11 @@
 			while (x >= 1024 && k < u.length - 1) { x /= 1024; k++; }
 			return (k ? x.toFixed(1) + ' ' + u[k] + ' (' + commas(v) + ' bytes)' : commas(v) + ' bytes');
 		}
+		if (unit === 'ns') {
+			var t = v >= 1e9 ? (v / 1e9).toFixed(3) + ' s' : v >= 1e6 ? (v / 1e6).toFixed(2) + ' ms' :
+				v >= 1e3 ? (v / 1e3).toFixed(1) + ' us' : commas(v) + ' ns';
+			return t + ' (' + commas(v) + ' ns)';
+		}
 		return commas(v) + ' ' + unit;
 	}
 

@@ -186,7 +186,10 @@
 			} else {
 				card(cards, 'GPU idle', 'no idle cost');
 			}
-			card(cards, 'Processes', f.pids.join(', ') + (f.ranks.length ? ' (rank ' + f.ranks.join(', ') + ')' : ''));
+			/* a count first, then who: a bare pid reads as a count */
+			card(cards, 'Processes', f.pids.length + ' (pid' + (f.pids.length === 1 ? ' ' : 's ') +
+				f.pids.join(', ') + (f.ranks.length ? '; rank' + (f.ranks.length === 1 ? ' ' : 's ') +
+				f.ranks.join(', ') : '') + ')');
 			if (f.where.length) {
 				var w = el('div', 'fr-evidence fr-where', null, box);
 				el('strong', null, 'Where (root first): ', w);
@@ -423,6 +426,16 @@
 			r.errtext = (f.errors || []).map(function (e) { return e.name + ' \u00d7' + commas(e.count); }).join(', ') || null;
 			return r;
 		}));
+		if (c.time_tree) {
+			el('h3', null, 'Time in CUDA API calls per stack', s);
+			el('p', 'fr-note', 'Beside the CPU flame graph: where the threads waited in CUDA calls, the call ' +
+				'as the leaf. ' + (c.launches ? commas(c.launches_with_stack) + ' of ' + commas(c.launches) +
+				' kernel launches carry a stack (the recorder takes one launch in ' + c.launch_stack_every +
+				'); the others are under [no stack].' : ''), s);
+			var tb = el('div', null, null, s);
+			tb.id = 'fr-cuda-time';
+			mountFlame(tb, c.time_tree);
+		}
 		var cs = section('copies', 'Host\u2013device copies');
 		if (!c.copies || !c.copies.length) { empty(cs, 'No cudaMemcpy calls in this trace.'); return; }
 		function gbps(x) { return x.total_ns ? x.bytes / x.total_ns : 0; }

@@ -102,10 +102,17 @@ async function testReport(ctx, state) {
 			options: Array.from(document.querySelectorAll('#fr-cpu-select option')).map((o) => o.textContent),
 			navLinks: document.querySelectorAll('.fr-nav a').length,
 			bars: document.querySelectorAll('#syscalls .fr-bar').length,
+			cudaTimeFrames: document.querySelectorAll('#fr-cuda-time .fg-frame').length,
+			cudaTimeNames: ((JSON.parse(document.getElementById('fr-data').textContent).cuda || {})
+				.time_tree || { names: [] }).names.join('\n'),
 		};
 	});
 	check(JSON.stringify(info.ids) === JSON.stringify(['summary', 'findings', 'cpu', 'gpu-memory', 'cuda', 'copies',
 		'stragglers', 'rdma', 'syscalls']), 'sections in order: ' + JSON.stringify(info.ids));
+	/* the CUDA-time flame graph in the CUDA section, the calls as leaves */
+	check(info.cudaTimeFrames > 0 && info.cuda.includes('Time in CUDA API calls per stack') &&
+		info.cudaTimeNames.includes('cudaMemcpy') && info.cudaTimeNames.includes('cudaLaunchKernel'),
+		'cuda time graph: ' + info.cudaTimeFrames + ' ' + info.cudaTimeNames.slice(0, 300));
 	check(info.h1.startsWith('flightrec report: python train.py'), 'title: ' + info.h1);
 	check(info.drops && info.drops.includes('Dropped events: 3'), 'drops warning visible: ' + info.drops);
 	check(info.mem.includes('No CUDA allocation events in this trace'), 'gpu memory says why: ' + info.mem);
@@ -292,7 +299,7 @@ async function testFindings(ctx, state) {
 		check(b.where === cli.where.join(' → '), 'finding ' + (i + 1) + ' where: ' + b.where);
 	});
 	check(f.boxes.length === 3 && f.boxes[1].fix.startsWith('issue fewer, larger kernels') &&
-		f.boxes[1].where.includes('run_small_ops') && f.boxes[1].procs.shown === '510',
+		f.boxes[1].where.includes('run_small_ops') && f.boxes[1].procs.shown === '1 (pid 510)',
 		'launch_bound: its fix, culprit and process');
 	check(f.boxes.length === 3 && f.boxes[2].fix.includes('pin_memory=True'), 'pageable_copy fix');
 	check(f.idleTable && f.idleTable.includes('500') && f.idleTable.includes('510') && f.idleTable.includes('40.000 ms'),

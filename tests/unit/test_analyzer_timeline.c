@@ -5,7 +5,8 @@
  * slices on one thread nest; counters never go back in time; the crossing
  * slice became async; names of hostile processes are escaped; the GPU-idle
  * intervals of the findings model are slices on a "GPU idle" track named
- * by their cause. */
+ * by their cause; --from/--to keep exactly the events meeting the window
+ * (and each counter's value at its start), --pid/--rank one process's. */
 #include "check.h"
 #include "test_analyzer_common.h"
 #include "test_analyzer_findings_trace.h"
@@ -441,15 +442,113 @@ static void check_gpu_idle(void)
 	free(text);
 }
 
+/* The timeline of argv as parsed events (ps->evs), 0 on success. */
+static int run_timeline(char **argv, int argc, const char *out, struct parser *ps, char **text)
+{
+	memset(ps, 0, sizeof(*ps));
+	*text = NULL;
+	if (cmd_timeline(argc, argv, stdout, stderr) != 0)
+		return -1;
+	FILE *f = fopen(out, "r");
+	if (!f || !(*text = calloc(1, 1 << 20))) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	size_t n = fread(*text, 1, (1 << 20) - 1, f);
+	fclose(f);
+	(*text)[n] = '\0';
+	return parse(*text, ps) ? 0 : -1;
+}
+
+/* write_trace's events between 150 and 250 us: the ioctls 50..99 of tid
+ * 102 (each 500 ns, 1 us apart from 100 us), the device synchronize around
+ * them, step 0 (0 to 1 ms), and the device counter's value then (100
+ * bytes: 4096 allocated and freed, 100 allocated) at 150 us. */
+static void check_window(char *trace)
+{
+	char out[512];
+	synth_path("analyzer_timeline_window.json", out, sizeof(out));
+	char *argv[] = { "timeline", trace, "--from", "0.00015", "--to", "0.00025", "-o", out, NULL };
+	struct parser ps;
+	char *text = NULL;
+	CHECK_EQ_U64(run_timeline(argv, 8, out, &ps, &text), 0);
+	size_t ioctls = 0, syncs = 0, steps = 0, counters = 0, other = 0;
+	for (size_t i = 0; text && i < ps.n; i++) {
+		const struct ev *e = &ps.evs[i];
+		if (e->ph[0] == 'M')
+			continue;
+		if (!strcmp(e->name, "ioctl")) {
+			ioctls++;
+			CHECK(e->ts + e->dur >= 150.0 && e->ts <= 250.0);
+		} else if (!strcmp(e->name, "cudaDeviceSynchronize")) {
+			syncs++;
+		} else if (!strcmp(e->name, "step 0")) {
+			steps++;
+		} else if (e->ph[0] == 'C') {
+			counters++;
+			CHECK(fabs(e->ts - 150.0) < 1e-9 && e->bytes == 100);
+		} else {
+			other++;
+		}
+	}
+	CHECK_EQ_U64(ioctls, 50);
+	CHECK(syncs >= 1); /* as an X or a b/e pair */
+	CHECK_EQ_U64(steps, 1);
+	CHECK_EQ_U64(counters, 1);
+	CHECK_EQ_U64(other, 0);
+	free(ps.evs);
+	free(text);
+	/* no such process: names and nothing else */
+	char *argv2[] = { "timeline", trace, "--pid", "999", "-o", out, NULL };
+	text = NULL;
+	CHECK_EQ_U64(run_timeline(argv2, 6, out, &ps, &text), 0);
+	for (size_t i = 0; text && i < ps.n; i++)
+		CHECK(ps.evs[i].ph[0] == 'M' && strcmp(ps.evs[i].name, "process_name"));
+	free(ps.evs);
+	free(text);
+	char *bad[] = { "timeline", trace, "--from", "2", "--to", "1", "-o", out, NULL };
+	CHECK(cmd_timeline(8, bad, stdout, stderr) != 0);
+}
+
+/* --rank 1 of the two-node job: only node b's process (pid 1100). */
+static void check_rank(void)
+{
+	char a[512], b[512], out[512];
+	synth_path("analyzer_timeline_node_a.frec", a, sizeof(a));
+	synth_path("analyzer_timeline_node_b.frec", b, sizeof(b));
+	synth_path("analyzer_timeline_rank.json", out, sizeof(out));
+	char *argv[] = { "timeline", a, b, "--rank", "1", "-o", out, NULL };
+	struct parser ps;
+	char *text = NULL;
+	CHECK_EQ_U64(run_timeline(argv, 7, out, &ps, &text), 0);
+	size_t kept = 0;
+	double pid = -1;
+	for (size_t i = 0; text && i < ps.n; i++) {
+		if (ps.evs[i].ph[0] == 'M')
+			continue;
+		if (pid < 0)
+			pid = ps.evs[i].pid;
+		CHECK(ps.evs[i].pid == pid);
+		kept++;
+	}
+	CHECK(kept >= 10); /* its init and ten all-reduces, at least */
+	CHECK(text && strstr(text, "rank 1") && !strstr(text, "rank 0"));
+	free(ps.evs);
+	free(text);
+}
+
 int main(void)
 {
 	check_aligned();
 	check_gpu_idle();
+	check_rank();
 
 	char trace[512], out[512];
 	synth_path("analyzer_timeline.frec", trace, sizeof(trace));
 	synth_path("analyzer_timeline.json", out, sizeof(out));
 	CHECK_EQ_U64(write_trace(trace), 0);
+	check_window(trace);
 	char *argv[] = { "timeline", trace, "-o", out, NULL };
 	CHECK_EQ_U64(cmd_timeline(4, argv, stdout, stderr), 0);
 
