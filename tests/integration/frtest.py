@@ -189,6 +189,21 @@ def start_held(cmd, env, why):
     return rec, sample, out
 
 
+def wait_file_line(path, text, proc=None):
+    """Waits until the file at path (a process's stderr, say) holds a line
+    containing text; fails at once when proc ends first."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while time.monotonic() < deadline:
+        with open(path) as f:
+            got = f.read()
+        if any(text in line for line in got.splitlines()):
+            return got
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"exited {proc.returncode} before saying {text!r}:\n{got}")
+        time.sleep(0.01)
+    raise AssertionError(f"{path} never said {text!r}")
+
+
 def wait_state(pid, want, why):
     """Waits until pid's state is one of want (None: gone)."""
     deadline = time.monotonic() + HANG_GUARD_S
@@ -200,5 +215,19 @@ def wait_state(pid, want, why):
     raise AssertionError(f"pid {pid} never reached {want} ({why}); state {proc_state(pid)}")
 
 def main():
+    """Runs the calling test file's cases.  Exits 1 when one failed, 77
+    (ctest's skip: SKIP_RETURN_CODE in tests/integration/CMakeLists.txt) when
+    none failed but one was skipped, 0 when every case ran and passed.  Each
+    skip is printed as `frtest: SKIPPED <id>: <reason>` for scripts/test,
+    which counts skips and, in CI, refuses those not on tests/skips-allowed."""
     require_root()
-    unittest.main(verbosity=2)
+    prog = unittest.main(verbosity=2, exit=False)
+    result = prog.result
+    for case, reason in result.skipped:
+        print(f"frtest: SKIPPED {case.id()}: {reason}", flush=True)
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if result.testsRun == 0:
+        print("frtest: no test ran", flush=True)
+        sys.exit(1)
+    sys.exit(77 if result.skipped else 0)
