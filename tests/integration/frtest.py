@@ -280,8 +280,13 @@ def main():
     require_root()
     prog = unittest.main(verbosity=2, exit=False)
     result = prog.result
+    script = os.path.splitext(os.path.basename(sys.argv[0]))[0]
     for case, reason in result.skipped:
-        print(f"frtest: SKIPPED {case.id()}: {reason}", flush=True)
+        # named by the test file, as tests/skips-allowed names it
+        cid = case.id()
+        if cid.startswith("__main__."):
+            cid = script + cid[len("__main__"):]
+        print(f"frtest: SKIPPED {cid}: {reason}", flush=True)
     if not result.wasSuccessful():
         sys.exit(1)
     if result.testsRun == 0:
