@@ -483,8 +483,14 @@ static int write_schema_chunk(struct frec_writer *w, struct frec_error *err)
 				(uint32_t)n, 0, 0);
 	free(buf);
 	if (rc < 0) {
-		if (err)
+		/* a disk already full stops writing without an I/O error: say
+		 * why all the same (the caller prints this line alone) */
+		int code = w->stop_error ? w->stop_error : EIO;
+		if (err && w->io_failed)
 			*err = w->io_err;
+		else if (err)
+			frec_error_set(err, w->path, (int64_t)w->file_off, code,
+				       "cannot write the schema chunk: %s", strerror(code));
 		return -1;
 	}
 	return 0;

@@ -405,13 +405,23 @@ static int run_snapshot(struct frec_writer *w, const struct frec_snapshot *s,
 		wr_fail_io(sw, "cannot keep the drop counts", ENOMEM);
 		rc = -1;
 	}
+	struct frec_error why = { .offset = -1 };
 	if (rc < 0) {
 		/* a chunk that did not fit (disk full) was cut away: the file is
 		 * a valid prefix that close seals with a stop record */
 		if (!sw->io_failed && !sw->stop_error)
 			wr_fail_io(sw, "cannot write the snapshot", EIO);
+		/* close succeeds then, and says nothing: the reason, kept here */
+		if (sw->stop_error)
+			frec_error_set(&why, s->name, (int64_t)sw->file_off, sw->stop_error,
+				       "writing stopped: %s; the file holds what was written before, "
+				       "sealed", strerror(sw->stop_error));
+		else
+			why = sw->io_err;
 	}
 	int crc = frec_writer_close(sw, s->end, s->probes, s->n_probes, err);
+	if (rc < 0 && !err->what[0])
+		*err = why;
 	if (res) {
 		res->window_first_ns = first;
 		res->window_last_ns = last;

@@ -3,7 +3,9 @@
  * through it, a DWARF unwind can.  Used to show the difference between
  * --stack fp and --stack dwarf.
  *
- * usage: deep_chain [SECONDS]   (default 2) */
+ * usage: deep_chain [SECONDS]   (default 2): SECONDS of its own CPU time,
+ * so a profile holds as many samples on a loaded machine as on an idle one
+ * (the run then takes longer). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +16,7 @@ static volatile uint64_t sink;
 static double now_s(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 

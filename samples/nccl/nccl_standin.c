@@ -12,6 +12,10 @@
  * default 10 GB/s).  Send/Recv are a rendezvous between the two peers.  Every
  * wait is bounded by FLIGHTREC_FAKE_NCCL_TIMEOUT_S (default 60 s) and returns
  * ncclSystemError when it runs out; a peer that exits gives ncclRemoteError.
+ * FLIGHTREC_FAKE_NCCL_FAIL_AT=N (with FLIGHTREC_FAKE_NCCL_FAIL_RANK=R, 0 by
+ * default) makes rank R's Nth collective (from 1) return ncclSystemError at
+ * once, as a failed transport would: an NCCL error for the recorder's
+ * nccl-error trigger, at a known call.
  *
  * Asynchronous mode (FLIGHTREC_FAKE_NCCL_ASYNC=1), like NVIDIA's library:
  * a collective or send/recv (or a group of them, at the outermost
@@ -1340,6 +1344,13 @@ static ncclResult_t collective(int func, const void *sendbuff, const void *recvb
 	} else {
 		o.kind = OP_COLL;
 		o.seq = ++comm->coll_seq;
+		double fail_at = env_positive("FLIGHTREC_FAKE_NCCL_FAIL_AT", 0);
+		const char *fr = getenv("FLIGHTREC_FAKE_NCCL_FAIL_RANK");
+		if (fail_at > 0 && o.seq == (uint64_t)fail_at && comm->rank == (fr ? atoi(fr) : 0)) {
+			report(comm, "%s: collective %llu fails (FLIGHTREC_FAKE_NCCL_FAIL_AT)",
+			       func_names[func], (unsigned long long)o.seq);
+			return ncclSystemError;
+		}
 	}
 	return submit(&o);
 }

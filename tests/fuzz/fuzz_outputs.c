@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 typedef int (*cmd_fn)(int, char **, FILE *, FILE *);
 
-enum oracle { NONE, JSON, TEXT, REPORT, FLAME_SVG, FLAME_HTML };
+enum oracle { NONE, JSON, TEXT, REPORT, FLAME_SVG, FLAME_HTML, SUMMARY_TEXT, SUMMARY_JSON };
 
 static FILE *errout(void)
 {
@@ -67,6 +67,19 @@ static int run(cmd_fn cmd, int argc, char **argv, enum oracle oracle, const char
 		break;
 	case FLAME_HTML:
 		fuzz_check_markup(buf, len, "var FLAME_DATA = ", ";\n</script>", what);
+		break;
+	case SUMMARY_TEXT:
+	case SUMMARY_JSON:
+		if (oracle == SUMMARY_TEXT)
+			fuzz_check_text(buf, len, what);
+		else if (rc == 0 && len)
+			fuzz_check_json(buf, len, what);
+		/* summary's budget holds whatever the trace: 2,000 tokens at 4
+		 * bytes each (cmd_summary's last level is bounded by construction) */
+		if (rc == 0 && len > 8000) {
+			fprintf(stderr, "%s: %zu bytes, over summary's budget of 8,000\n", what, len);
+			abort();
+		}
 		break;
 	case NONE:
 		break;
@@ -145,8 +158,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				   #argv)
 	RUN(cmd_findings, findings, TEXT);
 	RUN(cmd_findings, findings_json, JSON);
-	RUN(cmd_summary, summary, TEXT);
-	RUN(cmd_summary, summary_json, JSON);
+	RUN(cmd_summary, summary, SUMMARY_TEXT);
+	RUN(cmd_summary, summary_json, SUMMARY_JSON);
 	RUN(cmd_memory, memory, JSON);
 	RUN(cmd_cuda, cuda, JSON);
 	RUN(cmd_stragglers, stragglers, JSON);

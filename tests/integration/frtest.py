@@ -107,14 +107,71 @@ def bpf_objects():
     them: {id: name} of programs named fr_*, {link id: (type, program
     name)} of links whose program is one of them."""
     def show(what):
-        p = subprocess.run(["bpftool", "-j", what, "show"], capture_output=True, text=True)
-        if p.returncode != 0:
-            raise AssertionError(f"bpftool {what} show failed: " + p.stderr)
-        return json.loads(p.stdout or "[]")
+        # an object freed while bpftool walks the list (another recording
+        # ending) fails that walk: walk again
+        for _ in range(20):
+            p = subprocess.run(["bpftool", "-j", what, "show"], capture_output=True, text=True)
+            if p.returncode == 0:
+                return json.loads(p.stdout or "[]")
+            time.sleep(0.05)
+        raise AssertionError(f"bpftool {what} show failed: {p.stdout} {p.stderr}")
     progs = {x["id"]: x.get("name", "") for x in show("prog")}
     ours = {i: n for i, n in progs.items() if n.startswith("fr_")}
     links = {x["id"]: (x.get("type", "?"), progs.get(x.get("prog_id"), "?")) for x in show("link")}
     return ours, {i: v for i, v in links.items() if v[1].startswith("fr_")}
+
+
+def held_bpf_ids(pids=None):
+    """(program ids, link ids) that open file descriptors of pids (None:
+    every process) hold, as /proc/PID/fdinfo says (a link's program too)."""
+    progs, links = set(), set()
+    for pid in pids if pids is not None else os.listdir("/proc"):
+        fddir = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(fddir)
+        except (FileNotFoundError, NotADirectoryError, PermissionError, ProcessLookupError):
+            continue
+        for fd in fds:
+            try:
+                what = os.readlink(f"{fddir}/{fd}")
+                if not what.startswith("anon_inode:bpf"):
+                    continue
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    info = dict(line.split(":", 1) for line in f if ":" in line)
+            except (FileNotFoundError, ProcessLookupError, PermissionError, OSError):
+                continue
+            if "link_id" in info:
+                links.add(int(info["link_id"]))
+            if "prog_id" in info:
+                progs.add(int(info["prog_id"]))
+    return progs, links
+
+
+def left_behind(also=()):
+    """flightrec's programs and links that no live process holds (a dead
+    recorder's, not yet freed or leaked), and those that the processes in
+    also (a job that might have inherited a descriptor) hold.  Other
+    recorders running on this machine hold theirs: not counted."""
+    progs, links = bpf_objects()
+    live_p, live_l = held_bpf_ids()
+    job_p, job_l = held_bpf_ids([str(p) for p in also])
+    return ({i: n for i, n in progs.items() if i not in live_p or i in job_p},
+            {i: v for i, v in links.items() if i not in live_l or i in job_l})
+
+
+def no_programs_left(bound_s=120.0, also=()):
+    """No flightrec program and no link to one (`bpftool prog show` and
+    `bpftool link show`; uprobe_multi and perf-event uprobes are links) left
+    behind (left_behind).  The kernel frees a dead process's programs after
+    an RCU grace period: wait for that.  The bound is not a measurement: it
+    is far past any grace period, and only turns a leaked program into a
+    failure with a message instead of a ctest timeout."""
+    end = time.monotonic() + bound_s
+    while any(left_behind(also)):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 class Case(unittest.TestCase):
@@ -189,6 +246,21 @@ def start_held(cmd, env, why):
     return rec, sample, out
 
 
+def wait_file_line(path, text, proc=None):
+    """Waits until the file at path (a process's stderr, say) holds a line
+    containing text; fails at once when proc ends first."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while time.monotonic() < deadline:
+        with open(path) as f:
+            got = f.read()
+        if any(text in line for line in got.splitlines()):
+            return got
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"exited {proc.returncode} before saying {text!r}:\n{got}")
+        time.sleep(0.01)
+    raise AssertionError(f"{path} never said {text!r}")
+
+
 def wait_state(pid, want, why):
     """Waits until pid's state is one of want (None: gone)."""
     deadline = time.monotonic() + HANG_GUARD_S
@@ -200,5 +272,24 @@ def wait_state(pid, want, why):
     raise AssertionError(f"pid {pid} never reached {want} ({why}); state {proc_state(pid)}")
 
 def main():
+    """Runs the calling test file's cases.  Exits 1 when one failed, 77
+    (ctest's skip: SKIP_RETURN_CODE in tests/integration/CMakeLists.txt) when
+    none failed but one was skipped, 0 when every case ran and passed.  Each
+    skip is printed as `frtest: SKIPPED <id>: <reason>` for scripts/test,
+    which counts skips and, in CI, refuses those not on tests/skips-allowed."""
     require_root()
-    unittest.main(verbosity=2)
+    prog = unittest.main(verbosity=2, exit=False)
+    result = prog.result
+    script = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+    for case, reason in result.skipped:
+        # named by the test file, as tests/skips-allowed names it
+        cid = case.id()
+        if cid.startswith("__main__."):
+            cid = script + cid[len("__main__"):]
+        print(f"frtest: SKIPPED {cid}: {reason}", flush=True)
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if result.testsRun == 0:
+        print("frtest: no test ran", flush=True)
+        sys.exit(1)
+    sys.exit(77 if result.skipped else 0)

@@ -13,7 +13,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import frtest
 
 STEPS = 6
@@ -220,17 +219,27 @@ class AttachToRunning(frtest.Case):
         d = frtest.workdir("cuda_hold")
         trace = os.path.join(d, "hold.frec")
         hold = subprocess.Popen([frtest.sample("cuda_hold"), "30"], stdout=subprocess.PIPE, text=True)
+        rec = None
         try:
             self.assertIn("ready", hold.stdout.readline())
             rec = subprocess.Popen([frtest.FLIGHTREC, "record", "-o", trace, "--probes", "cuda",
                                     "--pid", str(hold.pid)], stderr=subprocess.PIPE, text=True)
-            time.sleep(1.5)  # attached to the running process
+            # attached: the recorder says "recording" once its probes are in
+            started = ""
+            while "recording" not in started:
+                line = rec.stderr.readline()
+                if not line:
+                    self.fail(f"the recorder ended before recording: {started}")
+                started += line
             hold.send_signal(signal.SIGUSR1)
             hold.wait(timeout=30)
-            rec.wait(timeout=30)  # stops when its target exits
+            rec.communicate(timeout=30)  # stops when its target exits
         finally:
             if hold.poll() is None:
                 hold.kill()
+            if rec is not None and rec.poll() is None:
+                rec.kill()
+                rec.wait()
         mem = json.loads(frtest.analyze("memory", trace, "--json").stdout)
         device = [s for s in mem["series"] if s["space"] == "device"]
         self.assertEqual(len(device), 1, mem)
@@ -246,10 +255,11 @@ class Dlopen(frtest.Case):
         lib = os.path.join(frtest.SAMPLES, "cudart", "libcudart.so.12")
         d = frtest.workdir("cuda_dlopen")
         trace = os.path.join(d, "dlopen.frec")
-        prog = ("import ctypes, time\n"
-                "time.sleep(0.5)\n"
+        # the calls come right after the dlopen, with no pause: the dlopen
+        # hold (the program stopped until the library is attached) is what
+        # makes all ten seen
+        prog = ("import ctypes\n"
                 f"lib = ctypes.CDLL({lib!r})\n"
-                "time.sleep(0.3)\n"
                 "p = ctypes.c_void_p()\n"
                 "for i in range(10):\n"
                 "    lib.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20))\n"
@@ -258,7 +268,6 @@ class Dlopen(frtest.Case):
         m = re.search(r"cuda: attached \d+ functions in .*libcudart\.so\.12.*\(pid \d+, ([0-9.]+) ms after it was mapped\)",
                       p.stderr)
         self.assertIsNotNone(m, p.stderr)
-        self.assertLess(float(m.group(1)), 300.0)  # calls 300 ms after dlopen are all seen
         names = [e["name"] for e in frtest.dump(trace, "--type", "cuda")]
         self.assertEqual(names.count("cudaMalloc"), 10)
         self.assertEqual(names.count("cudaFree"), 10)

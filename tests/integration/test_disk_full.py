@@ -23,9 +23,11 @@ class DiskFull(frtest.Case):
 
     def test_disk_full(self):
         trace = os.path.join(self.mnt, "run.frec")
-        # cpu_split spins for 6 s of its own CPU time: at 999 Hz with dwarf
-        # stacks that is far more than 256 KiB whatever the machine's load
-        job = f"{frtest.sample('cpu_split')} 6 >/dev/null; exit 3"
+        # a fixed amount of work, not of time (about 6.6 s of CPU: 1.1 ms a
+        # round here): at 999 Hz that is far more than 256 KiB however little
+        # CPU a loaded machine gives it per second (`cpu_split 6` spun 6 s of
+        # wall time, 1.2 s of CPU under a load of 16, and fitted in 180 KiB)
+        job = f"{frtest.sample('cpu_split')} --rounds 6000 >/dev/null; exit 3"
         p = frtest.record(trace, ["--freq", "999"], ["--", "sh", "-c", job], check=False)
         self.assertEqual(p.returncode, 3, p.stderr)  # the job's own status
         full = [l for l in p.stderr.splitlines() if "disk full" in l]
@@ -49,6 +51,45 @@ class DiskFull(frtest.Case):
         info = frtest.analyze("info", trace)
         self.assertRegex(info.stdout, r"status: +stopped early: disk full at")
         self.assertIn("stopped early: disk full", info.stderr)
+
+
+class RingSnapshotDiskFull(frtest.Case):
+    """A flight-recorder snapshot (--ring, OOM trigger) written onto a
+    100 KiB tmpfs: the END's 64 KiB reserve leaves room for a few of the
+    snapshot's chunks only (a whole one is about 180 KiB).  The job's status
+    stays the job's, one line says the snapshot is incomplete and why, the
+    closing line counts no snapshot written, and the file is a valid prefix
+    that `check` calls stopped early by a full disk."""
+
+    def setUp(self):
+        self.dir = frtest.workdir("disk_full_ring")
+        self.mnt = os.path.join(self.dir, "small")
+        os.makedirs(self.mnt)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=100k", "tmpfs", self.mnt],
+                       check=True)
+
+    def tearDown(self):
+        subprocess.run(["umount", self.mnt], check=False)
+
+    def test_snapshot_onto_a_full_disk(self):
+        out = os.path.join(self.mnt, "job.frec")
+        # cuda_train's huge cudaMalloc fails: the OOM trigger
+        p = frtest.record(out, ["--ring", "64K", "--chunk-kib", "64", "--probes", "cuda,cpu",
+                                "--freq", "999"],
+                          ["--", frtest.sample("cuda_train"), "--steps", "40", "--step-ms", "2"],
+                          check=False)
+        self.assertEqual(p.returncode, 0, p.stderr)  # cuda_train's own status
+        snap = os.path.join(self.mnt, "job-1.frec")
+        lines = [l for l in p.stderr.splitlines() if "is incomplete" in l]
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertRegex(lines[0], r"^flightrec: snapshot " + re.escape(snap) + r" is incomplete: "
+                         r".*offset \d+: writing stopped: No space left on device")
+        self.assertIn("ring mode: 0 snapshots written", p.stderr)
+        self.assertFalse(os.path.exists(out), "ring mode wrote FILE itself")
+        c = frtest.analyze("check", snap, check=False)
+        self.assertEqual(c.returncode, 1, c.stdout + c.stderr)
+        self.assertIn("stopped early: disk full at", c.stdout)
+        self.assertNotIn("damaged", c.stdout)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,18 @@
 dwarf mode and a cut-short one in fp mode (both asserted, so the test proves
 the difference); unwinding still works once the program is gone; and a
 Python program's functions appear above the native frames (CPU samples of a
-pure-Python function, and GPU allocations made through ctypes)."""
+pure-Python function, and GPU allocations made through ctypes).
+
+The Python part runs on every CPython it finds: this one, Debian's
+/usr/bin/python3 (3.11 on Debian 12) and pyenv's 3.10-3.13 where
+/root/.pyenv has them (the machine image's, not something install-deps can
+install).  It prints `covered CPython: ...` with the versions it really ran,
+and fails with fewer than two interpreters.  A real PyTorch (Debian's
+python3-torch) gives its module chain (Module._call_impl, Sequential and
+Linear forward) above ATen's native frames."""
 import os
 import shutil
+import subprocess
 import sys
 import frtest
 
@@ -27,9 +36,10 @@ def train_step():
         held.append(forward(1 << 20))
     return held
 def busy_python(seconds):
-    end = time.time() + seconds
+    # seconds of its own CPU time: as many samples however loaded the machine
+    end = time.process_time() + seconds
     s = 0
-    while time.time() < end:
+    while time.process_time() < end:
         for i in range(1000):
             s += i * i
     return s
@@ -100,8 +110,18 @@ def pythons():
 class PythonStacks(frtest.Case):
     def test_python_chain_above_native(self):
         lib = os.path.join(frtest.SAMPLES, "cudart", "libcudart.so.12")
-        for exe in pythons():
-            with self.subTest(python=exe):
+        exes = pythons()
+        versions = {exe: subprocess.run([exe, "-c", "import platform; "
+                                         "print(platform.python_version())"],
+                                        capture_output=True, text=True).stdout.strip()
+                    for exe in exes}
+        # what this run covers, said whatever the outcome (ctest keeps it in
+        # the JUnit file; scripts/test's readers see it there)
+        print("covered CPython: " + ", ".join(f"{v} ({e})" for e, v in versions.items()),
+              flush=True)
+        self.assertGreaterEqual(len(exes), 2, f"one interpreter only: {versions}")
+        for exe in exes:
+            with self.subTest(python=exe, version=versions[exe]):
                 d = frtest.workdir("dwarf_python")
                 script = os.path.join(d, "train.py")
                 with open(script, "w") as f:
@@ -137,6 +157,47 @@ class PythonStacks(frtest.Case):
                     pyf = [fr.split(" (")[0] for fr in f if " (" in fr]
                     self.assertIn("main", pyf, f)
                     self.assertLess(pyf.index("main"), pyf.index("busy_python"), f)
+
+
+TORCH_PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch (install-deps)
+TORCH_LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench",
+                          "torch_loop.py")
+
+
+class TorchStacks(frtest.Case):
+    def test_real_pytorch_module_frames(self):
+        """A real PyTorch (Debian's python3-torch), not a script shaped like
+        one: a sample in a Linear layer's forward reads, from the training
+        loop down, main -> Module._call_impl -> Sequential.forward ->
+        Module._call_impl -> Linear.forward, then ATen's native frames."""
+        has = subprocess.run([TORCH_PYTHON, "-c", "import torch"], capture_output=True)
+        self.assertEqual(has.returncode, 0, f"{TORCH_PYTHON} has no torch (scripts/install-deps "
+                         f"installs python3-torch): {has.stderr[-300:]!r}")
+        d = frtest.workdir("dwarf_torch")
+        trace = os.path.join(d, "torch.frec")
+        frtest.record(trace, ["--probes", "cpu", "--stack", "dwarf", "--freq", "499"],
+                      ["--", TORCH_PYTHON, TORCH_LOOP, "100"], timeout=600)
+        want = ["main", "Module._call_impl", "Sequential.forward", "Module._call_impl",
+                "Linear.forward"]
+        files = {"main": "torch_loop.py", "Module._call_impl": "module.py",
+                 "Sequential.forward": "container.py", "Linear.forward": "linear.py"}
+        chains = 0
+        for frames in frtest.folded(trace):
+            py = [(i, f.split(" (")[0], f) for i, f in enumerate(frames) if ".py:" in f]
+            names = [n for _, n, _ in py]
+            for k in range(len(names) - len(want) + 1):
+                if names[k:k + len(want)] != want:
+                    continue
+                for _, n, f in py[k:k + len(want)]:
+                    self.assertIn(f"({files[n]}:", f, frames)
+                # below Linear.forward, in most samples: ATen's native
+                # frames (others are in the interpreter itself)
+                below = frames[py[k + len(want) - 1][0] + 1:]
+                if any(f.startswith("at::") for f in below):
+                    chains += 1
+                break
+        self.assertGreater(chains, 0, "no sample in Linear.forward with the whole module chain "
+                           "above ATen's frames")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ import subprocess
 import sys
 import threading
 import time
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frtest  # noqa: E402
@@ -195,5 +194,4 @@ class Hang(frtest.Case):
 
 
 if __name__ == "__main__":
-    frtest.require_root()
-    unittest.main()
+    frtest.main()

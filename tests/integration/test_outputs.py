@@ -44,6 +44,20 @@ class Outputs(frtest.Case):
         self.assertEqual(con.execute("SELECT count(*) FROM cpu_samples").fetchone()[0],
                          sum(stacks.values()))
 
+    def test_sqlite_holds_the_samples_split(self):
+        """A truth, not only agreement: cpu_split does 3 units of work in
+        compute_heavy for 1 in compute_light, so 75% of their samples in the
+        database are compute_heavy's (the band of test_cpu_profile.py)."""
+        con = sqlite3.connect(self.db)
+        heavy = light = 0
+        for stack, n in con.execute(doc_query("top_stacks_by_samples")).fetchall():
+            frames = stack.split(";")
+            heavy += n if "compute_heavy" in frames else 0
+            light += n if "compute_light" in frames else 0
+        self.assertGreater(heavy + light, 0)
+        self.assertAlmostEqual(heavy / (heavy + light), 0.75, delta=0.10,
+                               msg=f"heavy {heavy} light {light}")
+
     def test_syscall_counts_equal_info(self):
         info = json.loads(frtest.analyze("info", "--json", self.trace).stdout)
         top = {s["name"]: s for s in info["files"][0]["top_syscalls"]}
@@ -61,8 +75,14 @@ class Outputs(frtest.Case):
         with open(DOC) as f:
             names = re.findall(r"-- query: (\w+)", f.read())
         self.assertGreaterEqual(len(names), 8)
-        for name in names:
-            con.execute(doc_query(name)).fetchall()
+        rows = {name: con.execute(doc_query(name)).fetchall() for name in names}
+        # not only runs: a CPU and syscalls recording has rows where it must,
+        # and none from probes it did not record
+        for name in ("top_stacks_by_samples", "syscalls_by_time"):
+            self.assertTrue(rows[name], name)
+        for name in ("cuda_api_summary", "memory_peaks", "leaks", "failed_allocations",
+                     "slowest_collectives_per_rank", "rdma_latency_percentiles"):
+            self.assertEqual(rows.get(name, []), [], name)
         self.assertEqual(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0], "4")
 
     def test_timeline(self):

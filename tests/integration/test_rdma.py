@@ -8,9 +8,11 @@ mode, a process that opens its device (and forks a peer) after the recording
 started, and port counters read from a directory of fake hw_counters files.
 
 Not for the model's corner cases (tests/unit/test_analyzer_rdma.c)."""
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 import frtest
@@ -76,8 +78,8 @@ def peer_of(name):
 
 class Rdma(frtest.Case):
     def setUp(self):
-        if not os.path.exists(frtest.sample("rdma_pingpong")):
-            self.skipTest("rdma_pingpong not built (needs libibverbs-dev headers)")
+        # samples/verbs fails the configure when it cannot build it
+        self.assertTrue(os.path.exists(frtest.sample("rdma_pingpong")), "rdma_pingpong not built")
         self.env = dict(os.environ, FLIGHTREC_FAKE_RDMA_SHM=f"flightrec-fakerdma-it-{os.getpid()}")
 
     def record_pingpong(self, name, args, extra_rec=()):
@@ -191,26 +193,62 @@ class Rdma(frtest.Case):
         put("out_of_sequence", 7)
         put("local_ack_timeout_err", 0)
         trace = os.path.join(d, "c.frec")
+        # a file, not a pipe: each SIGUSR2 below adds a line, read at the end
+        errf = open(os.path.join(d, "c.stderr"), "w+")
         rec = subprocess.Popen([frtest.FLIGHTREC, "record", "-o", trace, "--probes", "rdma",
-                                "--rdma-counters", os.path.join(d, "ib"), "--", "sleep", "6"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # samples are taken about every second from the start of the
-        # recording, the first one being the baseline: change the files
-        # half-way between samples 1 and 2, and 3 and 4
-        started = ""
-        while "recording" not in started:
-            line = rec.stderr.readline()
-            if not line:
-                break
-            started += line
-        time.sleep(1.5)
-        put("rnr_nak_retry_err", 105)
-        put("out_of_sequence", 9)
-        time.sleep(2.0)
-        put("rnr_nak_retry_err", 125)
-        out, err = rec.communicate(timeout=60)
-        err = started + err
-        self.assertEqual(rec.returncode, 0, err)
+                                "--rdma-counters", os.path.join(d, "ib"), "--", "sleep", "3600"],
+                               stdout=subprocess.PIPE, stderr=errf, text=True)
+        job = frtest.child_of(rec.pid)
+        try:
+            # SIGUSR2 before the recorder's handler is in would kill it:
+            # first its "recording" line
+            frtest.wait_file_line(errf.name, "recording", rec)
+
+            def samples_taken():
+                """Samples of the port counters in the trace so far: SIGUSR2
+                seals and writes what the recorder holds, then `rdma` reads
+                the growing file."""
+                rec.send_signal(signal.SIGUSR2)
+                p = frtest.analyze("rdma", trace, "--json", check=False)
+                try:
+                    got = {c["name"]: c for c in json.loads(p.stdout)["counters"]}
+                except (ValueError, KeyError):
+                    return 0
+                return got.get("fakerdma0/1/rnr_nak_retry_err", {}).get("samples", 0)
+
+            def wait_samples(n):
+                # the sampler's own records are the outcome; the bound only
+                # turns a sampler that stopped into a message
+                deadline = time.monotonic() + frtest.HANG_GUARD_S
+                while (have := samples_taken()) < n:
+                    self.assertLess(time.monotonic(), deadline, f"{have} counter samples, "
+                                    f"waiting for {n}")
+                    time.sleep(0.2)
+                return have
+
+            # the baseline is in; each change then stays in place for two
+            # more samples, so at least one whole sample reads it before the
+            # next change: the deltas are exactly 5 then 20 (SIGUSR2's flush
+            # takes a sample too: the waits are short)
+            have = wait_samples(1)
+            put("rnr_nak_retry_err", 105)
+            put("out_of_sequence", 9)
+            have = wait_samples(have + 2)
+            put("rnr_nak_retry_err", 125)
+            wait_samples(have + 2)
+            rec.send_signal(signal.SIGINT)
+            rec.communicate(timeout=frtest.HANG_GUARD_S)
+        finally:
+            if rec.poll() is None:
+                rec.kill()
+                rec.wait()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(job, signal.SIGKILL)
+            errf.seek(0)
+            err = errf.read()
+            errf.close()
+        # the recorder passes its SIGINT on to the job: sleep's status
+        self.assertEqual(rec.returncode, 128 + signal.SIGINT, err)
         report = json.loads(frtest.analyze("rdma", trace, "--json").stdout)
         got = {c["name"]: c for c in report["counters"]}
         self.assertEqual(set(got), {"fakerdma0/1/rnr_nak_retry_err", "fakerdma0/1/out_of_sequence",

@@ -17,7 +17,6 @@ import os
 import socket
 import subprocess
 import sys
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frtest  # noqa: E402
@@ -111,5 +110,4 @@ class Stragglers(frtest.Case):
 
 
 if __name__ == "__main__":
-    frtest.require_root()
-    unittest.main()
+    frtest.main()

@@ -13,16 +13,17 @@ COUNT, BASE = 50, 100
 
 
 class Syscalls(frtest.Case):
-    def record_writes(self, name, extra):
+    def record_writes(self, name, extra, sleep_ms=None):
         d = frtest.workdir(name)
         trace = os.path.join(d, "w.frec")
         p = frtest.record(trace, ["--probes", "syscalls"] + extra,
                           ["--", frtest.sample("write_calls"), os.path.join(d, "out.bin"),
-                           str(COUNT), str(BASE)])
+                           str(COUNT), str(BASE)] + ([str(sleep_ms)] if sleep_ms else []))
+        self.pid = None
         fd = int(re.search(r"fd=(\d+)", p.stdout).group(1))
         everything = frtest.dump(trace)
-        pid = next(e["pid"] for e in everything
-                   if e["type"] == "proc_exec" and e["comm"] == "write_calls")
+        pid = self.pid = next(e["pid"] for e in everything
+                              if e["type"] == "proc_exec" and e["comm"] == "write_calls")
         events = [e for e in everything if e["type"] == "syscall"]
         writes = [e for e in events if e["name"] == "write" and e["pid"] == pid and e.get("fd") == fd]
         self.fd_paths = [e for e in everything if e["type"] == "fd_path" and e["pid"] == pid]
@@ -41,10 +42,16 @@ class Syscalls(frtest.Case):
         self.assertEqual([w["bytes"] for w in writes], list(range(BASE, BASE + COUNT)))
 
     def test_min_duration_filter(self):
-        _, _, events, writes = self.record_writes("syscalls_min", ["--syscall-min-us", "100000"])
-        # nothing in this program takes 100 ms except, at most, process start-up
+        _, _, events, writes = self.record_writes("syscalls_min", ["--syscall-min-us", "100000"],
+                                                  sleep_ms=200)
+        # nothing in this program takes 100 ms but its 200 ms nanosleep and,
+        # at most, process start-up: the sleep is kept (the filter is not
+        # "record nothing"), the writes are not
         self.assertEqual(writes, [])
         self.assertTrue(all(e["duration_ns"] >= 100_000_000 for e in events), events[:3])
+        sleeps = [e for e in events if e["pid"] == self.pid and "nanosleep" in e["name"]]
+        self.assertEqual(len(sleeps), 1, events)
+        self.assertGreaterEqual(sleeps[0]["duration_ns"], 200_000_000, sleeps)
         # the open of the written file is there all the same, with its fd
         opened = [e for e in self.fd_paths if e["path"] == self.out_bin]
         self.assertEqual(len(opened), 1, self.fd_paths)

@@ -3,8 +3,8 @@ on a cgroup v2 directory (filtered in the kernel by cgroup id), and
 --duration."""
 import json
 import os
+import signal
 import subprocess
-import time
 import frtest
 
 
@@ -25,7 +25,7 @@ class Targets(frtest.Case):
         # signal is sent to the recorder, and the target does not exit)
         work = subprocess.Popen([frtest.sample("cpu_split"), "3600"], stdout=subprocess.DEVNULL)
         try:
-            time.sleep(0.3)
+            # (Popen returns once cpu_split is exec'd: nothing to wait for)
             frtest.record(trace, ["--probes", "cpu", "--duration", "1.5"], ["--pid", str(work.pid)])
             self.assertIsNone(work.poll(), "the target ended: --duration was not what stopped "
                                            "the recording")
@@ -52,24 +52,33 @@ class Targets(frtest.Case):
         os.mkdir(cg)
         inside = outside = None
         try:
-            inside = subprocess.Popen(["sh", "-c", f"echo $$ > {cg}/cgroup.procs && exec {frtest.sample('cpu_split')} 3"],
+            # both run until killed: the recording, however late its start on
+            # a loaded machine, sees them for its whole --duration
+            inside = subprocess.Popen(["sh", "-c", f"echo $$ > {cg}/cgroup.procs && exec {frtest.sample('cpu_split')} 3600"],
                                       stdout=subprocess.DEVNULL)
-            outside = subprocess.Popen([frtest.sample("forker"), "3"], stdout=subprocess.DEVNULL)
-            time.sleep(0.3)
+            # its own process group: the kill below reaches its child too
+            outside = subprocess.Popen([frtest.sample("forker"), "3600"], stdout=subprocess.DEVNULL,
+                                       start_new_session=True)
+            # in the cgroup and running cpu_split (the shell moved itself in,
+            # then exec'd)
+            frtest.wait_comm(inside.pid, "cpu_split")
             d = frtest.workdir("target_cgroup")
             trace = os.path.join(d, "cg.frec")
             frtest.record(trace, ["--probes", "cpu", "--duration", "1.5"], ["--cgroup", cg])
+            self.assertIsNone(inside.poll(), "the job inside ended before the recording did")
             stacks = frtest.folded(trace)
             # the point is the filter: samples of the process inside (how many
             # depends on the CPU a loaded machine gives it), none outside
             self.assertGreater(sum(v for f, v in stacks.items() if "run_rounds" in f), 0, stacks)
             self.assertFalse(any("burn" in f for f in stacks), "a process outside the cgroup was sampled")
         finally:
+            if outside:
+                os.killpg(outside.pid, signal.SIGKILL)
             for p in (inside, outside):
                 if p:
+                    p.kill()
                     p.wait()
             os.rmdir(cg)
-
 
 if __name__ == "__main__":
     frtest.main()

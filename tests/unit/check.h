@@ -30,10 +30,14 @@ static int check_failures, check_passes;
 		__FILE__, __LINE__, #a, #b, _a ? _a : "(null)", _b ? _b : "(null)"); } \
 } while (0)
 
+/* A test that ran no check has shown nothing, whatever the reason (an early
+ * return, a loop over nothing): that fails too. */
 static inline int check_finish(void)
 {
 	printf("%d checks passed, %d failed\n", check_passes, check_failures);
-	return check_failures ? 1 : 0;
+	if (!check_passes && !check_failures)
+		fprintf(stderr, "FAIL: no check ran\n");
+	return (check_failures || !check_passes) ? 1 : 0;
 }
 
 #endif

@@ -8,6 +8,7 @@
 #include "check.h"
 #include "test_analyzer_synth.h"
 #include "test_analyzer_job.h"
+#include "test_analyzer_findings_trace.h"
 
 #include "commands.h"
 #include "out_summary.h"
@@ -20,6 +21,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <unistd.h>
 
 /* ---- a GPU memory trace (test_analyzer_mem.c), with CPU samples whose
  * stacks start in _start and __libc_start_main ---- */
@@ -259,8 +261,9 @@ static void check_summary(char **files, size_t n, char **md, char **json)
 }
 
 /* The findings' kinds and cost_ms in summary --format json equal
- * findings --json's, in order. */
-static void check_findings_equal(char **files, size_t n, const char *json)
+ * findings --json's, in order; at least min_seen of them compared (a set
+ * known to have findings must not pass by comparing none). */
+static void check_findings_equal(char **files, size_t n, const char *json, size_t min_seen)
 {
 	char *argv[16] = { "findings" };
 	for (size_t i = 0; i < n; i++)
@@ -297,6 +300,7 @@ static void check_findings_equal(char **files, size_t n, const char *json)
 	char want[32];
 	snprintf(want, sizeof(want), "%zu", seen);
 	CHECK(total && (seen == 5 || !strcmp(total, want)));
+	CHECK(seen >= min_seen);
 	free(total);
 	run_free(&f);
 }
@@ -316,7 +320,11 @@ static void test_memory_trace(void)
 	char *p1 = value_of(m.out, "\"files\":[", "peak_bytes");
 	char *p2 = value_of(json, "\"gpu_memory\":{", "peak_bytes");
 	CHECK(p1 && p2 && !strcmp(p1, p2));
-	CHECK(p2 && strcmp(p2, "0"));
+	/* and the trace's own truth, not only memory's agreement: at 150 ms
+	 * pid 200 holds its six 20 MiB buffers and pid 100 only the 500-byte
+	 * cuMemAlloc (A freed at 40 ms, B at 70, D at 80; the pinned host
+	 * buffer is not device memory) */
+	CHECK_STR(p2, "125829620");
 	free(p1);
 	free(p2);
 	p1 = value_of(m.out, "\"files\":[", "peak_s");
@@ -341,7 +349,7 @@ static void test_memory_trace(void)
 	CHECK(md && strstr(md, "## Stragglers\nno NCCL calls\n") != NULL);
 	CHECK(md && strstr(md, "## RDMA\nno RDMA verbs calls\n") != NULL);
 	CHECK(json && strstr(json, "\"stragglers\":{\"missing\":\"no NCCL calls\"}") != NULL);
-	check_findings_equal(files, 1, json);
+	check_findings_equal(files, 1, json, 1); /* oom */
 	free(md);
 	free(json);
 }
@@ -377,7 +385,7 @@ static void test_straggler_set(void)
 	CHECK(md && strstr(md, "ranks: 4 (NCCL)") != NULL);
 	CHECK(md && strstr(md, "## GPU memory\nno CUDA events\n") != NULL);
 	CHECK(json && strstr(json, "\"gpu_memory\":{\"missing\":\"no CUDA events\"}") != NULL);
-	check_findings_equal(files, 2, json);
+	check_findings_equal(files, 2, json, 1); /* straggler */
 	free(md);
 	free(json);
 
@@ -433,6 +441,136 @@ static void test_levels(void)
 	trace_set_free(ts);
 }
 
+/* ---- a trace too large for the budget: STACKS CPU stacks of 7 frames
+ * each, every frame a distinct function whose name is name_len bytes ---- */
+
+#define BIG_STACKS 8
+#define BIG_FRAMES 7
+
+static int write_big_trace(const char *path, size_t name_len)
+{
+	static char names[BIG_STACKS * BIG_FRAMES][400];
+	static struct synth_sym syms[BIG_STACKS * BIG_FRAMES];
+	struct synth s;
+	if (name_len >= sizeof(names[0]) || synth_open(&s, path))
+		return -1;
+	synth_process(&s, 100, 1, "trainer", "python train.py");
+	synth_mapping(&s, 100, 0x400000, 0x500000, 0, 1, "/usr/bin/trainer");
+	for (unsigned i = 0; i < BIG_STACKS * BIG_FRAMES; i++) {
+		int n = snprintf(names[i], sizeof(names[i]), "fn%02u_", i);
+		memset(names[i] + n, 'a' + (int)(i % 26), name_len - (size_t)n);
+		names[i][name_len] = '\0';
+		syms[i] = (struct synth_sym){ 0x1000u * (i + 1), 0x100, names[i] };
+	}
+	for (unsigned k = 0; k < BIG_STACKS; k++) {
+		uint64_t ips[BIG_FRAMES];
+		for (unsigned f = 0; f < BIG_FRAMES; f++) /* leaf first */
+			ips[f] = 0x400000 + 0x1000u * (k * BIG_FRAMES + f + 1) + 0x10;
+		synth_stack(&s, k + 1, 100, ips, 0, BIG_FRAMES);
+		synth_samples(&s, 100, 100, k + 1, 10 * (BIG_STACKS - k)); /* 80, 70 ... 10 */
+		/* a holder at the peak on each stack, never freed, and one failure */
+		mem_call(&s, 100, FR_CUDA_MALLOC, AT_MS(10 + k), 0x10000000ull * (k + 1),
+			 (uint64_t)(BIG_STACKS - k) << 20, k + 1, 0, 0);
+	}
+	mem_call(&s, 100, FR_CUDA_MALLOC, AT_MS(50), 0, 1ull << 40, 1, 2, 0);
+	synth_dso(&s, 1, 0, "/usr/bin/trainer", syms, BIG_STACKS * BIG_FRAMES);
+	findings_trace_body(&s, 2000000000ull); /* two findings, with their texts */
+	return synth_close(&s, 0, 0);
+}
+
+/* summary_write's bytes at every level of files, md or json; returns the
+ * first level within the budget (summary_levels() if none). */
+static size_t first_fitting(const char **files, size_t n, enum summary_format fmt, char **texts,
+			    size_t *lens)
+{
+	struct frec_error err;
+	struct trace_set *ts;
+	size_t first = summary_levels();
+	CHECK(trace_set_open(files, n, &ts, &err) == 0);
+	void *cpu = trace_set_use_model(ts, "cpu", NULL), *mem = trace_set_use_model(ts, "mem", NULL);
+	void *st = trace_set_use_model(ts, "stragglers", NULL), *rd = trace_set_use_model(ts, "rdma", NULL);
+	void *fx = trace_set_use_model(ts, "findings", NULL);
+	CHECK(cpu && mem && st && rd && fx && trace_set_run(ts, &err) == 0);
+	struct summary_input in = { ts, model_findings_result(fx), model_cpu_result(cpu),
+				    model_mem_result(mem), model_stragglers_result(st),
+				    model_rdma_result(rd) };
+	for (size_t l = 0; l < summary_levels(); l++) {
+		FILE *m = open_memstream(&texts[l], &lens[l]);
+		CHECK(summary_write(&in, fmt, l, m) == 0);
+		fclose(m);
+		if (first == summary_levels() && summary_tokens(lens[l]) <= SUMMARY_MAX_TOKENS)
+			first = l;
+	}
+	trace_set_free(ts);
+	return first;
+}
+
+/* cmd_summary on n_files big traces: it prints the first level of
+ * summary_write that fits the budget, byte for byte, and that is the level
+ * want[md, json] names (the set is sized for it); never over 8,000 bytes. */
+static void check_forced(size_t n_files, size_t name_len, const size_t want[2])
+{
+	/* the files by name, from their directory: the JSON holds each path,
+	 * and its size must not depend on where the test writes */
+	char paths[8][300], dir[512], cwd[4096];
+	const char *files[8];
+	synth_path("", dir, sizeof(dir));
+	CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+	CHECK(chdir(dir) == 0);
+	for (size_t i = 0; i < n_files && i < 8; i++) {
+		int k = snprintf(paths[i], sizeof(paths[i]), "summary_big_%zu_%zu_", n_files, i);
+		memset(paths[i] + k, 'n', 200 - (size_t)k);
+		snprintf(paths[i] + 200, sizeof(paths[i]) - 200, ".frec");
+		CHECK(write_big_trace(paths[i], name_len) == 0);
+		files[i] = paths[i];
+	}
+	for (int f = 0; f < 2; f++) {
+		enum summary_format fmt = f ? SUMMARY_JSON : SUMMARY_MD;
+		char *texts[16] = { 0 };
+		size_t lens[16] = { 0 };
+		CHECK(summary_levels() <= 16);
+		size_t first = first_fitting(files, n_files, fmt, texts, lens);
+		printf("%s, %zu files: level 0 is %zu bytes, level %zu the first to fit (%zu bytes)\n",
+		       f ? "json" : "md", n_files, lens[0], first,
+		       first < summary_levels() ? lens[first] : 0);
+		CHECK_EQ_U64(first, want[f]);
+		/* a level above 0 is chosen only when the ones before it are over */
+		for (size_t l = 0; l < first && l < summary_levels(); l++)
+			CHECK(summary_tokens(lens[l]) > SUMMARY_MAX_TOKENS);
+		char *argv[16] = { "summary" };
+		for (size_t i = 0; i < n_files; i++)
+			argv[1 + i] = (char *)files[i];
+		argv[1 + n_files] = f ? "--format" : NULL;
+		argv[2 + n_files] = f ? "json" : NULL;
+		struct run r = run(cmd_summary, argv);
+		CHECK(r.rc == 0);
+		CHECK(r.out && strlen(r.out) <= 8000 && summary_tokens(strlen(r.out)) <= SUMMARY_MAX_TOKENS);
+		CHECK(r.out && first < summary_levels() && !strcmp(r.out, texts[first]));
+		char level[32];
+		snprintf(level, sizeof(level), "\"level\":%zu,", first);
+		if (f) {
+			CHECK(r.out && json_ok(r.out) && strstr(r.out, level));
+			CHECK(first == 0 || (r.out && strstr(r.out, "\"shortened\":[\"cpu_stacks\"")));
+			/* level 1 keeps 3 CPU stacks of the 9 (8 here, the findings
+			 * trace's one): the third's leaf, not the fourth's */
+			CHECK(first != 1 || (r.out && strstr(r.out, "\"stacks\":9,") &&
+					     strstr(r.out, ";fn14_") && !strstr(r.out, ";fn21_")));
+		}
+		run_free(&r);
+		for (size_t l = 0; l < summary_levels(); l++)
+			free(texts[l]);
+	}
+	CHECK(chdir(cwd) == 0);
+}
+
+/* The budget forced: eight files of long stacks, GPU memory holders and
+ * findings are 8,769 bytes of JSON at level 0 (the Markdown, terser, stays
+ * at 5,829 and needs no shortening): cmd_summary has to pick level 1. */
+static void test_forced_shortening(void)
+{
+	check_forced(8, 300, (const size_t[2]){ 0, 1 });
+}
+
 static void test_usage(void)
 {
 	struct run r = run(cmd_summary, (char *[]){ "summary", "--help", NULL });
@@ -451,6 +589,7 @@ int main(void)
 	test_memory_trace();
 	test_straggler_set();
 	test_levels();
+	test_forced_shortening();
 	test_usage();
 	return check_finish();
 }

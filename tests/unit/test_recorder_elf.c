@@ -243,6 +243,12 @@ static void test_symbol_size_wrap(void)
 	free(d);
 }
 
+/* The outcome of the two hostile layouts below is a size (the table, the
+ * image); their time bound is only a hang guard, generous enough for a
+ * sanitized build on a loaded machine: the bug they guard against took
+ * hours (a terabyte written, 2.6 GB copied). */
+#define HANG_GUARD_S 120.0
+
 /* 40,000 symbols sharing one 64 KiB name: 2.6 GB of copies before the
  * budget; now the table is cut at about twice the file's size. */
 static void test_names_budget(void)
@@ -259,7 +265,7 @@ static void test_names_budget(void)
 	CHECK(elf_load_symtab(fd, &t) == 0);
 	CHECK(t.names_len <= 2 * len + (1u << 20));
 	CHECK(t.n >= 1 && !strcmp(t.syms[0].name, name));
-	CHECK(now_s() - t0 < 20);
+	CHECK(now_s() - t0 < HANG_GUARD_S);
 	elf_symtab_free(&t);
 	close(fd);
 	free(d);
@@ -278,7 +284,7 @@ static void test_unwind_alignment(void)
 	double t0 = now_s();
 	uint8_t *img = unwind_reduced_image(fd, &ilen);
 	CHECK(img && ilen < 65536);
-	CHECK(now_s() - t0 < 5);
+	CHECK(now_s() - t0 < HANG_GUARD_S);
 	free(img);
 	close(fd);
 	free(d);
