@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <string.h>
 
 static const char timeline_help[] =
@@ -105,6 +106,17 @@ static int timeline_filter(int *argc, char **argv, struct out_timeline_filter *q
 	return 0;
 }
 
+/* Past this, a JSON timeline is too big for the viewers (256 MB: the
+ * Chrome trace viewer's string limit; Perfetto's web UI fails not far
+ * above).  FLIGHTREC_TIMELINE_BIG_BYTES sets another bound (the tests). */
+static uint64_t timeline_big_bytes(void)
+{
+	const char *env = getenv("FLIGHTREC_TIMELINE_BIG_BYTES");
+	char *end;
+	unsigned long long v = env ? strtoull(env, &end, 10) : 0;
+	return env && *env && !*end ? (uint64_t)v : 256ull << 20;
+}
+
 int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 {
 	struct cli_file_output fo;
@@ -148,6 +160,12 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 		if (dst.is_file && s->filtered)
 			fprintf(errout, CLI_PROG ": %s: %" PRIu64 " events outside --from/--to, --pid or "
 				"--rank left out\n", fo.output, s->filtered);
+		off_t bytes = dst.is_file ? ftello(dst.f) : -1;
+		if (bytes > 0 && (uint64_t)bytes > timeline_big_bytes())
+			fprintf(errout, CLI_PROG ": %s is %.1f MB: chrome://tracing refuses JSON past "
+				"256 MB and ui.perfetto.dev runs out of memory not far above; write a "
+				"window (--from SEC --to SEC) or some processes (--pid PID, --rank R), "
+				"and see the time range with 'info'\n", fo.output, (double)bytes / 1e6);
 		rc = CLI_OK;
 	}
 	rc = cli_dest_close(&dst, rc, errout);

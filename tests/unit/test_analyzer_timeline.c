@@ -8,6 +8,7 @@
  * by their cause; --from/--to keep exactly the events meeting the window
  * (and each counter's value at its start), --pid/--rank one process's. */
 #include "check.h"
+#include "test_analyzer_run.h"
 #include "test_analyzer_common.h"
 #include "test_analyzer_findings_trace.h"
 
@@ -538,6 +539,26 @@ static void check_rank(void)
 	free(text);
 }
 
+/* A JSON timeline past the viewers' size says so and names the way out;
+ * one within it says nothing (the bound lowered to a few bytes, then
+ * raised: the whole-file size is what decides). */
+static void check_big_note(const char *trace, const char *out)
+{
+	setenv("FLIGHTREC_TIMELINE_BIG_BYTES", "1000", 1);
+	struct cmd_run r = CMD_RUN(cmd_timeline, "timeline", (char *)trace, "-o", (char *)out);
+	CHECK_EQ_U64(r.rc, 0);
+	CHECK(strstr(r.err, "chrome://tracing refuses JSON past 256 MB") != NULL);
+	CHECK(strstr(r.err, "--from SEC --to SEC") != NULL);
+	cmd_run_free(&r);
+	setenv("FLIGHTREC_TIMELINE_BIG_BYTES", "1000000000", 1);
+	r = CMD_RUN(cmd_timeline, "timeline", (char *)trace, "-o", (char *)out);
+	CHECK_EQ_U64(r.rc, 0);
+	CHECK(strstr(r.err, "256 MB") == NULL);
+	CHECK(strstr(r.err, "slices") != NULL);
+	cmd_run_free(&r);
+	unsetenv("FLIGHTREC_TIMELINE_BIG_BYTES");
+}
+
 int main(void)
 {
 	check_aligned();
@@ -549,6 +570,7 @@ int main(void)
 	synth_path("analyzer_timeline.json", out, sizeof(out));
 	CHECK_EQ_U64(write_trace(trace), 0);
 	check_window(trace);
+	check_big_note(trace, out);
 	char *argv[] = { "timeline", trace, "-o", out, NULL };
 	CHECK_EQ_U64(cmd_timeline(4, argv, stdout, stderr), 0);
 
