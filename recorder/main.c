@@ -269,7 +269,9 @@ static void print_start_summary(struct recording *r)
 			"on", what, ring, o->output);
 		for (unsigned k = FR_TRIGGER_OOM; k <= FR_TRIGGER_EXIT; k++)
 			if (o->triggers & TRIGGER_BIT(k))
-				fprintf(stderr, " %s", trigger_name(k));
+				fprintf(stderr, " %s%s", trigger_name(k),
+					k == FR_TRIGGER_EXIT && (o->triggers & TRIGGER_EXIT_ALL) ? "=all"
+					: k == FR_TRIGGER_EXIT ? " (of the job's processes)" : "");
 		fprintf(stderr, " and SIGUSR2 to pid %d); probes:", (int)getpid());
 	} else {
 		fprintf(stderr, "flightrec: recording %s into %s; probes:", what, o->output);
@@ -426,6 +428,8 @@ static int finish(struct recording *r, uint64_t start_ns)
 	r->track_open = false;
 	/* every chunk written (or dropped) before the counters are read for END */
 	frec_writer_drain(r->writer);
+	if (r->ring)
+		frec_writer_ring_compact(r->writer); /* the end's counts are the floor */
 	writer_stopped(r); /* the last chunks may have met a full disk */
 	collect_stats(r, &st);
 	end.cpu_user_ns = st.cpu_user_ns;
@@ -639,6 +643,10 @@ static int cmd_record(int argc, char **argv)
 	r->track.new_file_ctx = &r->libs;
 	r->track.quiet = o->quiet;
 	r->track.dwarf = o->stack_dwarf;
+	if (r->ring && r->ring_mode.job_on)
+		r->track.job = &r->ring_mode.job;
+	/* ring mode: exited processes' metadata leaves the ring with their events */
+	r->track.ring_writer = r->ring ? r->writer : NULL;
 	if (o->stack_dwarf && o->cache) {
 		char why[256];
 		r->unwind_cache = unwind_cache_open(o->cache_dir, o->cache_max_bytes, why, sizeof(why));
@@ -677,9 +685,14 @@ static int cmd_record(int argc, char **argv)
 			goto fail_msg;
 		}
 		bpf_probes_add_pid(&r->probes, (uint32_t)r->child.pid);
+		if (r->ring)
+			ring_mode_job_root(&r->ring_mode, (uint32_t)r->child.pid);
 	}
-	for (int i = 0; i < o->n_pids; i++)
+	for (int i = 0; i < o->n_pids; i++) {
 		bpf_probes_add_pid(&r->probes, o->pids[i]);
+		if (r->ring)
+			ring_mode_job_root(&r->ring_mode, o->pids[i]);
+	}
 	if (o->probe_cost) {
 		r->stats_fd = probe_cost_enable();
 		if (r->stats_fd < 0)

@@ -86,13 +86,34 @@ static double secs(const struct snapshots *s, uint64_t t)
 	return t > s->file_start_ns ? (t - s->file_start_ns) / 1e9 : 0.0;
 }
 
+void snapshot_say_suppressed(struct snapshots *s)
+{
+	if (!s->suppressed_unsaid || s->quiet)
+		return;
+	if (s->suppressed_unsaid == 1)
+		fprintf(stderr, "flightrec: %s at %.3f s: no snapshot (%s)\n", s->unsaid_kind,
+			s->unsaid_at, s->unsaid_why);
+	else
+		fprintf(stderr, "flightrec: %u more triggers wrote no snapshot (the latest: %s at "
+			"%.3f s, %s)\n", s->suppressed_unsaid, s->unsaid_kind, s->unsaid_at, s->unsaid_why);
+	s->suppressed_unsaid = 0;
+	s->suppressed_said_ns = mono_ns();
+}
+
+/* Said at once the first time, then at most once per --snapshot-interval
+ * with their number: a churning job's helpers failing every second must
+ * not fill the log. */
 static void suppress(struct snapshots *s, const struct trigger_hit *hit, const char *why)
 {
 	s->suppressed++;
 	s->suppressed_total++;
-	if (!s->quiet)
-		fprintf(stderr, "flightrec: %s at %.3f s: no snapshot (%s)\n",
-			trigger_name(hit->kind), secs(s, hit->at_ns), why);
+	s->suppressed_unsaid++;
+	snprintf(s->unsaid_why, sizeof(s->unsaid_why), "%s", why);
+	snprintf(s->unsaid_kind, sizeof(s->unsaid_kind), "%s", trigger_name(hit->kind));
+	s->unsaid_at = secs(s, hit->at_ns);
+	uint64_t every = s->interval_ns ? s->interval_ns : 30000000000ull;
+	if (!s->suppressed_said_ns || mono_ns() - s->suppressed_said_ns >= every)
+		snapshot_say_suppressed(s);
 }
 
 int snapshot_take(struct snapshots *s, const struct trigger_hit *hit, uint32_t merged,

@@ -43,6 +43,10 @@ struct snapshots {
 	uint64_t bytes_written;
 	uint32_t suppressed;         /* since the last snapshot written */
 	uint32_t suppressed_total;
+	uint32_t suppressed_unsaid;  /* since the last line that said them */
+	uint64_t suppressed_said_ns;
+	char unsaid_why[200], unsaid_kind[32]; /* the latest suppressed */
+	double unsaid_at;
 	uint64_t last_ns[8];         /* by trigger kind: the last written */
 	char last_path[4096];        /* the last snapshot written */
 };
@@ -51,6 +55,8 @@ struct snapshots {
  * written (caps, rate limit), -1 failed (said on stderr). */
 int snapshot_take(struct snapshots *s, const struct trigger_hit *hit, uint32_t merged,
 		  uint16_t oom_retry);
+/* The suppressed triggers not said yet, in one line (at the end). */
+void snapshot_say_suppressed(struct snapshots *s);
 
 /* The next snapshot's path for output ("run.frec" -> "run-N.frec", "run" ->
  * "run-N"), created empty (O_EXCL, never through a symbolic link); the fd
