@@ -11,8 +11,9 @@
  * the latest of each.  What stays: the metadata of the processes alive or
  * with events in the window, and of the files they map (symbols, unwind
  * data: one per file, whatever the number of processes).  A compaction
- * runs when the metadata has doubled since the last one (its cost is then
- * proportional to what was added) and before every snapshot. */
+ * runs when the metadata has grown by half since the last one and some of
+ * it can go (its cost is then proportional to what was added), and before
+ * every snapshot. */
 #include "writer_impl.h"
 #include "writer_ring.h"
 #include "grow.h"
@@ -270,12 +271,18 @@ static void free_chunks(struct ring_chunk *k)
 void wr_ring_compact(struct frec_writer *w, int force)
 {
 	struct wr_ring *r = w->ring;
-	if (!force && r->st.meta_bytes < 2 * r->compacted_bytes + (1u << 20))
+	/* half as much again as after the last one, when exited processes'
+	 * metadata can go; four times, for the time series alone */
+	uint64_t floor = r->compacted_bytes + (1u << 20);
+	if (!force && r->st.meta_bytes < floor + r->compacted_bytes / 2)
 		return;
 	struct compaction c = { .window = UINT64_MAX };
 	for (const struct ring_chunk *k = r->ev_head; k; k = k->next)
 		if (k->first_ts && k->first_ts < c.window)
 			c.window = k->first_ts;
+	if (!force && !(r->n_retire && r->retire[0].exit_ns < c.window) &&
+	    r->st.meta_bytes < 4 * floor)
+		return;
 	/* the exits that have left the ring */
 	size_t n_gone = 0;
 	for (size_t i = 0; i < r->n_retire; i++)

@@ -742,6 +742,10 @@ static int cmd_record(int argc, char **argv)
 	struct sigaction su = {.sa_handler = on_usr2, .sa_flags = SA_RESTART};
 	sigemptyset(&su.sa_mask);
 	sigaction(SIGUSR2, &su, NULL);
+	/* counted from here, before the command runs: a SIGUSR2 sent as soon
+	 * as the command said it was ready (test_ring) may come before the
+	 * main loop starts, and is a request all the same */
+	sig_atomic_t usr2_seen = 0;
 
 	start_ns = mono_ns();
 	print_start_summary(r);
@@ -755,7 +759,6 @@ static int cmd_record(int argc, char **argv)
 		}
 	}
 
-	sig_atomic_t usr2_seen = usr2_count;
 	uint64_t deadline = o->duration_s > 0 ? start_ns + (uint64_t)(o->duration_s * 1e9) : 0;
 	struct timespec nap = {0, 20 * 1000000};
 	while (!stop_signal && !child_done) {
@@ -776,8 +779,19 @@ static int cmd_record(int argc, char **argv)
 			usr2_seen = usr2_count;
 			on_sigusr2(r);
 		}
-		if (r->ring)
-			ring_mode_poll(&r->ring_mode, mono_ns());
+		if (r->ring) {
+			uint64_t now = mono_ns();
+			ring_mode_poll(&r->ring_mode, now);
+			if (r->ring_mode.status_every_ns &&
+			    now - r->ring_mode.status_last_ns >= r->ring_mode.status_every_ns) {
+				struct rusage ru;
+				getrusage(RUSAGE_SELF, &ru);
+				ring_mode_status(&r->ring_mode, now, atomic_load(&r->track.processes_seen),
+						 atomic_load(&r->track.processes_exited),
+						 ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+						 ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+			}
+		}
 		nanosleep(&nap, NULL);
 	}
 	if (stop_signal && !o->quiet)

@@ -134,6 +134,9 @@ void record_usage(FILE *out)
 "                        writes no snapshot (default 30; SIGUSR2 always does)\n"
 "                        Suppressed triggers are counted and said at most once\n"
 "                        per SEC, with their number.\n"
+"      --status-interval SEC  one line on stderr every SEC seconds (default 3600;\n"
+"                        0: none): processes seen and exited, snapshots, the\n"
+"                        ring's memory and the metadata it keeps, recorder CPU\n"
 "      --on-snapshot CMD  run CMD (sh -c, not waited for) after each snapshot a\n"
 "                        trigger wrote (not after SIGUSR2's), with FLIGHTREC_SNAPSHOT,\n"
 "                        FLIGHTREC_TRIGGER and FLIGHTREC_TRIGGER_PID set: e.g. signal\n"
@@ -187,6 +190,7 @@ enum {
 	OPT_MAX_SNAPSHOTS,
 	OPT_MAX_SNAPSHOT_BYTES,
 	OPT_SNAPSHOT_INTERVAL,
+	OPT_STATUS_INTERVAL,
 	OPT_ON_SNAPSHOT,
 	OPT_CACHE_DIR,
 	OPT_CACHE_MAX,
@@ -383,6 +387,7 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		{"max-snapshots", required_argument, 0, OPT_MAX_SNAPSHOTS},
 		{"max-snapshot-bytes", required_argument, 0, OPT_MAX_SNAPSHOT_BYTES},
 		{"snapshot-interval", required_argument, 0, OPT_SNAPSHOT_INTERVAL},
+		{"status-interval", required_argument, 0, OPT_STATUS_INTERVAL},
 		{"on-snapshot", required_argument, 0, OPT_ON_SNAPSHOT},
 		{"codec", required_argument, 0, OPT_CODEC},
 		{"level", required_argument, 0, OPT_LEVEL},
@@ -428,6 +433,7 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 	o->max_snapshots = 10;
 	o->max_snapshot_bytes = 16ull << 30;
 	o->snapshot_interval_s = 30;
+	o->status_interval_s = 3600;
 	o->codec = FR_CODEC_ZSTD;
 	o->level = 1;
 	o->chunk_kib = 4096;
@@ -566,6 +572,10 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_SNAPSHOT_INTERVAL:
 			if (parse_seconds(optarg, "--snapshot-interval", true, &o->snapshot_interval_s))
+				return -1;
+			break;
+		case OPT_STATUS_INTERVAL:
+			if (parse_seconds(optarg, "--status-interval", true, &o->status_interval_s))
 				return -1;
 			break;
 		case OPT_CODEC:

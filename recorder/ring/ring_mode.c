@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -73,6 +74,30 @@ void ring_mode_start(struct ring_mode *m, const struct record_opts *o,
 	sn->file_start_ns = file_start_ns;
 	sn->extra_meta = hang_poll_inflight_meta;
 	sn->extra_ctx = &m->hang;
+	sn->cpu = &m->cpu;
+	m->status_every_ns = o->quiet ? 0 : (uint64_t)(o->status_interval_s * 1e9);
+	m->status_last_ns = file_start_ns;
+}
+
+void ring_mode_status(struct ring_mode *m, uint64_t now_ns, uint64_t procs, uint64_t exited,
+		      double cpu_s)
+{
+	if (!m->status_every_ns || now_ns - m->status_last_ns < m->status_every_ns)
+		return;
+	struct frec_ring_stats rs;
+	frec_writer_ring_stats(m->writer, &rs);
+	double dt = (now_ns - m->status_last_ns) / 1e9;
+	fprintf(stderr, "flightrec: status at %.0f s: %" PRIu64 " processes started (%" PRIu64
+		" in the last %.0f s), %" PRIu64 " exited; %u snapshots, %u triggers suppressed, "
+		"%" PRIu64 " failures of processes not the job; ring %.1f MiB of events, %.1f MiB "
+		"of metadata (of %" PRIu64 " processes; %" PRIu64 " retired); recorder CPU %.1f%% "
+		"of one core\n", (now_ns - m->snaps.file_start_ns) / 1e9, procs,
+		procs - m->status_procs, dt, exited, m->snaps.written, m->snaps.suppressed_total,
+		m->exits_not_job, rs.event_bytes / 1048576.0, rs.meta_bytes / 1048576.0,
+		rs.meta_processes, rs.pids_retired, dt > 0 ? 100.0 * (cpu_s - m->status_cpu_s) / dt : 0);
+	m->status_last_ns = now_ns;
+	m->status_procs = procs;
+	m->status_cpu_s = cpu_s;
 }
 
 void ring_mode_job_root(struct ring_mode *m, uint32_t pid)
@@ -208,6 +233,16 @@ static void decide_exits(struct ring_mode *m, uint64_t now_ns)
 void ring_mode_poll(struct ring_mode *m, uint64_t now_ns)
 {
 	reap_hooks(m);
+	if (now_ns - m->cpu_sampled_ns >= 1000000000ull) {
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		cpu_history_add(&m->cpu, now_ns,
+				(uint64_t)ru.ru_utime.tv_sec * 1000000000ull +
+					(uint64_t)ru.ru_utime.tv_usec * 1000ull,
+				(uint64_t)ru.ru_stime.tv_sec * 1000000000ull +
+					(uint64_t)ru.ru_stime.tv_usec * 1000ull);
+		m->cpu_sampled_ns = now_ns;
+	}
 	if (m->job_on)
 		decide_exits(m, now_ns);
 	if (m->armed & TRIGGER_BIT(FR_TRIGGER_HANG))

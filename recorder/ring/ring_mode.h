@@ -36,6 +36,10 @@ struct ring_mode {
 	bool job_on;
 	uint64_t exits_not_job, exits_not_job_unsaid, exits_said_ns;
 	struct trigger_hit exit_latest;
+	uint64_t status_every_ns, status_last_ns, status_procs;
+	struct cpu_history cpu;    /* for the snapshots' END */
+	uint64_t cpu_sampled_ns;
+	double status_cpu_s;
 	bool open;
 };
 
@@ -58,6 +62,10 @@ void ring_mode_job_root(struct ring_mode *m, uint32_t pid);
 void ring_mode_signal(struct ring_mode *m, uint64_t now_ns);
 /* The main loop, often: hangs looked for, due triggers written. */
 void ring_mode_poll(struct ring_mode *m, uint64_t now_ns);
+/* --status-interval: the running summary line, when one is due.  procs:
+ * processes seen (forked) and exited so far; cpu_s: the recorder's CPU. */
+void ring_mode_status(struct ring_mode *m, uint64_t now_ns, uint64_t procs, uint64_t exited,
+		      double cpu_s);
 /* At the end, while the probes are still attached: every trigger pending
  * is written now, without the rest of its delay. */
 void ring_mode_last(struct ring_mode *m, struct drain *drain);

@@ -18,6 +18,20 @@
 #include "track/proc_track.h"
 #include "ring/triggers.h"
 
+/* The recorder's CPU once a second, so a snapshot's END gives the CPU of
+ * its window, not of the whole run divided by the window (an hour kept;
+ * an older window gets the CPU since the oldest sample). */
+#define CPU_HISTORY 4096
+struct cpu_history {
+	uint64_t mono_ns[CPU_HISTORY], user_ns[CPU_HISTORY], sys_ns[CPU_HISTORY];
+	unsigned n, next;
+};
+void cpu_history_add(struct cpu_history *h, uint64_t mono_ns, uint64_t user_ns, uint64_t sys_ns);
+/* The latest sample at or before mono_ns (else the oldest), its time in
+ * *at_ns; false: none. */
+bool cpu_history_at(const struct cpu_history *h, uint64_t mono_ns, uint64_t *at_ns,
+		    uint64_t *user_ns, uint64_t *sys_ns);
+
 struct snapshots {
 	const char *output;          /* FILE of -o: names the snapshots */
 	unsigned max_count;          /* --max-snapshots */
@@ -38,6 +52,7 @@ struct snapshots {
 	size_t (*extra_meta)(void *ctx, uint8_t **out, uint32_t *count);
 	void *extra_ctx;
 	uint64_t file_start_ns;      /* times in messages count from here */
+	struct cpu_history *cpu;     /* NULL: END has the whole run's CPU */
 	/* so far */
 	unsigned written;
 	uint64_t bytes_written;

@@ -101,7 +101,7 @@ struct proc_track {
 	struct frec_writer *ring_writer;
 	struct frec_retired *retiring;
 	size_t n_retiring, cap_retiring;
-	uint64_t processes_seen, processes_exited;
+	atomic_uint_fast64_t processes_seen, processes_exited; /* read by the main thread */
 	uint64_t last_tick_ns;
 	uint64_t last_meta_flush_ns;
 	/* proc_track_flush_sync: requests and the last one done */
