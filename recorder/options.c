@@ -122,7 +122,7 @@ void record_usage(FILE *out)
 "                                      PMI_RANK, SLURM_PROCID in its environment,\n"
 "                                      not inherited from its parent); the failures\n"
 "                                      of other helpers are counted and said\n"
-"                                      once per --snapshot-interval\n"
+"                                      once per --status-interval\n"
 "                          exit=all    any traced process's failure\n"
 "      --hang-timeout SEC  a collective or synchronize still running after SEC\n"
 "                        seconds is a hang (default 60)\n"

@@ -191,7 +191,11 @@ static const char *job_reason(unsigned why)
 
 static void say_exits_not_job(struct ring_mode *m, uint64_t now_ns, bool force)
 {
-	uint64_t every = m->snaps.interval_ns ? m->snaps.interval_ns : 30000000000ull;
+	/* the first at once, then with the status line's period (the count
+	 * is in it too): a job that runs failing helpers all week says so in
+	 * kilobytes */
+	uint64_t every = m->status_every_ns ? m->status_every_ns
+			 : m->snaps.interval_ns ? m->snaps.interval_ns : 30000000000ull;
 	if (!m->exits_not_job_unsaid || m->snaps.quiet ||
 	    (!force && m->exits_said_ns && now_ns - m->exits_said_ns < every))
 		return;

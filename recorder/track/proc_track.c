@@ -607,11 +607,6 @@ static void forget_pids(struct proc_track *t, uint32_t *pids, size_t n)
 	dso_table_forget_pids(t->dsos, pids, n);
 }
 
-static void forget_now(struct proc_track *t, uint32_t pid)
-{
-	forget_pids(t, &pid, 1);
-}
-
 static void note_retiring(struct proc_track *t, uint32_t pid, uint64_t exit_ns)
 {
 	if (t->n_retiring == t->cap_retiring) {
@@ -661,10 +656,7 @@ static void handle_pending(struct proc_track *t)
 				job_pids_forget(t->job, p->pid);
 			if (t->ring_writer)
 				note_retiring(t, p->pid, p->ts_ns);
-			if (t->cgroup_v2_path) {
-				forget_now(t, p->pid);
-				continue;
-			}
+
 			if (t->n_forget == t->cap_forget) {
 				size_t cap = t->cap_forget ? t->cap_forget * 2 : 64;
 				struct pending_pid *f = realloc(t->forget, cap * sizeof(*f));
@@ -697,7 +689,8 @@ static void handle_pending(struct proc_track *t)
 	uint32_t *gone = t->n_forget ? malloc(t->n_forget * sizeof(*gone)) : NULL;
 	for (size_t i = 0; i < t->n_forget; i++) {
 		if (t->forget[i].due_ns <= now) {
-			bpf_probes_forget_pid(t->probes, t->forget[i].pid);
+			if (!t->cgroup_v2_path) /* cgroup mode keeps no pid set */
+				bpf_probes_forget_pid(t->probes, t->forget[i].pid);
 			if (gone)
 				gone[n_gone++] = t->forget[i].pid;
 		} else {

@@ -4,7 +4,8 @@
   six `readlink` helpers and a `sh -c "exit 7"` fail, then a process of the
   stand-in CUDA runtime (cuda_hold, which maps libcudart) exits 2; exactly
   one snapshot is written, for it, and the seven others are counted on
-  stderr (at most one line per --snapshot-interval).  `--trigger exit=all`
+  stderr (the first at once, then at most one line per --status-interval).
+  `--trigger exit=all`
   keeps the old behaviour: the first helper's failure writes the snapshot.
 - Metadata kept is bounded by a count: N short processes run through a small
   ring; the metadata of those whose events have left it is retired, so the
