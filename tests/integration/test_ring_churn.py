@@ -10,7 +10,11 @@
 - Metadata kept is bounded by a count: N short processes run through a small
   ring; the metadata of those whose events have left it is retired, so the
   processes whose metadata the ring keeps at the end stay under a bound that
-  does not grow with N."""
+  does not grow with N.
+- Quiet logs: three processes of one interpreter are each walked (their
+  Python frames are in the profile: its facts, read once, serve all three),
+  and stderr says so once, not once per process."""
+import sys
 import json
 import os
 import re
@@ -81,6 +85,28 @@ class RingChurn(frtest.Case):
             self.assertGreater(k["retired_records"], k["retired"], k)
         # four times the processes, not four times the metadata
         self.assertLess(large["records"], 2 * small["records"] + 200, (small, large))
+
+
+    def test_one_line_per_interpreter(self):
+        d = frtest.workdir("ring_python_once")
+        scripts = []
+        for i in range(3):
+            path = os.path.join(d, f"busy{i}.py")
+            with open(path, "w") as f:
+                f.write("import time\n"
+                        "def spin():\n"
+                        "    while time.process_time() < 0.3:\n"
+                        "        pass\n"
+                        "spin()\n")
+            scripts.append(f"{sys.executable} {path}")
+        out = os.path.join(d, "py.frec")
+        p = frtest.record(out, ["--probes", "cpu", "--freq", "499"],
+                          ["--", "sh", "-c", "; ".join(scripts)])
+        self.assertEqual(p.stderr.count("flightrec: python: walking CPython"), 1, p.stderr)
+        stacks = frtest.folded(out)
+        for i in range(3):
+            named = sum(n for st, n in stacks.items() if any(f"(busy{i}.py:" in f for f in st))
+            self.assertGreater(named, 0, (i, stacks))
 
 
 if __name__ == "__main__":
