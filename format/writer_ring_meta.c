@@ -20,6 +20,9 @@
 
 #include <stddef.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 static uint64_t rd64(const uint8_t *p)
 {
@@ -420,6 +423,13 @@ void wr_ring_compact(struct frec_writer *w, int force)
 	r->st.compactions++;
 	pthread_mutex_unlock(&w->mu);
 	free(c.slots);
+#ifdef __GLIBC__
+	/* the old chunks were freed after the new ones were made: without a
+	 * trim the heap keeps the peak of the two, and a week of compactions
+	 * fragments it (glibc raises its mmap threshold to the largest block
+	 * freed, so these come from the heap) */
+	malloc_trim(0);
+#endif
 }
 
 void frec_writer_ring_compact(struct frec_writer *w)

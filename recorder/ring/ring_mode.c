@@ -218,7 +218,7 @@ static void decide_exits(struct ring_mode *m, uint64_t now_ns)
 			"a failed process is taken for the job's when it is not known\n");
 	for (size_t i = 0; i < n; i++) {
 		unsigned why = 0;
-		if (job_pids_is_job(&m->job, v[i].pid, v[i].at_ns, &why)) {
+		if (job_pids_is_job(&m->job, v[i].pid, &why)) {
 			size_t l = strlen(v[i].detail);
 			snprintf(v[i].detail + l, sizeof(v[i].detail) - l, "; the job: %s",
 				 job_reason(why));

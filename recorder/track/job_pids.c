@@ -80,9 +80,8 @@ void job_pids_reset(struct job_pids *j, uint32_t pid, uint64_t ts_ns)
 	pthread_mutex_unlock(&j->mu);
 }
 
-bool job_pids_is_job(struct job_pids *j, uint32_t pid, uint64_t ts_ns, unsigned *why)
+bool job_pids_is_job(struct job_pids *j, uint32_t pid, unsigned *why)
 {
-	(void)ts_ns;
 	pthread_mutex_lock(&j->mu);
 	struct job_pid *e = find_locked(j, pid);
 	*why = e ? e->why : 0;

@@ -56,8 +56,9 @@ void job_pids_mark(struct job_pids *j, uint32_t pid, unsigned why, uint64_t ts_n
 /* pid forked or exec'd at ts_ns: what it mapped or called before is not
  * what it runs now (ROOT and RANK stay). */
 void job_pids_reset(struct job_pids *j, uint32_t pid, uint64_t ts_ns);
-/* Is pid the job at ts_ns (its exit)?  *why gets the reasons (0: not). */
-bool job_pids_is_job(struct job_pids *j, uint32_t pid, uint64_t ts_ns, unsigned *why);
+/* Is pid the job (asked at its exit, once the tracking thread has caught
+ * up with it)?  *why gets the reasons (0: not). */
+bool job_pids_is_job(struct job_pids *j, uint32_t pid, unsigned *why);
 /* The rank pid's entry names (1 + rank), 0 when none. */
 uint64_t job_pids_rank(struct job_pids *j, uint32_t pid);
 /* pid has exited and its exit was decided: dropped. */

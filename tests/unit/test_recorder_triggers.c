@@ -167,23 +167,23 @@ static void test_job_pids(void)
 	unsigned why;
 	job_pids_init(&j);
 	job_pids_mark(&j, 100, JOB_ROOT, 0, 0);
-	CHECK(job_pids_is_job(&j, 100, 5, &why));
+	CHECK(job_pids_is_job(&j, 100, &why));
 	CHECK_EQ_U64(why, JOB_ROOT);
 	job_pids_reset(&j, 100, 50); /* the command execs: still the job */
-	CHECK(job_pids_is_job(&j, 100, 60, &why));
+	CHECK(job_pids_is_job(&j, 100, &why));
 
 	/* a CUDA user forks a worker (inherited mappings, at the fork's time):
 	 * the job until it execs something else */
 	job_pids_mark(&j, 200, JOB_LIB, 10, 0);
 	job_pids_reset(&j, 201, 20);
 	job_pids_mark(&j, 201, JOB_LIB, 20, 0);
-	CHECK(job_pids_is_job(&j, 201, 25, &why));
+	CHECK(job_pids_is_job(&j, 201, &why));
 	job_pids_reset(&j, 201, 30); /* exec of readlink */
-	CHECK(!job_pids_is_job(&j, 201, 35, &why));
+	CHECK(!job_pids_is_job(&j, 201, &why));
 	/* an exec whose new mappings were handled before its exec event */
 	job_pids_mark(&j, 202, JOB_LIB, 45, 0);
 	job_pids_reset(&j, 202, 40);
-	CHECK(job_pids_is_job(&j, 202, 50, &why));
+	CHECK(job_pids_is_job(&j, 202, &why));
 	CHECK_EQ_U64(why, JOB_LIB);
 
 	/* ranks: the launcher's child names rank 3; its helper inherits it */
@@ -195,13 +195,13 @@ static void test_job_pids(void)
 	char slurm[] = "SLURM_PROCID=0";
 	CHECK_EQ_U64(job_pids_env_rank(slurm, sizeof(slurm) - 1), 1);
 	job_pids_mark(&j, 300, job_pids_rank(&j, 1) == rank ? 0 : JOB_RANK, 1, rank);
-	CHECK(job_pids_is_job(&j, 300, 2, &why));
+	CHECK(job_pids_is_job(&j, 300, &why));
 	CHECK_EQ_U64(why, JOB_RANK);
 	job_pids_mark(&j, 301, job_pids_rank(&j, 300) == rank ? 0 : JOB_RANK, 1, rank);
-	CHECK(!job_pids_is_job(&j, 301, 2, &why));
+	CHECK(!job_pids_is_job(&j, 301, &why));
 	/* the helper's own child: the same rank as its parent, not a rank */
 	job_pids_mark(&j, 302, job_pids_rank(&j, 301) == rank ? 0 : JOB_RANK, 1, rank);
-	CHECK(!job_pids_is_job(&j, 302, 2, &why));
+	CHECK(!job_pids_is_job(&j, 302, &why));
 
 	CHECK(job_pids_is_job_library("/usr/lib/x86_64-linux-gnu/libcuda.so.1"));
 	CHECK(job_pids_is_job_library("/opt/build/samples/cudart/libcudart.so.12.0"));
@@ -229,13 +229,13 @@ static void test_job_pids(void)
 	c.c.pid = 400;
 	c.c.ts_ns = 70;
 	feed(&t, &c);
-	CHECK(job_pids_is_job(&j, 400, 80, &why));
+	CHECK(job_pids_is_job(&j, 400, &why));
 	CHECK_EQ_U64(why, JOB_EVENTS);
 	job_pids_reset(&j, 400, 90); /* exec */
-	CHECK(!job_pids_is_job(&j, 400, 95, &why));
+	CHECK(!job_pids_is_job(&j, 400, &why));
 	c.c.ts_ns = 100;
 	feed(&t, &c);
-	CHECK(job_pids_is_job(&j, 400, 110, &why));
+	CHECK(job_pids_is_job(&j, 400, &why));
 	triggers_destroy(&t);
 	job_pids_destroy(&j);
 }
