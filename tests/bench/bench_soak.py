@@ -4,8 +4,10 @@ churning job.  The recorded command is a driver that, every --period seconds,
 starts short exec'd processes (two Python interpreters, a shell helper that
 exits 1 the way a wrapper's readlink does), forks two workers that exit at
 once, and dlopen()s and dlclose()s the stand-in libcudart (a probed library).
-Every --every seconds the bench prints the recorder's RSS, its CPU per new
-process over the interval, the size of a SIGUSR2 snapshot taken then, and the
+Every --every seconds the bench prints the recorder's RSS and its own memory
+(private dirty pages: RSS less the BPF ring buffer's pages, which the kernel
+touches as it first writes through them), its CPU per new process over the
+interval, the size of a SIGUSR2 snapshot taken then, and the
 bytes it has written to stderr so far.  RSS that levels off and snapshots of
 a steady size are what a week-long run needs.
 
@@ -65,6 +67,17 @@ def rss_mib(pid):
     return 0.0
 
 
+def private_mib(pid):
+    """The recorder's own memory: private dirty pages.  RSS also counts the
+    pages of the BPF ring buffer (mapped twice, up to 2 x --buffer-mib) as the
+    kernel first writes through them, which is not the recorder growing."""
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Private_Dirty:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
 def cpu_s(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -110,8 +123,8 @@ def main():
     t0 = time.monotonic()
     rows = []
     print(f"# {' '.join(cmd)}", flush=True)
-    print(f"{'t s':>7} {'procs':>7} {'RSS MiB':>8} {'CPU %':>6} {'CPU ms/proc':>11} "
-          f"{'snap MB':>8} {'log bytes':>9}", flush=True)
+    print(f"{'t s':>7} {'procs':>7} {'RSS MiB':>8} {'own MiB':>8} {'CPU %':>6} "
+          f"{'CPU ms/proc':>11} {'snap MB':>8} {'log bytes':>9}", flush=True)
     last_cpu, last_n, last_t = 0.0, 0, t0
     next_at = t0 + a.every
     while p.poll() is None:
@@ -122,6 +135,7 @@ def main():
         try:
             now = time.monotonic()
             c, n, r = cpu_s(p.pid), read_count(count_path), rss_mib(p.pid)
+            own = private_mib(p.pid)
         except OSError:
             break
         log.flush()
@@ -144,12 +158,13 @@ def main():
             time.sleep(0.1)
         dn = n - last_n
         row = {"t": round(now - t0, 1), "procs": n, "rss_mib": round(r, 1),
+               "own_mib": round(own, 1),
                "cpu_pct": round(100 * (c - last_cpu) / (now - last_t), 1),
                "cpu_ms_per_proc": round(1000 * (c - last_cpu) / dn, 2) if dn else None,
                "snapshot_mb": round(snap_mb, 2) if snap_mb is not None else None,
                "log_bytes": os.path.getsize(log_path)}
         rows.append(row)
-        print(f"{row['t']:>7} {n:>7} {r:>8.1f} {row['cpu_pct']:>6} "
+        print(f"{row['t']:>7} {n:>7} {r:>8.1f} {own:>8.1f} {row['cpu_pct']:>6} "
               f"{row['cpu_ms_per_proc'] if dn else '-':>11} "
               f"{row['snapshot_mb'] if snap_mb is not None else '-':>8} "
               f"{row['log_bytes']:>9}", flush=True)
