@@ -228,11 +228,37 @@ int frec_writer_snapshot(struct frec_writer *w, const struct frec_snapshot *s,
  * the ring's size of history before them.  Any thread. */
 void frec_writer_ring_hold(struct frec_writer *w, uint64_t since_ns);
 
+/* A process that has exited, for frec_writer_ring_retire. */
+struct frec_retired {
+	uint32_t pid;
+	uint64_t exit_ns;  /* its exit event's time */
+};
+
+/* The caller has sealed every metadata record it wrote about these
+ * processes (records after this call with the same pid are of a new
+ * process that reuses it).  Once a process's exit has left the ring, no
+ * event held needs its metadata: its FR_REC_PROCESS, THREAD, PROC_ENV,
+ * MAPPING, PYTHON, ATTACH, PYCODE and STACK records are dropped from what
+ * is kept, so the metadata the ring keeps is that of the processes alive
+ * or still in the window, and of the files (DSO, UNWIND) they map.  Queued
+ * behind the chunks sealed before; any thread.  0, or -1 out of memory (it
+ * is then kept). */
+int frec_writer_ring_retire(struct frec_writer *w, const struct frec_retired *v, size_t n);
+
+/* After frec_writer_drain (the writer thread stopped): the compaction that
+ * retirement runs from time to time, now, so the counts below are the
+ * floor.  Ring mode only. */
+void frec_writer_ring_compact(struct frec_writer *w);
+
 struct frec_ring_stats {
 	uint64_t event_bytes, meta_bytes; /* compressed, held now */
 	uint64_t event_chunks, meta_chunks;
 	uint64_t chunks_evicted, records_evicted;
 	uint64_t window_first_ns;         /* first event still held */
+	uint64_t meta_records;            /* metadata records kept (META chunks, rescued) */
+	uint64_t meta_processes;          /* FR_REC_PROCESS records among them */
+	uint64_t retire_waiting;          /* exited processes whose exit is still in the window */
+	uint64_t pids_retired, records_retired, compactions;
 };
 void frec_writer_ring_stats(struct frec_writer *w, struct frec_ring_stats *out);
 

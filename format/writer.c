@@ -301,6 +301,16 @@ static void *writer_main(void *arg)
 		w->head = c->next;
 		if (!w->head)
 			w->tail = NULL;
+		if (c->retire) {
+			pthread_mutex_unlock(&w->mu);
+			if (w->ring)
+				wr_ring_retire(w, c->retire);
+			else
+				free(c->retire);
+			free(c);
+			pthread_mutex_lock(&w->mu);
+			continue;
+		}
 		if (c->snap) {
 			/* every chunk queued before it is in the ring now */
 			pthread_mutex_unlock(&w->mu);

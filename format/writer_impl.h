@@ -22,6 +22,7 @@
 #include <zstd.h>
 
 struct wr_snap_req;
+struct wr_retire_req;
 struct wr_ring;
 
 /* A chunk's raw payload on its way from a builder to the file.  Or, with
@@ -30,6 +31,7 @@ struct wr_ring;
 struct sealed {
 	struct sealed *next;
 	struct wr_snap_req *snap;
+	struct wr_retire_req *retire; /* ring mode: processes that exited (owned) */
 	uint8_t *buf;
 	size_t len, cap;
 	uint16_t chunk_type;
@@ -134,6 +136,7 @@ int wr_start_thread(struct frec_writer *w, struct frec_error *err);
 int wr_ring_add(struct frec_writer *w, const struct sealed *c);
 void wr_ring_snapshot(struct frec_writer *w, struct wr_snap_req *rq);
 void wr_ring_free(struct wr_ring *r);
+void wr_ring_retire(struct frec_writer *w, struct wr_retire_req *rq);
 
 /* writer.c: the file cannot be sealed; the first failure is the one kept
  * in w->io_err for close to report. */

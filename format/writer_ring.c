@@ -12,44 +12,13 @@
  * a stack and its event), and the caller sees the payload to keep the state
  * the evicted events leave behind (the live allocations). */
 #include "writer_impl.h"
+#include "writer_ring.h"
 #include "grow.h"
 
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
-
-/* One chunk as it would be written: compressed payload and header fields. */
-struct ring_chunk {
-	struct ring_chunk *next;
-	uint16_t type;
-	uint8_t codec;
-	uint32_t count;
-	size_t raw_len, stored_len;
-	uint64_t first_ts, last_ts;
-	uint8_t data[];
-};
-
-struct wr_ring {
-	size_t cap;
-	uint64_t hold_since; /* under the writer's mu: frec_writer_ring_hold */
-	frec_evict_fn evicted;
-	void *ctx;
-	struct ring_chunk *ev_head, *ev_tail, *meta_head, *meta_tail;
-	/* Under the writer's mu (frec_writer_ring_stats reads them): */
-	struct frec_ring_stats st;
-	/* Metadata records kept from evicted chunks, not yet a META chunk. */
-	uint8_t *rescue;
-	size_t rescue_len, rescue_cap;
-	uint32_t rescue_count;
-	/* A USTACK that ended the latest evicted chunk (its event opens the
-	 * oldest chunk held). */
-	uint8_t *held;
-	size_t held_len, held_cap;
-	ZSTD_DCtx *dc;
-	uint8_t *raw;
-	size_t raw_cap;
-};
 
 /* A snapshot request in the writer's queue; the caller waits on done. */
 struct wr_snap_req {
@@ -77,6 +46,7 @@ void wr_ring_free(struct wr_ring *r)
 	free(r->rescue);
 	free(r->held);
 	free(r->raw);
+	free(r->retire);
 	free(r);
 }
 
@@ -107,7 +77,7 @@ int frec_writer_open_ring(const struct frec_writer_opts *opts,
 
 /* ---- keeping chunks ------------------------------------------------------ */
 
-static struct ring_chunk *keep(struct frec_writer *w, uint16_t type, const uint8_t *raw,
+struct ring_chunk *wr_ring_keep(struct frec_writer *w, uint16_t type, const uint8_t *raw,
 			       size_t raw_len, uint32_t count, uint64_t first, uint64_t last)
 {
 	const uint8_t *stored;
@@ -124,11 +94,13 @@ static struct ring_chunk *keep(struct frec_writer *w, uint16_t type, const uint8
 	k->stored_len = stored_len;
 	k->first_ts = first;
 	k->last_ts = last;
+	k->seq = w->ring->meta_seq++;
+	k->processes = type == FR_CHUNK_META ? wr_ring_count_processes(raw, raw_len) : 0;
 	memcpy(k->data, stored, stored_len);
 	return k;
 }
 
-static void append_meta(struct frec_writer *w, struct ring_chunk *k)
+void wr_ring_append_meta(struct frec_writer *w, struct ring_chunk *k)
 {
 	struct wr_ring *r = w->ring;
 	if (r->meta_tail)
@@ -139,6 +111,8 @@ static void append_meta(struct frec_writer *w, struct ring_chunk *k)
 	pthread_mutex_lock(&w->mu);
 	r->st.meta_bytes += k->stored_len;
 	r->st.meta_chunks++;
+	r->st.meta_records += k->count;
+	r->st.meta_processes += k->processes;
 	pthread_mutex_unlock(&w->mu);
 }
 
@@ -148,18 +122,18 @@ static void seal_rescue(struct frec_writer *w)
 	struct wr_ring *r = w->ring;
 	if (!r->rescue_len)
 		return;
-	struct ring_chunk *k = keep(w, FR_CHUNK_META, r->rescue, r->rescue_len,
+	struct ring_chunk *k = wr_ring_keep(w, FR_CHUNK_META, r->rescue, r->rescue_len,
 				    r->rescue_count, 0, 0);
 	if (!k)
 		return; /* kept in the buffer; tried again at the next eviction */
-	append_meta(w, k);
+	wr_ring_append_meta(w, k);
 	r->rescue_len = 0;
 	r->rescue_count = 0;
 }
 
 /* The raw payload of a kept chunk in r->raw; NULL when it does not
  * decompress (it always should: this process compressed it). */
-static const uint8_t *unpack(struct wr_ring *r, const struct ring_chunk *k)
+const uint8_t *wr_ring_unpack(struct wr_ring *r, const struct ring_chunk *k)
 {
 	if (grow_bytes(&r->raw, &r->raw_cap, k->raw_len ? k->raw_len : 1))
 		return NULL;
@@ -188,7 +162,7 @@ static void evict_oldest(struct frec_writer *w)
 	if (!r->ev_head)
 		r->ev_tail = NULL;
 	uint64_t events = 0;
-	const uint8_t *raw = unpack(r, k);
+	const uint8_t *raw = wr_ring_unpack(r, k);
 	r->held_len = 0; /* the held stack's event was in this chunk */
 	if (raw) {
 		size_t off = 0;
@@ -230,12 +204,12 @@ static void evict_oldest(struct frec_writer *w)
 int wr_ring_add(struct frec_writer *w, const struct sealed *c)
 {
 	struct wr_ring *r = w->ring;
-	struct ring_chunk *k = keep(w, c->chunk_type, c->buf, c->len, c->record_count,
+	struct ring_chunk *k = wr_ring_keep(w, c->chunk_type, c->buf, c->len, c->record_count,
 				    c->first_ts_ns, c->last_ts_ns);
 	if (!k)
 		return -1; /* counted as a dropped chunk by the caller */
 	if (c->chunk_type != FR_CHUNK_EVENTS) {
-		append_meta(w, k);
+		wr_ring_append_meta(w, k);
 	} else {
 		if (r->ev_tail)
 			r->ev_tail->next = k;
@@ -262,6 +236,7 @@ int wr_ring_add(struct frec_writer *w, const struct sealed *c)
 		       !(since && r->ev_head->last_ts >= since))
 			evict_oldest(w);
 	}
+	wr_ring_compact(w, 0);
 	pthread_mutex_lock(&w->mu);
 	w->st.chunks_written++;
 	w->st.records_written += c->record_count;
@@ -331,6 +306,8 @@ static int run_snapshot(struct frec_writer *w, const struct frec_snapshot *s,
 			last = k->last_ts;
 		chunks++;
 	}
+	/* the metadata this window's events need, not the whole run's */
+	wr_ring_compact(w, 1);
 	struct frec_carried carried = { 0 };
 	if (s->carry && s->carry(s->carry_ctx, &carried) < 0) {
 		frec_error_set(err, s->name, -1, ENOMEM,

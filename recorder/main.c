@@ -289,7 +289,9 @@ static void print_start_summary(struct recording *r)
 			"on", what, ring, o->output);
 		for (unsigned k = FR_TRIGGER_OOM; k <= FR_TRIGGER_EXIT; k++)
 			if (o->triggers & TRIGGER_BIT(k))
-				fprintf(stderr, " %s", trigger_name(k));
+				fprintf(stderr, " %s%s", trigger_name(k),
+					k == FR_TRIGGER_EXIT && (o->triggers & TRIGGER_EXIT_ALL) ? "=all"
+					: k == FR_TRIGGER_EXIT ? " (of the job's processes)" : "");
 		fprintf(stderr, " and SIGUSR2 to pid %d); probes:", (int)getpid());
 	} else {
 		fprintf(stderr, "flightrec: recording %s into %s; probes:", what, o->output);
@@ -453,6 +455,8 @@ static int finish(struct recording *r, uint64_t start_ns)
 	r->track_open = false;
 	/* every chunk written (or dropped) before the counters are read for END */
 	frec_writer_drain(r->writer);
+	if (r->ring)
+		frec_writer_ring_compact(r->writer); /* the end's counts are the floor */
 	writer_stopped(r); /* the last chunks may have met a full disk */
 	collect_stats(r, &st);
 	end.cpu_user_ns = st.cpu_user_ns;
@@ -715,6 +719,10 @@ static int cmd_record(int argc, char **argv)
 	r->track.new_file_ctx = &r->libs;
 	r->track.quiet = o->quiet;
 	r->track.dwarf = o->stack_dwarf;
+	if (r->ring && r->ring_mode.job_on)
+		r->track.job = &r->ring_mode.job;
+	/* ring mode: exited processes' metadata leaves the ring with their events */
+	r->track.ring_writer = r->ring ? r->writer : NULL;
 	if (o->stack_dwarf && o->cache) {
 		char why[256];
 		r->unwind_cache = unwind_cache_open(o->cache_dir, o->cache_max_bytes, why, sizeof(why));
@@ -753,9 +761,14 @@ static int cmd_record(int argc, char **argv)
 			goto fail_msg;
 		}
 		bpf_probes_add_pid(&r->probes, (uint32_t)r->child.pid);
+		if (r->ring)
+			ring_mode_job_root(&r->ring_mode, (uint32_t)r->child.pid);
 	}
-	for (int i = 0; i < o->n_pids; i++)
+	for (int i = 0; i < o->n_pids; i++) {
 		bpf_probes_add_pid(&r->probes, o->pids[i]);
+		if (r->ring)
+			ring_mode_job_root(&r->ring_mode, o->pids[i]);
+	}
 	if (o->probe_cost) {
 		r->stats_fd = probe_cost_enable();
 		if (r->stats_fd < 0)
@@ -806,6 +819,10 @@ static int cmd_record(int argc, char **argv)
 	struct sigaction su = {.sa_handler = on_usr2, .sa_flags = SA_RESTART};
 	sigemptyset(&su.sa_mask);
 	sigaction(SIGUSR2, &su, NULL);
+	/* counted from here, before the command runs: a SIGUSR2 sent as soon
+	 * as the command said it was ready (test_ring) may come before the
+	 * main loop starts, and is a request all the same */
+	sig_atomic_t usr2_seen = 0;
 
 	start_ns = mono_ns();
 	print_start_summary(r);
@@ -819,7 +836,6 @@ static int cmd_record(int argc, char **argv)
 		}
 	}
 
-	sig_atomic_t usr2_seen = usr2_count;
 	uint64_t deadline = o->duration_s > 0 ? start_ns + (uint64_t)(o->duration_s * 1e9) : 0;
 	struct timespec nap = {0, 20 * 1000000};
 	while (!stop_signal && !child_done) {
@@ -840,8 +856,19 @@ static int cmd_record(int argc, char **argv)
 			usr2_seen = usr2_count;
 			on_sigusr2(r);
 		}
-		if (r->ring)
-			ring_mode_poll(&r->ring_mode, mono_ns());
+		if (r->ring) {
+			uint64_t now = mono_ns();
+			ring_mode_poll(&r->ring_mode, now);
+			if (r->ring_mode.status_every_ns &&
+			    now - r->ring_mode.status_last_ns >= r->ring_mode.status_every_ns) {
+				struct rusage ru;
+				getrusage(RUSAGE_SELF, &ru);
+				ring_mode_status(&r->ring_mode, now, atomic_load(&r->track.processes_seen),
+						 atomic_load(&r->track.processes_exited),
+						 ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+						 ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+			}
+		}
 		nanosleep(&nap, NULL);
 	}
 	if (stop_signal && !o->quiet)

@@ -115,8 +115,15 @@ void record_usage(FILE *out)
 "                          oom         a CUDA allocation returned out of memory\n"
 "                          nccl-error  an NCCL call failed, or a collective or\n"
 "                                      a synchronize hung (--hang-timeout)\n"
-"                          exit        a traced process died on a signal or\n"
-"                                      exited non-zero\n"
+"                          exit        a process of the job died on a signal or\n"
+"                                      exited non-zero: the command's own process,\n"
+"                                      a process that maps or calls CUDA, NCCL or\n"
+"                                      RDMA, or a rank (RANK, OMPI_COMM_WORLD_RANK,\n"
+"                                      PMI_RANK, SLURM_PROCID in its environment,\n"
+"                                      not inherited from its parent); the failures\n"
+"                                      of other helpers are counted and said\n"
+"                                      once per --status-interval\n"
+"                          exit=all    any traced process's failure\n"
 "      --hang-timeout SEC  a collective or synchronize still running after SEC\n"
 "                        seconds is a hang (default 60)\n"
 "      --trigger-delay SEC  an OOM or NCCL error's snapshot waits SEC seconds\n"
@@ -125,7 +132,11 @@ void record_usage(FILE *out)
 "      --max-snapshot-bytes SIZE  at most SIZE of snapshots in all (default 16G)\n"
 "      --snapshot-interval SEC  the same trigger again within SEC seconds\n"
 "                        writes no snapshot (default 30; SIGUSR2 always does)\n"
-"                        Suppressed triggers are said and counted.\n"
+"                        Suppressed triggers are counted and said at most once\n"
+"                        per SEC, with their number.\n"
+"      --status-interval SEC  one line on stderr every SEC seconds (default 3600;\n"
+"                        0: none): processes seen and exited, snapshots, the\n"
+"                        ring's memory and the metadata it keeps, recorder CPU\n"
 "      --on-snapshot CMD  run CMD (sh -c, not waited for) after each snapshot a\n"
 "                        trigger wrote (not after SIGUSR2's), with FLIGHTREC_SNAPSHOT,\n"
 "                        FLIGHTREC_TRIGGER and FLIGHTREC_TRIGGER_PID set: e.g. signal\n"
@@ -179,6 +190,7 @@ enum {
 	OPT_MAX_SNAPSHOTS,
 	OPT_MAX_SNAPSHOT_BYTES,
 	OPT_SNAPSHOT_INTERVAL,
+	OPT_STATUS_INTERVAL,
 	OPT_ON_SNAPSHOT,
 	OPT_CACHE_DIR,
 	OPT_CACHE_MAX,
@@ -375,6 +387,7 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		{"max-snapshots", required_argument, 0, OPT_MAX_SNAPSHOTS},
 		{"max-snapshot-bytes", required_argument, 0, OPT_MAX_SNAPSHOT_BYTES},
 		{"snapshot-interval", required_argument, 0, OPT_SNAPSHOT_INTERVAL},
+		{"status-interval", required_argument, 0, OPT_STATUS_INTERVAL},
 		{"on-snapshot", required_argument, 0, OPT_ON_SNAPSHOT},
 		{"codec", required_argument, 0, OPT_CODEC},
 		{"level", required_argument, 0, OPT_LEVEL},
@@ -420,6 +433,7 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 	o->max_snapshots = 10;
 	o->max_snapshot_bytes = 16ull << 30;
 	o->snapshot_interval_s = 30;
+	o->status_interval_s = 3600;
 	o->codec = FR_CODEC_ZSTD;
 	o->level = 1;
 	o->chunk_kib = 4096;
@@ -558,6 +572,10 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_SNAPSHOT_INTERVAL:
 			if (parse_seconds(optarg, "--snapshot-interval", true, &o->snapshot_interval_s))
+				return -1;
+			break;
+		case OPT_STATUS_INTERVAL:
+			if (parse_seconds(optarg, "--status-interval", true, &o->status_interval_s))
 				return -1;
 			break;
 		case OPT_CODEC:

@@ -39,6 +39,7 @@ struct record_opts {
 	unsigned max_snapshots;
 	uint64_t max_snapshot_bytes;
 	double snapshot_interval_s;
+	double status_interval_s;  /* --status-interval: a running summary line (0: none) */
 	const char *on_snapshot;   /* --on-snapshot CMD: run after each snapshot a
 				      trigger other than SIGUSR2 wrote */
 	int codec;                 /* enum fr_codec */

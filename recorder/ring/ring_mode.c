@@ -1,12 +1,15 @@
 /* Flight-recorder mode's steps (see ring_mode.h). */
 #include "ring/ring_mode.h"
 
+#include "clock.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -25,6 +28,11 @@ int ring_mode_open(struct ring_mode *m, const struct ring_mode_config *o,
 	m->on_snapshot = o->on_snapshot;
 	triggers_init(&m->triggers, o->triggers, (uint64_t)(o->trigger_delay_s * 1e9));
 	m->triggers.ring = m->writer;
+	if ((o->triggers & TRIGGER_BIT(FR_TRIGGER_EXIT)) && !(o->triggers & TRIGGER_EXIT_ALL)) {
+		job_pids_init(&m->job);
+		m->job_on = true;
+		m->triggers.job = &m->job;
+	}
 	m->open = true;
 	return 0;
 }
@@ -66,6 +74,36 @@ void ring_mode_start(struct ring_mode *m, const struct ring_mode_config *o,
 	sn->file_start_ns = file_start_ns;
 	sn->extra_meta = hang_poll_inflight_meta;
 	sn->extra_ctx = &m->hang;
+	sn->cpu = &m->cpu;
+	m->status_every_ns = o->quiet ? 0 : (uint64_t)(o->status_interval_s * 1e9);
+	m->status_last_ns = file_start_ns;
+}
+
+void ring_mode_status(struct ring_mode *m, uint64_t now_ns, uint64_t procs, uint64_t exited,
+		      double cpu_s)
+{
+	if (!m->status_every_ns || now_ns - m->status_last_ns < m->status_every_ns)
+		return;
+	struct frec_ring_stats rs;
+	frec_writer_ring_stats(m->writer, &rs);
+	double dt = (now_ns - m->status_last_ns) / 1e9;
+	fprintf(stderr, "flightrec: status at %.0f s: %" PRIu64 " processes started (%" PRIu64
+		" in the last %.0f s), %" PRIu64 " exited; %u snapshots, %u triggers suppressed, "
+		"%" PRIu64 " failures of processes not the job; ring %.1f MiB of events, %.1f MiB "
+		"of metadata (of %" PRIu64 " processes; %" PRIu64 " retired); recorder CPU %.1f%% "
+		"of one core\n", (now_ns - m->snaps.file_start_ns) / 1e9, procs,
+		procs - m->status_procs, dt, exited, m->snaps.written, m->snaps.suppressed_total,
+		m->exits_not_job, rs.event_bytes / 1048576.0, rs.meta_bytes / 1048576.0,
+		rs.meta_processes, rs.pids_retired, dt > 0 ? 100.0 * (cpu_s - m->status_cpu_s) / dt : 0);
+	m->status_last_ns = now_ns;
+	m->status_procs = procs;
+	m->status_cpu_s = cpu_s;
+}
+
+void ring_mode_job_root(struct ring_mode *m, uint32_t pid)
+{
+	if (m->job_on)
+		job_pids_mark(&m->job, pid, JOB_ROOT, 0, 0);
 }
 
 void ring_mode_signal(struct ring_mode *m, uint64_t now_ns)
@@ -140,19 +178,95 @@ static void write_due(struct ring_mode *m, uint64_t now_ns)
 	}
 }
 
+static const char *job_reason(unsigned why)
+{
+	if (why & JOB_ROOT)
+		return "the command's own process";
+	if (why & JOB_LIB)
+		return "it maps a CUDA, NCCL or RDMA library";
+	if (why & JOB_EVENTS)
+		return "it made CUDA, NCCL or RDMA calls";
+	return "a rank of the launcher";
+}
+
+static void say_exits_not_job(struct ring_mode *m, uint64_t now_ns, bool force)
+{
+	/* the first at once, then with the status line's period (the count
+	 * is in it too): a job that runs failing helpers all week says so in
+	 * kilobytes */
+	uint64_t every = m->status_every_ns ? m->status_every_ns
+			 : m->snaps.interval_ns ? m->snaps.interval_ns : 30000000000ull;
+	if (!m->exits_not_job_unsaid || m->snaps.quiet ||
+	    (!force && m->exits_said_ns && now_ns - m->exits_said_ns < every))
+		return;
+	fprintf(stderr, "flightrec: exit: %" PRIu64 " process%s that %s not the job failed "
+		"(the latest: %s); no snapshot for them (--trigger exit=all for every process)\n",
+		m->exits_not_job_unsaid, m->exits_not_job_unsaid == 1 ? "" : "es",
+		m->exits_not_job_unsaid == 1 ? "is" : "are", m->exit_latest.detail);
+	m->exits_not_job_unsaid = 0;
+	m->exits_said_ns = now_ns;
+}
+
+/* Each failed exit is the job's or not once the tracking thread has handled
+ * everything up to it: its mappings and environment are then known. */
+static void decide_exits(struct ring_mode *m, uint64_t now_ns)
+{
+	struct trigger_hit *v;
+	size_t n = triggers_take_exits(&m->triggers, &v);
+	if (n && m->snaps.track && proc_track_flush_sync(m->snaps.track, 5000000000ull))
+		fprintf(stderr, "flightrec: exit: the tracking thread did not catch up within 5 s; "
+			"a failed process is taken for the job's when it is not known\n");
+	for (size_t i = 0; i < n; i++) {
+		unsigned why = 0;
+		if (job_pids_is_job(&m->job, v[i].pid, &why)) {
+			size_t l = strlen(v[i].detail);
+			snprintf(v[i].detail + l, sizeof(v[i].detail) - l, "; the job: %s",
+				 job_reason(why));
+			triggers_raise(&m->triggers, &v[i]);
+		} else {
+			m->exits_not_job++;
+			m->exits_not_job_unsaid++;
+			m->exit_latest = v[i];
+		}
+		job_pids_forget(&m->job, v[i].pid);
+	}
+	free(v);
+	say_exits_not_job(m, now_ns, false);
+}
+
 void ring_mode_poll(struct ring_mode *m, uint64_t now_ns)
 {
 	reap_hooks(m);
+	if (now_ns - m->cpu_sampled_ns >= 1000000000ull) {
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		cpu_history_add(&m->cpu, now_ns,
+				(uint64_t)ru.ru_utime.tv_sec * 1000000000ull +
+					(uint64_t)ru.ru_utime.tv_usec * 1000ull,
+				(uint64_t)ru.ru_stime.tv_sec * 1000000000ull +
+					(uint64_t)ru.ru_stime.tv_usec * 1000ull);
+		m->cpu_sampled_ns = now_ns;
+	}
+	if (m->job_on)
+		decide_exits(m, now_ns);
 	if (m->armed & TRIGGER_BIT(FR_TRIGGER_HANG))
 		hang_poll_tick(&m->hang, &m->triggers, now_ns);
 	write_due(m, now_ns);
+	uint64_t every = m->snaps.interval_ns ? m->snaps.interval_ns : 30000000000ull;
+	if (m->snaps.suppressed_unsaid && now_ns - m->snaps.suppressed_said_ns >= every)
+		snapshot_say_suppressed(&m->snaps);
 }
 
 void ring_mode_last(struct ring_mode *m, struct drain *drain)
 {
 	/* the kernel's last events may raise one (the OOM that ended the job) */
 	drain_flush_sync(drain, 2000000000ull);
+	if (m->job_on) {
+		decide_exits(m, mono_ns());
+		say_exits_not_job(m, mono_ns(), true);
+	}
 	write_due(m, UINT64_MAX);
+	snapshot_say_suppressed(&m->snaps);
 }
 
 void ring_mode_report(const struct ring_mode *m, const struct frec_ring_stats *rs,
@@ -170,6 +284,13 @@ void ring_mode_report(const struct ring_mode *m, const struct frec_ring_stats *r
 		"the %zu allocations live at the window's start\n", rs->event_bytes / 1048576.0,
 		rs->event_chunks, rs->chunks_evicted, rs->meta_bytes / 1048576.0,
 		m->live.bytes_held / 1048576.0, m->live.table.count);
+	/* what bounds the memory of a long run: the metadata kept is that of
+	 * the processes alive or still in the window, not of every one seen */
+	fprintf(stderr, "flightrec: ring mode: metadata kept: %" PRIu64 " records, of %" PRIu64
+		" processes; %" PRIu64 " exited processes retired (%" PRIu64 " records), %" PRIu64
+		" waiting for their events to leave the ring; %" PRIu64 " compactions\n",
+		rs->meta_records, rs->meta_processes, rs->pids_retired, rs->records_retired,
+		rs->retire_waiting, rs->compactions);
 }
 
 void ring_mode_free(struct ring_mode *m)
@@ -179,6 +300,9 @@ void ring_mode_free(struct ring_mode *m)
 	/* a command still running is the user's: it goes on, reaped by init */
 	live_allocs_free(&m->live);
 	triggers_destroy(&m->triggers);
+	if (m->job_on)
+		job_pids_destroy(&m->job);
+	m->job_on = false;
 	hang_poll_destroy(&m->hang);
 	m->open = false;
 }

@@ -44,6 +44,16 @@ struct ring_mode {
 	unsigned armed;            /* TRIGGER_BIT()s of --trigger */
 	const char *on_snapshot;   /* --on-snapshot */
 	pid_t hooks[16];           /* --on-snapshot commands not reaped yet */
+	/* --trigger exit (not exit=all): the job's processes, and the failed
+	 * exits of others, said at most once per --snapshot-interval */
+	struct job_pids job;
+	bool job_on;
+	uint64_t exits_not_job, exits_not_job_unsaid, exits_said_ns;
+	struct trigger_hit exit_latest;
+	uint64_t status_every_ns, status_last_ns, status_procs;
+	struct cpu_history cpu;    /* for the snapshots' END */
+	uint64_t cpu_sampled_ns;
+	double status_cpu_s;
 	bool open;
 };
 
@@ -60,10 +70,16 @@ void ring_mode_start(struct ring_mode *m, const struct ring_mode_config *o,
 		     const struct frec_writer_opts *wo, struct drain *drain,
 		     struct proc_track *track, const struct frec_file_info *info,
 		     track_stats_fn stats_fn, void *stats_ctx, uint64_t file_start_ns);
+/* The command's own process (or a --pid target): the job, whatever it runs. */
+void ring_mode_job_root(struct ring_mode *m, uint32_t pid);
 /* SIGUSR2: a snapshot, now. */
 void ring_mode_signal(struct ring_mode *m, uint64_t now_ns);
 /* The main loop, often: hangs looked for, due triggers written. */
 void ring_mode_poll(struct ring_mode *m, uint64_t now_ns);
+/* --status-interval: the running summary line, when one is due.  procs:
+ * processes seen (forked) and exited so far; cpu_s: the recorder's CPU. */
+void ring_mode_status(struct ring_mode *m, uint64_t now_ns, uint64_t procs, uint64_t exited,
+		      double cpu_s);
 /* At the end, while the probes are still attached: every trigger pending
  * is written now, without the rest of its delay. */
 void ring_mode_last(struct ring_mode *m, struct drain *drain);

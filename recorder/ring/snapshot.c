@@ -81,18 +81,67 @@ int snapshot_create(const char *output, uint32_t *number, char *path, size_t len
 	return -EEXIST;
 }
 
+void cpu_history_add(struct cpu_history *h, uint64_t mono_ns, uint64_t user_ns, uint64_t sys_ns)
+{
+	h->mono_ns[h->next] = mono_ns;
+	h->user_ns[h->next] = user_ns;
+	h->sys_ns[h->next] = sys_ns;
+	h->next = (h->next + 1) % CPU_HISTORY;
+	if (h->n < CPU_HISTORY)
+		h->n++;
+}
+
+bool cpu_history_at(const struct cpu_history *h, uint64_t mono_ns, uint64_t *at_ns,
+		    uint64_t *user_ns, uint64_t *sys_ns)
+{
+	if (!h->n)
+		return false;
+	unsigned oldest = (h->next + CPU_HISTORY - h->n) % CPU_HISTORY, at = oldest;
+	for (unsigned i = 0; i < h->n; i++) {
+		unsigned k = (oldest + i) % CPU_HISTORY;
+		if (h->mono_ns[k] > mono_ns)
+			break;
+		at = k;
+	}
+	*at_ns = h->mono_ns[at];
+	*user_ns = h->user_ns[at];
+	*sys_ns = h->sys_ns[at];
+	return true;
+}
+
 static double secs(const struct snapshots *s, uint64_t t)
 {
 	return t > s->file_start_ns ? (t - s->file_start_ns) / 1e9 : 0.0;
 }
 
+void snapshot_say_suppressed(struct snapshots *s)
+{
+	if (!s->suppressed_unsaid || s->quiet)
+		return;
+	if (s->suppressed_unsaid == 1)
+		fprintf(stderr, "flightrec: %s at %.3f s: no snapshot (%s)\n", s->unsaid_kind,
+			s->unsaid_at, s->unsaid_why);
+	else
+		fprintf(stderr, "flightrec: %u more triggers wrote no snapshot (the latest: %s at "
+			"%.3f s, %s)\n", s->suppressed_unsaid, s->unsaid_kind, s->unsaid_at, s->unsaid_why);
+	s->suppressed_unsaid = 0;
+	s->suppressed_said_ns = mono_ns();
+}
+
+/* Said at once the first time, then at most once per --snapshot-interval
+ * with their number: a churning job's helpers failing every second must
+ * not fill the log. */
 static void suppress(struct snapshots *s, const struct trigger_hit *hit, const char *why)
 {
 	s->suppressed++;
 	s->suppressed_total++;
-	if (!s->quiet)
-		fprintf(stderr, "flightrec: %s at %.3f s: no snapshot (%s)\n",
-			trigger_name(hit->kind), secs(s, hit->at_ns), why);
+	s->suppressed_unsaid++;
+	snprintf(s->unsaid_why, sizeof(s->unsaid_why), "%s", why);
+	snprintf(s->unsaid_kind, sizeof(s->unsaid_kind), "%s", trigger_name(hit->kind));
+	s->unsaid_at = secs(s, hit->at_ns);
+	uint64_t every = s->interval_ns ? s->interval_ns : 30000000000ull;
+	if (!s->suppressed_said_ns || mono_ns() - s->suppressed_said_ns >= every)
+		snapshot_say_suppressed(s);
 }
 
 int snapshot_take(struct snapshots *s, const struct trigger_hit *hit, uint32_t merged,
@@ -146,6 +195,16 @@ int snapshot_take(struct snapshots *s, const struct trigger_hit *hit, uint32_t m
 	struct recorder_stats st;
 	s->stats_fn(s->stats_ctx, &st);
 	struct fr_end end = { .cpu_user_ns = st.cpu_user_ns, .cpu_sys_ns = st.cpu_sys_ns };
+	/* the CPU of the window the snapshot holds, at the rate of the
+	 * seconds around it (format/SPEC.md 8.1): the whole run's CPU over the
+	 * window's span said 157-192% of a core */
+	uint64_t t0, u0, s0, now_cpu = mono_ns();
+	if (s->cpu && rs.chunks_evicted && rs.window_first_ns && rs.window_first_ns < now_cpu &&
+	    cpu_history_at(s->cpu, rs.window_first_ns, &t0, &u0, &s0) && t0 < now_cpu) {
+		double scale = (double)(now_cpu - rs.window_first_ns) / (double)(now_cpu - t0);
+		end.cpu_user_ns = st.cpu_user_ns > u0 ? (uint64_t)((st.cpu_user_ns - u0) * scale) : 0;
+		end.cpu_sys_ns = st.cpu_sys_ns > s0 ? (uint64_t)((st.cpu_sys_ns - s0) * scale) : 0;
+	}
 	struct timespec real;
 	clock_gettime(CLOCK_REALTIME, &real);
 	end.end_mono_ns = mono_ns();

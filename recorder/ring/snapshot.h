@@ -18,6 +18,20 @@
 #include "track/proc_track.h"
 #include "ring/triggers.h"
 
+/* The recorder's CPU once a second, so a snapshot's END gives the CPU of
+ * its window, not of the whole run divided by the window (an hour kept;
+ * an older window gets the CPU since the oldest sample). */
+#define CPU_HISTORY 4096
+struct cpu_history {
+	uint64_t mono_ns[CPU_HISTORY], user_ns[CPU_HISTORY], sys_ns[CPU_HISTORY];
+	unsigned n, next;
+};
+void cpu_history_add(struct cpu_history *h, uint64_t mono_ns, uint64_t user_ns, uint64_t sys_ns);
+/* The latest sample at or before mono_ns (else the oldest), its time in
+ * *at_ns; false: none. */
+bool cpu_history_at(const struct cpu_history *h, uint64_t mono_ns, uint64_t *at_ns,
+		    uint64_t *user_ns, uint64_t *sys_ns);
+
 struct snapshots {
 	const char *output;          /* FILE of -o: names the snapshots */
 	unsigned max_count;          /* --max-snapshots */
@@ -38,11 +52,16 @@ struct snapshots {
 	size_t (*extra_meta)(void *ctx, uint8_t **out, uint32_t *count);
 	void *extra_ctx;
 	uint64_t file_start_ns;      /* times in messages count from here */
+	struct cpu_history *cpu;     /* NULL: END has the whole run's CPU */
 	/* so far */
 	unsigned written;
 	uint64_t bytes_written;
 	uint32_t suppressed;         /* since the last snapshot written */
 	uint32_t suppressed_total;
+	uint32_t suppressed_unsaid;  /* since the last line that said them */
+	uint64_t suppressed_said_ns;
+	char unsaid_why[200], unsaid_kind[32]; /* the latest suppressed */
+	double unsaid_at;
 	uint64_t last_ns[8];         /* by trigger kind: the last written */
 	char last_path[4096];        /* the last snapshot written */
 };
@@ -51,6 +70,8 @@ struct snapshots {
  * written (caps, rate limit), -1 failed (said on stderr). */
 int snapshot_take(struct snapshots *s, const struct trigger_hit *hit, uint32_t merged,
 		  uint16_t oom_retry);
+/* The suppressed triggers not said yet, in one line (at the end). */
+void snapshot_say_suppressed(struct snapshots *s);
 
 /* The next snapshot's path for output ("run.frec" -> "run-N.frec", "run" ->
  * "run-N"), created empty (O_EXCL, never through a symbolic link); the fd

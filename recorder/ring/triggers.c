@@ -2,6 +2,7 @@
 #include "ring/triggers.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -45,6 +46,8 @@ int triggers_parse(const char *list, unsigned *out, const char **bad)
 		 * under nccl-error */
 		if (bit == TRIGGER_BIT(FR_TRIGGER_NCCL_ERROR))
 			bit |= TRIGGER_BIT(FR_TRIGGER_HANG);
+		if (!strcasecmp(word, "exit=all"))
+			bit = TRIGGER_BIT(FR_TRIGGER_EXIT) | TRIGGER_EXIT_ALL;
 		if (!strcasecmp(word, "all"))
 			bit = TRIGGER_BIT(FR_TRIGGER_OOM) | TRIGGER_BIT(FR_TRIGGER_NCCL_ERROR) |
 			      TRIGGER_BIT(FR_TRIGGER_HANG) | TRIGGER_BIT(FR_TRIGGER_EXIT);
@@ -70,6 +73,8 @@ void triggers_init(struct triggers *t, unsigned armed, uint64_t delay_ns)
 
 void triggers_destroy(struct triggers *t)
 {
+	free(t->exits);
+	t->exits = NULL;
 	pthread_mutex_destroy(&t->mu);
 }
 
@@ -169,7 +174,51 @@ static void on_exit_event(struct triggers *t, const struct fr_ev_proc *ev)
 	else
 		snprintf(h.detail, sizeof(h.detail), "pid %u (%.16s) exited with status %d",
 			 ev->c.pid, ev->comm, (ev->exit_code >> 8) & 0xff);
-	triggers_raise(t, &h);
+	if (t->armed & TRIGGER_EXIT_ALL) {
+		triggers_raise(t, &h);
+		return;
+	}
+	pthread_mutex_lock(&t->mu);
+	if (t->n_exits == t->cap_exits) {
+		size_t cap = t->cap_exits ? t->cap_exits * 2 : 16;
+		struct trigger_hit *v = realloc(t->exits, cap * sizeof(*v));
+		if (!v) {
+			/* undecided: taken for the job's, the safe side */
+			raise_locked(t, &h);
+			pthread_mutex_unlock(&t->mu);
+			return;
+		}
+		t->exits = v;
+		t->cap_exits = cap;
+	}
+	t->exits[t->n_exits++] = h;
+	pthread_mutex_unlock(&t->mu);
+}
+
+size_t triggers_take_exits(struct triggers *t, struct trigger_hit **out)
+{
+	pthread_mutex_lock(&t->mu);
+	size_t n = t->n_exits;
+	*out = t->exits;
+	t->exits = NULL;
+	t->n_exits = t->cap_exits = 0;
+	pthread_mutex_unlock(&t->mu);
+	return n;
+}
+
+/* A CUDA, NCCL or RDMA call: its process is the job.  The cache holds the
+ * pids marked since the table last changed, so a call costs a compare. */
+static void mark_job(struct triggers *t, const struct fr_ev_common *ev)
+{
+	if (!t->job)
+		return;
+	unsigned gen = atomic_load_explicit(&t->job->gen, memory_order_relaxed);
+	unsigned slot = ev->pid & 63;
+	if (t->job_cache[slot] == ev->pid && t->job_cache_gen[slot] == gen)
+		return;
+	job_pids_mark(t->job, ev->pid, JOB_EVENTS, ev->ts_ns, 0);
+	t->job_cache[slot] = ev->pid;
+	t->job_cache_gen[slot] = gen;
 }
 
 void triggers_on_event(void *ctx, const struct fr_ev_common *ev)
@@ -177,12 +226,19 @@ void triggers_on_event(void *ctx, const struct fr_ev_common *ev)
 	struct triggers *t = ctx;
 	switch (ev->h.type) {
 	case FR_EV_CUDA:
+		mark_job(t, ev);
 		on_cuda(t, (const struct fr_ev_cuda *)ev);
 		if (t->watch)
 			hang_watch_event(t->watch, ev);
 		break;
 	case FR_EV_NCCL:
+		mark_job(t, ev);
 		on_nccl(t, (const struct fr_ev_nccl *)ev);
+		break;
+	case FR_EV_RDMA_CTRL:
+	case FR_EV_RDMA_POST:
+	case FR_EV_RDMA_CQE:
+		mark_job(t, ev);
 		break;
 	case FR_EV_PROC_EXIT:
 		on_exit_event(t, (const struct fr_ev_proc *)ev);

@@ -16,9 +16,14 @@
 
 #include "events.h"
 #include "frec_records.h"
+#include "track/job_pids.h"
 
 /* Bits of struct triggers.armed: 1 << enum fr_snapshot_trigger. */
 #define TRIGGER_BIT(t) (1u << (t))
+/* --trigger exit=all: every traced process's failure, not only the job's
+ * (job_pids.h); set with TRIGGER_BIT(FR_TRIGGER_EXIT). */
+#define TRIGGER_EXIT_ALL (1u << 31)
+#define TRIGGER_KINDS_MASK (~TRIGGER_EXIT_ALL)
 
 struct trigger_hit {
 	uint16_t kind;        /* enum fr_snapshot_trigger */
@@ -49,6 +54,16 @@ struct triggers {
 	uint32_t oom_pid, oom_tid;
 	uint64_t oom_bytes, oom_end_ns;
 	uint16_t oom_retry;   /* enum fr_oom_retry */
+	/* exit without exit=all: the processes that died badly, each decided
+	 * (the job's or not) by the main thread once the tracking thread has
+	 * caught up with it (triggers_take_exits) */
+	struct trigger_hit *exits;
+	size_t n_exits, cap_exits;
+	/* Drain thread only: the job's CUDA/NCCL/RDMA callers (marked in
+	 * job_pids, NULL: none); a pid cache so a call costs no lock */
+	struct job_pids *job;
+	uint32_t job_cache[64];
+	unsigned job_cache_gen[64];
 };
 
 void triggers_init(struct triggers *t, unsigned armed, uint64_t delay_ns);
@@ -61,6 +76,10 @@ void triggers_on_event(void *ctx, const struct fr_ev_common *ev);
  * at due_ns.  Folded into one already pending. */
 void triggers_raise(struct triggers *t, const struct trigger_hit *hit);
 
+/* The main thread: the exits waiting for their decision (job_pids), moved
+ * into *out (the caller frees it); their number. */
+size_t triggers_take_exits(struct triggers *t, struct trigger_hit **out);
+
 /* The main thread: the pending trigger once due (true, *out filled, the
  * number folded into it in *merged and what the OOM's retry did in
  * *oom_retry), cleared. */
@@ -69,8 +88,8 @@ bool triggers_take_due(struct triggers *t, uint64_t now_ns, struct trigger_hit *
 
 /* "oom", "nccl-error", ...: a trigger's name as --trigger and messages say it. */
 const char *trigger_name(unsigned kind);
-/* Parses a --trigger list into TRIGGER_BIT()s; -1 with the bad word in
- * *bad on an unknown one. */
+/* Parses a --trigger list into TRIGGER_BIT()s (exit=all: with
+ * TRIGGER_EXIT_ALL); -1 with the bad word in *bad on an unknown one. */
 int triggers_parse(const char *list, unsigned *out, const char **bad);
 
 #endif

@@ -230,6 +230,33 @@ void dso_table_add_mapping(struct dso_table *t, const struct mapping *m)
 	pthread_mutex_unlock(&t->lock);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+void dso_table_forget_pids(struct dso_table *t, uint32_t *pids, size_t n)
+{
+	if (!n)
+		return;
+	qsort(pids, n, sizeof(*pids), cmp_u32);
+	pthread_mutex_lock(&t->lock);
+	size_t w = 0;
+	for (size_t i = 0; i < t->n_maps; i++)
+		if (!bsearch(&t->maps[i].pid, pids, n, sizeof(*pids), cmp_u32))
+			t->maps[w++] = t->maps[i];
+	t->n_maps = w;
+	pthread_mutex_unlock(&t->lock);
+}
+
+bool dso_table_has_mapping(struct dso_table *t, const struct mapping *m)
+{
+	struct mapping cur;
+	return dso_table_find_mapping_locked(t, m->pid, m->start, &cur) && cur.dso_id == m->dso_id &&
+	       cur.start == m->start && cur.end == m->end && cur.pgoff == m->pgoff;
+}
+
 bool dso_table_find_mapping_locked(struct dso_table *t, uint32_t pid, uint64_t addr,
 				   struct mapping *out)
 {

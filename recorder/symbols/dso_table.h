@@ -81,6 +81,16 @@ int dso_table_reopen(const struct dso *d);
 
 void dso_table_add_mapping(struct dso_table *t, const struct mapping *m);
 
+/* Drops the mappings of pids (n of them; sorted here), processes that have
+ * exited: the table holds the mappings of the live processes only, so a
+ * fork's copy and a stack's lookup cost what the live ones map.  The files
+ * stay (their symbols and unwind data serve the next process mapping them). */
+void dso_table_forget_pids(struct dso_table *t, uint32_t *pids, size_t n);
+
+/* Whether pid's latest mapping at m->start is m already (same file, range
+ * and offset): a library mapped again where it was (dlopen after dlclose). */
+bool dso_table_has_mapping(struct dso_table *t, const struct mapping *m);
+
 /* Copies the latest mapping of pid that covers addr into *out; false when
  * none does.  A scan: it runs once per new stack, not per event. */
 bool dso_table_find_mapping_locked(struct dso_table *t, uint32_t pid, uint64_t addr,

@@ -121,15 +121,22 @@ static void write_mapping(struct proc_track *t, const struct mapped_file *mf, ui
 	const struct dso *d = dso_table_get(t->dsos, dso_id);
 	/* the dso table only grows on this thread: d stays valid below */
 	uint32_t size = FR_ALIGN8(sizeof(struct fr_rec_mapping) + path_len);
-	struct fr_rec_mapping *m = frec_builder_reserve(t->builder, size);
+	struct fr_rec_mapping *m;
 
 	if (d && !bid_len) {
 		bid = d->build_id;
 		bid_len = d->build_id_len;
 	}
-	dso_table_add_mapping(t->dsos, &(struct mapping){
-		.pid = pid, .dso_id = dso_id, .start = start, .end = start + len,
-		.pgoff = pgoff, .ts_ns = ts_ns});
+	struct mapping rec = {.pid = pid, .dso_id = dso_id, .start = start, .end = start + len,
+			      .pgoff = pgoff, .ts_ns = ts_ns};
+	/* a library mapped again where it was (dlopen after dlclose, every
+	 * epoch): the record there says it already */
+	bool again = dso_id && !is_new && dso_table_has_mapping(t->dsos, &rec);
+	if (again)
+		t->mappings_again++;
+	else
+		dso_table_add_mapping(t->dsos, &rec);
+	m = again ? NULL : frec_builder_reserve(t->builder, size);
 	if (m) {
 		memset(m, 0, size);
 		m->h.size = size;
@@ -158,7 +165,9 @@ static void write_mapping(struct proc_track *t, const struct mapped_file *mf, ui
 			ustack_sparse_add_image(t->sparse, dso_id, image, image_len);
 	}
 	if (t->python)
-		python_on_mapping(t->python, t->builder, mf, pgoff);
+		python_on_mapping(t->python, t->builder, mf, pgoff, ts_ns);
+	if (t->job && dso_id && job_pids_is_job_library(path))
+		job_pids_mark(t->job, pid, JOB_LIB, ts_ns, 0);
 	/* after the mapping record, so the attach records follow it */
 	if (is_new && dso_id && t->new_file_fn)
 		t->new_file_fn(t->new_file_ctx, t->builder, mf, ts_ns);
@@ -209,7 +218,7 @@ static void write_threads(struct proc_track *t, uint32_t pid, uint64_t now)
 }
 
 /* FR_REC_PROC_ENV from /proc/PID/environ (as the process started). */
-static void write_env(struct proc_track *t, uint32_t pid, uint64_t now)
+static void write_env(struct proc_track *t, uint32_t pid, uint32_t ppid, uint64_t now)
 {
 	static char env[65536];
 	char path[64], out[4096];
@@ -220,6 +229,13 @@ static void write_env(struct proc_track *t, uint32_t pid, uint64_t now)
 	n = read_file(path, env, sizeof(env));
 	if (n <= 0)
 		return;
+	if (t->job) {
+		/* a rank is the job; its helpers, which inherit its variables, are not */
+		uint64_t rank = job_pids_env_rank(env, (size_t)n);
+		if (rank)
+			job_pids_mark(t->job, pid, job_pids_rank(t->job, ppid) == rank ? 0 : JOB_RANK,
+				      now, rank);
+	}
 	out_len = proc_env_keep(env, (size_t)n, out, sizeof(out));
 	if (!out_len)
 		return;
@@ -286,7 +302,7 @@ static bool write_process(struct proc_track *t, uint32_t pid, const char *fallba
 	}
 	if (n > 0) {
 		write_threads(t, pid, now);
-		write_env(t, pid, now);
+		write_env(t, pid, p.ppid, now);
 	}
 	return true;
 }
@@ -562,6 +578,7 @@ void proc_track_notify(void *ctx, const struct fr_ev_common *c)
 		p.addrs[2] = r->obj;
 	} else {
 		p.ppid = ((const struct fr_ev_proc *)c)->ppid;
+		p.exit_code = ((const struct fr_ev_proc *)c)->exit_code;
 	}
 	pthread_mutex_lock(&t->lock);
 	if (t->n_pending == t->cap_pending) {
@@ -576,6 +593,41 @@ void proc_track_notify(void *ctx, const struct fr_ev_common *c)
 	}
 	t->pending[t->n_pending++] = p;
 	pthread_mutex_unlock(&t->lock);
+}
+
+/* What the recorder holds of exited processes goes: their mappings (the
+ * files stay), their interpreters and code objects, their place in the
+ * exit trigger's job. */
+static void forget_pids(struct proc_track *t, uint32_t *pids, size_t n)
+{
+	if (!n)
+		return;
+	if (t->python)
+		python_forget_pids(t->python, pids, n);
+	dso_table_forget_pids(t->dsos, pids, n);
+}
+
+static void note_retiring(struct proc_track *t, uint32_t pid, uint64_t exit_ns)
+{
+	if (t->n_retiring == t->cap_retiring) {
+		size_t cap = t->cap_retiring ? t->cap_retiring * 2 : 64;
+		struct frec_retired *v = realloc(t->retiring, cap * sizeof(*v));
+		if (!v)
+			return; /* its metadata stays in the ring */
+		t->retiring = v;
+		t->cap_retiring = cap;
+	}
+	t->retiring[t->n_retiring++] = (struct frec_retired){.pid = pid, .exit_ns = exit_ns};
+}
+
+/* After a flush: everything written about the exited processes is sealed,
+ * so the ring may drop it once their exits have left it. */
+static void hand_retiring(struct proc_track *t)
+{
+	if (!t->n_retiring || frec_builder_bytes(t->builder))
+		return;
+	if (frec_writer_ring_retire(t->ring_writer, t->retiring, t->n_retiring) == 0)
+		t->n_retiring = 0;
 }
 
 static void handle_pending(struct proc_track *t)
@@ -598,8 +650,13 @@ static void handle_pending(struct proc_track *t)
 				rdma_datapath_attach(t->rdma_dp, t->dsos, t->builder, p->pid, p->addrs,
 						     t->quiet, true);
 		} else if (p->type == FR_EV_PROC_EXIT) {
-			if (t->cgroup_v2_path)
-				continue;
+			t->processes_exited++;
+			/* a failed one is dropped once the main thread decided it */
+			if (t->job && !p->exit_code)
+				job_pids_forget(t->job, p->pid);
+			if (t->ring_writer)
+				note_retiring(t, p->pid, p->ts_ns);
+
 			if (t->n_forget == t->cap_forget) {
 				size_t cap = t->cap_forget ? t->cap_forget * 2 : 64;
 				struct pending_pid *f = realloc(t->forget, cap * sizeof(*f));
@@ -611,24 +668,38 @@ static void handle_pending(struct proc_track *t)
 			t->forget[t->n_forget++] = (struct pending_pid){
 				.type = p->type, .pid = p->pid, .due_ns = now + FORGET_DELAY_NS};
 		} else {
+			if (t->job)
+				job_pids_reset(t->job, p->pid, p->ts_ns);
 			if (p->type == FR_EV_PROC_FORK) {
+				t->processes_seen++;
 				inherit_mappings(t, p->ppid, p->pid, p->ts_ns);
 				if (t->python)
-					python_on_fork(t->python, p->ppid, p->pid);
+					python_on_fork(t->python, p->ppid, p->pid, p->ts_ns);
+			} else if (p->type == FR_EV_PROC_EXEC && t->python) {
+				python_on_exec(t->python, p->pid, p->ts_ns);
 			}
 			write_process(t, p->pid, NULL);
 		}
 	}
 	free(batch);
 
-	size_t w = 0;
+	/* late events of an exited pid are still told apart for a while; then
+	 * what the recorder holds of it goes */
+	size_t w = 0, n_gone = 0;
+	uint32_t *gone = t->n_forget ? malloc(t->n_forget * sizeof(*gone)) : NULL;
 	for (size_t i = 0; i < t->n_forget; i++) {
-		if (t->forget[i].due_ns <= now)
-			bpf_probes_forget_pid(t->probes, t->forget[i].pid);
-		else
+		if (t->forget[i].due_ns <= now) {
+			if (!t->cgroup_v2_path) /* cgroup mode keeps no pid set */
+				bpf_probes_forget_pid(t->probes, t->forget[i].pid);
+			if (gone)
+				gone[n_gone++] = t->forget[i].pid;
+		} else {
 			t->forget[w++] = t->forget[i];
+		}
 	}
 	t->n_forget = w;
+	forget_pids(t, gone, n_gone);
+	free(gone);
 }
 
 static void *track_main(void *arg)
@@ -665,6 +736,7 @@ static void *track_main(void *arg)
 			frec_builder_flush(t->builder);
 			t->last_meta_flush_ns = now;
 		}
+		hand_retiring(t);
 		unsigned req = atomic_load(&t->flush_req);
 		bool asked = req != atomic_load(&t->flush_done);
 		if (asked || now - t->last_tick_ns >= 1000000000ull) {
@@ -723,6 +795,7 @@ void proc_track_stop(struct proc_track *t)
 	proc_track_write_clock(t);
 	write_stats(t);
 	frec_builder_flush(t->builder);
+	hand_retiring(t);
 }
 
 void proc_track_close(struct proc_track *t)
@@ -734,6 +807,7 @@ void proc_track_close(struct proc_track *t)
 	free(t->rings);
 	free(t->pending);
 	free(t->forget);
+	free(t->retiring);
 	if (t->builder)
 		frec_builder_free(t->builder);
 	t->builder = NULL;

@@ -23,6 +23,7 @@
 #include "track/rdma_counters.h"
 #include "attach/uprobe_family.h"
 #include "track/python.h"
+#include "track/job_pids.h"
 #include "symbols/unwind_cache.h"
 #include "symbols/unwind_writer.h"
 #include "symbols/ustack_sparse.h"
@@ -51,6 +52,7 @@ struct pending_pid {
 	uint64_t ts_ns;  /* of the event */
 	uint64_t addrs[3]; /* FR_EV_RDMA_CTRL (ops table): post_send, post_recv, poll_cq */
 	uint64_t due_ns; /* for forgetting exited pids */
+	int32_t exit_code; /* FR_EV_PROC_EXIT */
 };
 
 struct perf_ring;
@@ -67,6 +69,7 @@ struct proc_track {
 	struct uprobe_family *rdma_dp;     /* NULL without the rdma probes */
 	struct rdma_counters *rdma_counters; /* NULL when not sampling */
 	struct python_state *python;       /* NULL: no Python frames */
+	struct job_pids *job;              /* the exit trigger's job (NULL: not asked) */
 	bool dwarf;                        /* --stack dwarf: write unwind data */
 	struct unwind_cache *unwind_cache; /* NULL: --no-cache or none usable */
 	struct ustack_sparse *sparse;      /* given each file's unwind image, or NULL */
@@ -91,6 +94,14 @@ struct proc_track {
 	atomic_int stop;
 	atomic_uint_fast64_t mmap_lost;    /* perf mmap records the kernel lost */
 	atomic_uint_fast64_t mappings;     /* mapping records written */
+	uint64_t mappings_again;           /* not written: the same mapping was there */
+	/* ring mode: the exited processes handed to frec_writer_ring_retire
+	 * once their metadata is sealed (NULL writer: file mode, nothing is
+	 * retired from a file) */
+	struct frec_writer *ring_writer;
+	struct frec_retired *retiring;
+	size_t n_retiring, cap_retiring;
+	atomic_uint_fast64_t processes_seen, processes_exited; /* read by the main thread */
 	uint64_t last_tick_ns;
 	uint64_t last_meta_flush_ns;
 	/* proc_track_flush_sync: requests and the last one done */

@@ -50,6 +50,18 @@ static const struct py_offsets frames_313 = {
 	.code_firstlineno = 68,
 };
 
+/* An interpreter file, as identified by its mapping (build-id, else device
+ * and inode), and what reading it said. */
+struct py_file {
+	uint8_t build_id[20];
+	uint8_t build_id_len;
+	uint64_t dev, ino, pgoff;
+	int status;            /* 1 walkable, 0 not its interpreter, -1 unsupported version */
+	unsigned version;
+	uint64_t runtime_delta; /* _PyRuntime - the mapping's start */
+	struct py_offsets off;
+};
+
 void python_init(struct python_state *ps, int procs_map_fd, bool quiet)
 {
 	memset(ps, 0, sizeof(*ps));
@@ -62,8 +74,10 @@ void python_init(struct python_state *ps, int procs_map_fd, bool quiet)
 void python_destroy(struct python_state *ps)
 {
 	free(ps->known);
+	free(ps->files);
 	hmap_free(&ps->seen);
 	free(ps->queue);
+	free(ps->dead);
 	pthread_mutex_destroy(&ps->lock);
 }
 
@@ -75,7 +89,8 @@ static struct py_known *known_of(struct python_state *ps, uint32_t pid)
 	return NULL;
 }
 
-static void remember(struct python_state *ps, uint32_t pid, const struct py_proc *pp)
+static void remember(struct python_state *ps, uint32_t pid, const struct py_proc *pp,
+		     uint64_t since_ns)
 {
 	struct py_known *k = known_of(ps, pid);
 	if (!k) {
@@ -90,9 +105,17 @@ static void remember(struct python_state *ps, uint32_t pid, const struct py_proc
 		k = &ps->known[ps->n_known++];
 	}
 	k->pid = pid;
+	k->since_ns = since_ns;
 	k->proc = *pp;
 	if (ps->procs_map_fd >= 0)
 		bpf_map_update_elem(ps->procs_map_fd, &pid, pp, BPF_ANY);
+}
+
+static void drop_known(struct python_state *ps, struct py_known *k)
+{
+	if (ps->procs_map_fd >= 0)
+		bpf_map_delete_elem(ps->procs_map_fd, &k->pid);
+	*k = ps->known[--ps->n_known];
 }
 
 /* The interpreter's facts from its file (fd: the mapped file itself). */
@@ -133,23 +156,17 @@ static void write_python(struct frec_builder *b, uint32_t pid, unsigned version,
 	frec_builder_append(b, &r, sizeof(r), r.ts_ns);
 }
 
-void python_on_mapping(struct python_state *ps, struct frec_builder *b,
-		       const struct mapped_file *m, uint64_t pgoff)
+/* What the file m maps says about its interpreter: read from the file (the
+ * file mapped, not what its name leads to now: the job may have put a
+ * link, a FIFO or another interpreter under that name). */
+static void read_file_facts(const struct mapped_file *m, uint64_t pgoff, unsigned version,
+			    struct py_file *pf)
 {
-	uint32_t pid = m->pid;
-	const char *path = m->path;
-	uint64_t start = m->start;
-	unsigned version = py_version_from_name(path);
 	struct py_elf_facts f;
-	struct py_proc pp;
 	struct stat st;
-	int fd;
+	int fd = dso_open_mapped(m, &st);
 
-	if (!version || known_of(ps, pid))
-		return;
-	/* the file mapped, not what its name leads to now: the job may have
-	 * put a link, a FIFO or another interpreter under that name */
-	fd = dso_open_mapped(m, &st);
+	pf->status = 0;
 	if (fd < 0 || read_facts(fd, pgoff, &f)) {
 		if (fd >= 0)
 			close(fd);
@@ -160,51 +177,148 @@ void python_on_mapping(struct python_state *ps, struct frec_builder *b,
 		if (pread(fd, hex, sizeof(hex), (off_t)f.py_version_off) == (ssize_t)sizeof(hex))
 			version = py_version_from_hex(hex, sizeof(hex), version);
 	}
+	pf->version = version;
 	if (!f.runtime_vaddr || !f.found_seg) {
 		/* a python3 launcher without the interpreter linked in: the
 		 * libpython mapping that follows will be the one */
 		close(fd);
 		return;
 	}
-	memset(&pp, 0, sizeof(pp));
-	pp.runtime_addr = start - f.exec_seg_vaddr + f.runtime_vaddr;
+	pf->runtime_delta = f.runtime_vaddr - f.exec_seg_vaddr;
+	pf->status = 1;
 	switch (version) {
-	case 310: pp.off = frames_310; break;
-	case 311: pp.off = frames_311; break;
-	case 312: pp.off = frames_312; break;
+	case 310: pf->off = frames_310; break;
+	case 311: pf->off = frames_311; break;
+	case 312: pf->off = frames_312; break;
 	default:
-		if (version >= 313) {
-			pp.off = frames_313;
-			pp.off.version = version;
-			if (debug_offsets(fd, f.runtime_off, &pp.off) == 0)
-				break;
+		pf->off = frames_313;
+		pf->off.version = version;
+		if (version < 313 || debug_offsets(fd, f.runtime_off, &pf->off))
+			pf->status = -1;
+	}
+	close(fd);
+}
+
+/* The facts of the interpreter file m maps: read the first time, then
+ * looked up (a worker pool re-created every epoch runs one file). */
+static const struct py_file *file_of(struct python_state *ps, const struct mapped_file *m,
+				     uint64_t pgoff, unsigned version, bool *first)
+{
+	uint8_t bid_len = m->build_id ? m->build_id_len : 0;
+	*first = false;
+	for (size_t i = 0; i < ps->n_files; i++) {
+		struct py_file *pf = &ps->files[i];
+		if (pf->pgoff != pgoff)
+			continue;
+		if (bid_len ? pf->build_id_len == bid_len && !memcmp(pf->build_id, m->build_id, bid_len)
+			    : m->has_inode && !pf->build_id_len && pf->dev == m->dev && pf->ino == m->ino)
+			return pf;
+	}
+	static struct py_file scratch; /* an anonymous identity is read every time */
+	struct py_file *pf = &scratch;
+	if ((bid_len || m->has_inode) && ps->n_files < 4096) {
+		if (ps->n_files == ps->cap_files) {
+			size_t cap = ps->cap_files ? ps->cap_files * 2 : 8;
+			struct py_file *n = realloc(ps->files, cap * sizeof(*n));
+			if (n) {
+				ps->files = n;
+				ps->cap_files = cap;
+			}
 		}
-		close(fd);
-		write_python(b, pid, version, FR_PYTHON_UNSUPPORTED, pp.runtime_addr);
-		fprintf(stderr, "flightrec: python: pid %u runs CPython %u.%u (%s), which flightrec "
-			"cannot walk: its stacks stay native-only\n", pid, version / 100,
-			version % 100, path);
+		if (ps->n_files < ps->cap_files)
+			pf = &ps->files[ps->n_files++];
+	}
+	memset(pf, 0, sizeof(*pf));
+	pf->build_id_len = bid_len > 20 ? 20 : bid_len;
+	memcpy(pf->build_id, m->build_id ? m->build_id : pf->build_id, pf->build_id_len);
+	pf->dev = m->dev;
+	pf->ino = m->ino;
+	pf->pgoff = pgoff;
+	read_file_facts(m, pgoff, version, pf);
+	ps->facts_read++;
+	*first = true;
+	return pf;
+}
+
+void python_on_mapping(struct python_state *ps, struct frec_builder *b,
+		       const struct mapped_file *m, uint64_t pgoff, uint64_t ts_ns)
+{
+	uint32_t pid = m->pid;
+	unsigned version = py_version_from_name(m->path);
+	struct py_known *k;
+	bool first;
+
+	if (!version)
+		return;
+	/* one interpreter per image: a later one means the process exec'd
+	 * (its exec event may reach this thread after the new mappings) */
+	if ((k = known_of(ps, pid)) && k->since_ns >= ts_ns)
+		return;
+	const struct py_file *pf = file_of(ps, m, pgoff, version, &first);
+	if (pf->status == 0)
+		return;
+	struct py_proc pp = {.runtime_addr = m->start + pf->runtime_delta, .off = pf->off};
+	ps->processes++;
+	if (pf->status < 0) {
+		write_python(b, pid, pf->version, FR_PYTHON_UNSUPPORTED, pp.runtime_addr);
+		if (first)
+			fprintf(stderr, "flightrec: python: pid %u runs CPython %u.%u (%s), which "
+				"flightrec cannot walk: its stacks stay native-only (said once for "
+				"this interpreter)\n", pid, pf->version / 100, pf->version % 100,
+				m->path);
 		struct py_proc none = {0};
-		remember(ps, pid, &none); /* do not try again; the BPF map gets a null runtime */
-		if (ps->procs_map_fd >= 0)
+		remember(ps, pid, &none, ts_ns); /* do not try again */
+		if (ps->procs_map_fd >= 0) /* the BPF map gets no runtime */
 			bpf_map_delete_elem(ps->procs_map_fd, &pid);
 		return;
 	}
-	close(fd);
-	remember(ps, pid, &pp);
-	write_python(b, pid, version, FR_PYTHON_OK, pp.runtime_addr);
-	if (!ps->quiet)
-		fprintf(stderr, "flightrec: python: walking CPython %u.%u frames of pid %u\n",
-			version / 100, version % 100, pid);
+	remember(ps, pid, &pp, ts_ns);
+	write_python(b, pid, pf->version, FR_PYTHON_OK, pp.runtime_addr);
+	if (first && !ps->quiet)
+		fprintf(stderr, "flightrec: python: walking CPython %u.%u frames of pid %u (%s), and "
+			"of every later process of this interpreter\n", pf->version / 100,
+			pf->version % 100, pid, m->path);
 }
 
-void python_on_fork(struct python_state *ps, uint32_t ppid, uint32_t pid)
+void python_on_fork(struct python_state *ps, uint32_t ppid, uint32_t pid, uint64_t ts_ns)
 {
 	struct py_known *k = known_of(ps, ppid);
 	if (k && k->proc.runtime_addr && !known_of(ps, pid)) {
 		struct py_proc copy = k->proc;
-		remember(ps, pid, &copy);
+		remember(ps, pid, &copy, ts_ns);
 	}
+}
+
+void python_on_exec(struct python_state *ps, uint32_t pid, uint64_t ts_ns)
+{
+	struct py_known *k = known_of(ps, pid);
+	if (k && k->since_ns < ts_ns)
+		drop_known(ps, k);
+}
+
+void python_forget_pids(struct python_state *ps, const uint32_t *pids, size_t n)
+{
+	size_t dead = 0;
+	pthread_mutex_lock(&ps->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct py_known *k = known_of(ps, pids[i]);
+		if (!k)
+			continue; /* not Python: no code objects to prune */
+		drop_known(ps, k);
+		if (ps->n_dead == ps->cap_dead) {
+			size_t cap = ps->cap_dead ? ps->cap_dead * 2 : 64;
+			uint32_t *v = realloc(ps->dead, cap * sizeof(*v));
+			if (!v)
+				continue;
+			ps->dead = v;
+			ps->cap_dead = cap;
+		}
+		ps->dead[ps->n_dead++] = pids[i];
+		dead = ps->n_dead;
+	}
+	pthread_mutex_unlock(&ps->lock);
+	if (dead)
+		atomic_store(&ps->dead_waiting, dead);
 }
 
 /* ---- code objects ------------------------------------------------------- */
@@ -216,9 +330,50 @@ static bool mark_seen(struct python_state *ps, uint32_t pid, uint64_t code, uint
 	return hmap_slot(&ps->seen, code, (uint64_t)pid << 16 | fp, &created) && created;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Drain thread: the seen set without the exited processes' entries, built
+ * anew (the map has no deletion).  In batches of exits at least 1/64 of
+ * the set, so each entry is copied a bounded number of times per exit. */
+static void prune_seen(struct python_state *ps)
+{
+	uint32_t *dead;
+	size_t n;
+	pthread_mutex_lock(&ps->lock);
+	dead = ps->dead;
+	n = ps->n_dead;
+	ps->dead = NULL;
+	ps->n_dead = ps->cap_dead = 0;
+	atomic_store(&ps->dead_waiting, 0);
+	pthread_mutex_unlock(&ps->lock);
+	qsort(dead, n, sizeof(*dead), cmp_u32);
+	struct hmap fresh;
+	hmap_init(&fresh);
+	for (size_t i = 0; i < ps->seen.cap; i++) {
+		const struct hmap_slot *sl = &ps->seen.slots[i];
+		uint32_t pid = (uint32_t)(sl->key_b >> 16);
+		if (sl->used && !bsearch(&pid, dead, n, sizeof(*dead), cmp_u32) &&
+		    hmap_put(&fresh, sl->key_a, sl->key_b, sl->value)) {
+			hmap_free(&fresh); /* out of memory: the old set stays */
+			free(dead);
+			return;
+		}
+	}
+	hmap_free(&ps->seen);
+	ps->seen = fresh;
+	free(dead);
+}
+
 void python_note_code(struct python_state *ps, uint32_t pid, uint64_t code,
 		      uint16_t fingerprint)
 {
+	size_t dead = atomic_load_explicit(&ps->dead_waiting, memory_order_relaxed);
+	if (dead && dead >= 8 + ps->seen.count / 64)
+		prune_seen(ps);
 	if (!code || !mark_seen(ps, pid, code, fingerprint))
 		return;
 	pthread_mutex_lock(&ps->lock);

@@ -7,6 +7,7 @@
  * that names its event, the order carried). */
 #include "check.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "ring/live_allocs.h"
@@ -125,7 +126,27 @@ static void test_nccl_and_exit(void)
 	p.exit_code = 0;
 	feed(&t, &p);
 	CHECK(!triggers_take_due(&t, UINT64_MAX, &hit, &merged, &retry));
+	/* exit (not exit=all): a failure waits for the main thread to decide
+	 * whether the process is the job's (ring_mode.c, job_pids.h) */
 	p.exit_code = 9; /* killed by SIGKILL */
+	feed(&t, &p);
+	CHECK(!triggers_take_due(&t, UINT64_MAX, &hit, &merged, &retry));
+	struct trigger_hit *exits;
+	size_t n_exits = triggers_take_exits(&t, &exits);
+	CHECK_EQ_U64(n_exits, 1);
+	CHECK_EQ_U64(exits[0].kind, FR_TRIGGER_EXIT);
+	CHECK_EQ_U64(exits[0].pid, 42);
+	CHECK(strstr(exits[0].detail, "died on signal 9") != NULL);
+	free(exits);
+	CHECK_EQ_U64(triggers_take_exits(&t, &exits), 0);
+	triggers_destroy(&t);
+
+	/* exit=all: every failure raises at once, as before */
+	CHECK(triggers_parse("exit=all", &armed, &bad) == 0);
+	CHECK(armed & TRIGGER_BIT(FR_TRIGGER_EXIT));
+	CHECK(armed & TRIGGER_EXIT_ALL);
+	triggers_init(&t, armed, 0);
+	p.exit_code = 9;
 	feed(&t, &p);
 	CHECK(triggers_take_due(&t, UINT64_MAX, &hit, &merged, &retry));
 	CHECK_EQ_U64(hit.kind, FR_TRIGGER_EXIT);
@@ -134,7 +155,89 @@ static void test_nccl_and_exit(void)
 	feed(&t, &p);
 	CHECK(triggers_take_due(&t, UINT64_MAX, &hit, &merged, &retry));
 	CHECK(strstr(hit.detail, "exited with status 3") != NULL);
+	CHECK_EQ_U64(triggers_take_exits(&t, &exits), 0);
 	triggers_destroy(&t);
+}
+
+/* Which processes are the job: the rules of job_pids.h, and the drain's
+ * CUDA calls marking their callers through the trigger hook. */
+static void test_job_pids(void)
+{
+	struct job_pids j;
+	unsigned why;
+	job_pids_init(&j);
+	job_pids_mark(&j, 100, JOB_ROOT, 0, 0);
+	CHECK(job_pids_is_job(&j, 100, &why));
+	CHECK_EQ_U64(why, JOB_ROOT);
+	job_pids_reset(&j, 100, 50); /* the command execs: still the job */
+	CHECK(job_pids_is_job(&j, 100, &why));
+
+	/* a CUDA user forks a worker (inherited mappings, at the fork's time):
+	 * the job until it execs something else */
+	job_pids_mark(&j, 200, JOB_LIB, 10, 0);
+	job_pids_reset(&j, 201, 20);
+	job_pids_mark(&j, 201, JOB_LIB, 20, 0);
+	CHECK(job_pids_is_job(&j, 201, &why));
+	job_pids_reset(&j, 201, 30); /* exec of readlink */
+	CHECK(!job_pids_is_job(&j, 201, &why));
+	/* an exec whose new mappings were handled before its exec event */
+	job_pids_mark(&j, 202, JOB_LIB, 45, 0);
+	job_pids_reset(&j, 202, 40);
+	CHECK(job_pids_is_job(&j, 202, &why));
+	CHECK_EQ_U64(why, JOB_LIB);
+
+	/* ranks: the launcher's child names rank 3; its helper inherits it */
+	char env[] = "PATH=/bin\0RANK=3\0LOCAL_RANK=3";
+	uint64_t rank = job_pids_env_rank(env, sizeof(env) - 1);
+	CHECK_EQ_U64(rank, 4);
+	char none[] = "PATH=/bin\0RANKS=2\0RANK=x";
+	CHECK_EQ_U64(job_pids_env_rank(none, sizeof(none) - 1), 0);
+	char slurm[] = "SLURM_PROCID=0";
+	CHECK_EQ_U64(job_pids_env_rank(slurm, sizeof(slurm) - 1), 1);
+	job_pids_mark(&j, 300, job_pids_rank(&j, 1) == rank ? 0 : JOB_RANK, 1, rank);
+	CHECK(job_pids_is_job(&j, 300, &why));
+	CHECK_EQ_U64(why, JOB_RANK);
+	job_pids_mark(&j, 301, job_pids_rank(&j, 300) == rank ? 0 : JOB_RANK, 1, rank);
+	CHECK(!job_pids_is_job(&j, 301, &why));
+	/* the helper's own child: the same rank as its parent, not a rank */
+	job_pids_mark(&j, 302, job_pids_rank(&j, 301) == rank ? 0 : JOB_RANK, 1, rank);
+	CHECK(!job_pids_is_job(&j, 302, &why));
+
+	CHECK(job_pids_is_job_library("/usr/lib/x86_64-linux-gnu/libcuda.so.1"));
+	CHECK(job_pids_is_job_library("/opt/build/samples/cudart/libcudart.so.12.0"));
+	CHECK(job_pids_is_job_library("libnccl.so.2"));
+	CHECK(job_pids_is_job_library("/usr/lib/libibverbs.so.1.14"));
+	CHECK(!job_pids_is_job_library("/usr/lib/libc.so.6"));
+	CHECK(!job_pids_is_job_library("/usr/lib/libcudaxx.so"));
+
+	/* forgetting empties the table: it holds the live job only */
+	size_t before = job_pids_count(&j);
+	job_pids_forget(&j, 300);
+	job_pids_forget(&j, 300);
+	CHECK_EQ_U64(job_pids_count(&j), before - 1);
+
+	/* the drain's calls: the caller is marked once, again after a reset */
+	struct triggers t;
+	unsigned armed;
+	const char *bad;
+	CHECK(triggers_parse("exit", &armed, &bad) == 0);
+	triggers_init(&t, armed, 0);
+	t.job = &j;
+	struct fr_ev_cuda c;
+	memset(&c, 0, sizeof(c));
+	c.c.h = (struct fr_rec_hdr){ sizeof(c), FR_EV_CUDA, 0 };
+	c.c.pid = 400;
+	c.c.ts_ns = 70;
+	feed(&t, &c);
+	CHECK(job_pids_is_job(&j, 400, &why));
+	CHECK_EQ_U64(why, JOB_EVENTS);
+	job_pids_reset(&j, 400, 90); /* exec */
+	CHECK(!job_pids_is_job(&j, 400, &why));
+	c.c.ts_ns = 100;
+	feed(&t, &c);
+	CHECK(job_pids_is_job(&j, 400, &why));
+	triggers_destroy(&t);
+	job_pids_destroy(&j);
 }
 
 /* A raw chunk of records, as the ring hands an evicted one over. */
@@ -248,6 +351,7 @@ int main(void)
 {
 	test_oom_and_retry();
 	test_nccl_and_exit();
+	test_job_pids();
 	test_live_allocs();
 	return check_finish();
 }
