@@ -1,7 +1,7 @@
 /* What the findings model's files share: the events it keeps per process,
- * the idle attribution (findings_idle.c) and the rules that turn it and
- * the other models' results into findings (findings_kinds.c).  Private to
- * model_findings*.c and findings_*.c. */
+ * the idle attribution (findings_idle.c and the files it names) and the
+ * rules that turn it and the other models' results into findings
+ * (findings_kinds.c).  Private to model_findings*.c and findings_*.c. */
 #ifndef FLIGHTREC_FINDINGS_PRIVATE_H
 #define FLIGHTREC_FINDINGS_PRIVATE_H
 
@@ -94,13 +94,13 @@ struct fx_evidence {
 	uint64_t ck_named;        /* writes to a file with a checkpoint's name */
 	/* host_sync */
 	uint64_t hs_gaps, hs_ns, hs_max_ns;
-	/* launch_bound: the steps whose pace the host set (findings_idle.c) */
+	/* launch_bound: the steps whose pace the host set (findings_launch_bound.c) */
 	uint64_t lb_steps, lb_launches, lb_launch_ns, lb_wait_ns, lb_bound_ns;
 	uint64_t lb_span_ns;              /* first launch to last, summed over the runs */
 	uint64_t lb_gaps, lb_gap_ns;      /* the gaps that left the GPU idle, their idle */
 	uint64_t lb_mixed;                /* long runs of launches skipped: several streams,
 					     a graph launch, or a synchronize of another stream */
-	/* nccl_exchange and the rest of the time in collectives (findings_idle.c) */
+	/* nccl_exchange and the rest of the time in collectives (findings_attribute.c) */
 	uint64_t nc_calls, nc_bytes, nc_exchange_ns;
 	uint64_t nc_xfer_calls, nc_xfer_bytes, nc_xfer_ns; /* calls with an exchange: for
 							       the bandwidth */
@@ -171,15 +171,16 @@ void fx_sort_events(struct fx_proc *p);
  * unexplained).  -1 when memory runs out. */
 int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer *sym,
 		      int have_samples, char *const *paths);
-/* The innermost user frame of frames[0..n) whose function name matches
- * the rule of kind (dataloader: *load*, *decode*, *collate*, __next__;
+/* findings_frames.c: the innermost user frame of frames[0..n) whose
+ * function name matches the rule of kind (dataloader: *load*, *decode*, *collate*, __next__;
  * sync_checkpoint: *save*, *checkpoint*, *serializ*), case-insensitive;
  * SIZE_MAX when none. */
 size_t fx_frame_match(const char *const *frames, size_t n, enum finding_kind kind);
-/* p->steps and p->steps_from from its own events (markers, else the
- * period of its synchronizing calls, else 1). */
+/* findings_steps.c: p->steps and p->steps_from from its own events
+ * (markers, else the period of its synchronizing calls, else 1). */
 void fx_steps_of(struct fx_proc *p);
-/* p->streams and p->devices from its CUDA calls; -1 when memory runs out. */
+/* findings_streams.c: p->streams and p->devices from its CUDA calls; -1
+ * when memory runs out. */
 int fx_streams_of(struct fx_proc *p);
 
 /* findings_kinds.c: the findings, not_evaluated and the order. */
