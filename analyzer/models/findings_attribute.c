@@ -22,7 +22,9 @@
  *      *.pkl, *.distcp), or that is fsync'd (fsync, fdatasync,
  *      sync_file_range) in the same interval with >= 1 MiB written, or
  *      with >= 16 MiB written in it, the open that returned that
- *      descriptor and its close, and every fsync: sync_checkpoint (the
+ *      descriptor and its close, a rename in an interval that wrote a
+ *      checkpoint (the save's temporary file moved into place), and
+ *      every fsync: sync_checkpoint (the
  *      evidence names the files when their opens were recorded);
  *      any other call: unexplained;
  *   3. the rest of the interval (on CPU, or in nothing recorded) split by
@@ -34,7 +36,9 @@
  *      the interval -- the host's own work between the synchronize and
  *      the next launch, which the synchronize made the GPU wait for -- and
  *      for unexplained when an implicit synchronize or a copy opened it
- *      (a blocking NCCL call counts as a synchronize: host_sync).
+ *      (a blocking NCCL call counts as a synchronize: host_sync, and so
+ *      does a synchronous copy to the host of at most 64 KiB: a value
+ *      read back, as .item() does).
  *      Without samples in the interval the rest goes to host_sync (or
  *      unexplained) alike; without any CPU samples in the recording it is
  *      unexplained. */
@@ -62,7 +66,7 @@ static size_t lower_bound(const struct fx_ev *ev, size_t n, uint64_t t)
 #define CKPT_LARGE_BYTES (16ull << 20)
 #define FDS_PER_INTERVAL 32
 
-enum sc_class { SC_OTHER, SC_LOADER, SC_WRITE, SC_FSYNC, SC_OPEN, SC_CLOSE };
+enum sc_class { SC_OTHER, SC_LOADER, SC_WRITE, SC_FSYNC, SC_OPEN, SC_CLOSE, SC_RENAME };
 
 static enum sc_class sc_class_of(uint16_t nr)
 {
@@ -77,6 +81,8 @@ static enum sc_class sc_class_of(uint16_t nr)
 		return SC_OPEN;   /* open creat openat openat2: the fd is the result */
 	case 3:
 		return SC_CLOSE;
+	case 82: case 264: case 316:
+		return SC_RENAME; /* rename renameat renameat2: a save's last step */
 	}
 	return SC_OTHER;
 }
@@ -219,6 +225,14 @@ static int fd_is_checkpoint(const struct fd_written *fds, size_t n, int64_t fd)
 	return 0;
 }
 
+static int any_checkpoint(const struct fd_written *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fd_is_checkpoint(fds, n, fds[i].fd))
+			return 1;
+	return 0;
+}
+
 static const char *fd_path_in(const struct fd_written *fds, size_t n, int64_t fd)
 {
 	for (size_t i = 0; i < n; i++)
@@ -250,6 +264,20 @@ struct split {
 	size_t n_nccl_segs;       /* then the NCCL spans */
 	int saved;                /* a checkpoint was written in it */
 };
+
+static int push_wait(struct fx_proc *p, const struct fx_ev *e, uint64_t end)
+{
+	if (p->n_dl_waits == p->cap_dl_waits) {
+		size_t cap = p->cap_dl_waits ? 2 * p->cap_dl_waits : 32;
+		struct fx_wait *g = realloc(p->dl_waits, cap * sizeof(*g));
+		if (!g)
+			return -1;
+		p->dl_waits = g;
+		p->cap_dl_waits = cap;
+	}
+	p->dl_waits[p->n_dl_waits++] = (struct fx_wait){ e->t0, end, e->tid, e->what };
+	return 0;
+}
 
 /* 1. pageable copies, outermost only */
 static int split_copies(struct ctx *c, struct split *sp)
@@ -380,6 +408,8 @@ static int split_syscalls(struct ctx *c, struct split *sp)
 		enum finding_kind to = FIND_KINDS;
 		if (k == SC_LOADER) {
 			to = FIND_DATALOADER;
+			if (ns >= FX_WAIT_MIN_NS && push_wait(p, e, end))
+				return -1;
 			if (e->what == 202) {
 				p->e.dl_futex++;
 				p->e.dl_futex_ns += ns;
@@ -390,7 +420,8 @@ static int split_syscalls(struct ctx *c, struct split *sp)
 			}
 		} else if (k == SC_FSYNC || (k == SC_WRITE && fd_is_checkpoint(fds, n_fds, e->fd)) ||
 			   (k == SC_OPEN && e->bytes && fd_is_checkpoint(fds, n_fds, (int64_t)e->bytes)) ||
-			   (k == SC_CLOSE && fd_is_checkpoint(fds, n_fds, e->fd))) {
+			   (k == SC_CLOSE && fd_is_checkpoint(fds, n_fds, e->fd)) ||
+			   (k == SC_RENAME && any_checkpoint(fds, n_fds))) {
 			to = FIND_SYNC_CHECKPOINT;
 			sp->saved = 1;
 			if (k == SC_FSYNC) {
@@ -478,6 +509,11 @@ static int split_rest(struct ctx *c, struct split *sp, const struct rest_to *res
 				p->e.hs_ns += other_ns;
 				if (other_ns > p->e.hs_max_ns)
 					p->e.hs_max_ns = other_ns;
+				if (rest_to->read_back) {
+					p->e.hs_copy_gaps++;
+					p->e.hs_copy_ns += other_ns;
+					p->e.hs_copy_bytes += rest_to->copy_bytes;
+				}
 			} else {
 				p->e.lb_gaps++;
 				p->e.lb_gap_ns += other_ns;

@@ -25,7 +25,10 @@
  *           through it (an enqueued collective's span too, up to the
  *           synchronize that waited for it: findings_nccl.c)
  * An interval runs from the first opening return to the next closing
- * entry; every interval is GPU-idle time.  A process that queued no device
+ * entry; every interval is GPU-idle time.  The last one, opened after
+ * the last launch (a final checkpoint, an evaluation on the CPU), runs
+ * until the process exits (FR_EV_PROC_EXIT), or to its last event when
+ * the recording ended first.  A process that queued no device
  * work the trace shows (no launch, no pinned async copy: the cuda probe
  * not attached, or a job whose compute is not on the GPU, as
  * samples/nccl_train's) has for intervals only the spans of its NCCL calls
@@ -34,8 +37,8 @@
  * Limits: one process drives one GPU (as usual) and a synchronize is taken
  * to empty the device (true of the legacy stream, of device and event
  * synchronizes after the last work, and of one-stream loops); processes
- * are analysed separately; idle before the first synchronize and after
- * the last launch is not counted.  The stand-in's fake GPU
+ * are analysed separately; idle before the first synchronize is not
+ * counted.  The stand-in's fake GPU
  * (samples/cudart) runs work exactly as queued, so there the intervals are
  * exact; on a real GPU a launch takes a few microseconds to start.
  *
@@ -127,6 +130,34 @@ void fx_sort_events(struct fx_proc *p)
 	fx_nccl_prepare(p);
 }
 
+/* Whether a synchronous copy is a value read back to the host (.item(),
+ * .cpu() of a scalar or a small tensor): it waits for the device as a
+ * synchronize does, and the host's work after it is host_sync. */
+#define SMALL_SYNC_COPY_BYTES (64u << 10)
+
+static int reads_back(const struct fx_ev *e)
+{
+	return e->type == FXE_COPY && !e->async && e->d2h && e->bytes <= SMALL_SYNC_COPY_BYTES;
+}
+
+/* The interval iv, ended, attributed: the rest of it (the thread's own
+ * work) is host_sync after a synchronize, a blocking collective or a
+ * value read back; unexplained after an implicit synchronize or another
+ * copy. */
+static int close_interval(struct ctx *c, const struct interval *iv)
+{
+	const struct fx_ev *opener = &c->p->ev[iv->opener];
+	int nccl = opener->type == FXE_NCCL, copy = reads_back(opener);
+	struct rest_to to = {
+		.kind = opener->type == FXE_SYNC || nccl || copy ? FIND_HOST_SYNC : FIND_KINDS,
+		.stack_id = opener->stack_id,
+		.leaf = nccl ? (uint16_t)(FX_LEAF_NCCL | opener->what) : opener->what,
+		.copy_bytes = copy ? opener->bytes : 0,
+		.read_back = copy,
+	};
+	return iv->b > iv->a ? fx_attribute(c, iv->a, iv->b, opener->tid, &to) : 0;
+}
+
 int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer *sym,
 		      int have_samples, char *const *paths)
 {
@@ -197,18 +228,19 @@ int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer
 			idle = 0;
 			iv.b = marks[i].t;
 			run_from = i;
-			const struct fx_ev *opener = &p->ev[iv.opener];
-			/* after a blocking collective, as after a synchronize, the
-			 * host's own work before the next launch is host_sync */
-			int nccl = opener->type == FXE_NCCL;
-			struct rest_to to = {
-				.kind = opener->type == FXE_SYNC || nccl ? FIND_HOST_SYNC : FIND_KINDS,
-				.stack_id = opener->stack_id,
-				.leaf = nccl ? (uint16_t)(FX_LEAF_NCCL | opener->what) : opener->what,
-			};
-			if (iv.b > iv.a)
-				rc = fx_attribute(&c, iv.a, iv.b, opener->tid, &to);
+			rc = close_interval(&c, &iv);
 		}
+	}
+	if (idle && !rc) {
+		/* the last interval: no launch follows (a final save, an
+		 * evaluation on the CPU, the teardown); it lasts until the
+		 * process ends, or its last event where the exit is not in the
+		 * recording */
+		iv.b = p->exit_ns;
+		for (size_t i = 0; i < p->n; i++)
+			if (p->ev[i].t1 > iv.b)
+				iv.b = p->ev[i].t1;
+		rc = close_interval(&c, &iv);
 	}
 	free(marks);
 	free(c.frames);

@@ -35,13 +35,16 @@ struct ctx {
 
 /* What the rest of an interval (step 3: the thread's own work, not a
  * loader's or a checkpoint's) is charged to: host_sync after a
- * synchronize, launch_bound in a launch-bound run's gap, FIND_KINDS
- * (unexplained) after an implicit synchronize or a copy; and the stack
+ * synchronize or a value read back, launch_bound in a launch-bound run's
+ * gap, FIND_KINDS (unexplained) after an implicit synchronize or another
+ * copy; and the stack
  * (with its CUDA leaf) that names it. */
 struct rest_to {
 	enum finding_kind kind;
 	uint32_t stack_id;
 	uint16_t leaf;
+	int read_back;            /* the opener is a small copy to the host */
+	uint64_t copy_bytes;      /* its bytes */
 };
 
 
