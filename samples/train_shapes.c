@@ -13,11 +13,13 @@
  * Usage: train_shapes [--steps N] [--kernel-us U] [--dir DIR] [--slow]
  *                     [--compute plain|per-op-sync|two-streams|graph]
  *                     [--input none|loader-proc|pin-thread] [--checkpoint]
+ *                     [--ckpt-mib M]
  *   --steps N      steps (default 20)
  *   --kernel-us U  each kernel's time on the fake GPU (default 400)
  *   --dir DIR      where the checkpoints go (default .)
+ *   --ckpt-mib M   the checkpoint's size (default 48)
  *   --slow         the input side is slower than the GPU (60 ms a batch
- *                  instead of 2): without it the input shapes are clean
+ *                  instead of 0.5): without it the input shapes are clean
  *
  * Compute, per step (ROUNDS = 40 rounds, each one kernel, then 100 us of
  * host work in prepare_op and 100 us in log_metric):
@@ -36,14 +38,16 @@
  *                 40 rounds' bookkeeping; cudaStreamSynchronize: clean
  * Input, before the rounds of each step:
  *   loader-proc   a forked worker process (loader_worker) makes each
- *                 64 KiB batch (CPU) and writes it into a pipe; the
- *                 training thread's next_batch reads it
+ *                 64 KiB batch (CPU) and writes it into a pipe of 1 MiB
+ *                 (up to 16 batches made ahead, as prefetch_factor does);
+ *                 the training thread's next_batch reads it
  *   pin-thread    a pin-memory thread (pin_worker) makes each batch and
  *                 copies it into pinned memory (cudaMallocHost), then
  *                 signals a condition variable that the training thread
  *                 waits on in wait_pinned_batch
  * --checkpoint   every 5th step, the last included, save_checkpoint:
- *                serialize_state (CPU over 48 MiB of state into a buffer),
+ *                serialize_state (CPU over 48 MiB of state into a buffer,
+ *                or --ckpt-mib),
  *                then DIR/ckpt_step_N.pt.tmp written in 1 MiB pieces,
  *                fsync, close, rename to DIR/ckpt_step_N.pt; after the
  *                last one the process cleans up and exits: no launch
@@ -101,9 +105,9 @@
 #define LOG_US 100
 #define BATCH_BYTES (64u * 1024u)
 #define BATCH_SLOW_US 60000
-#define BATCH_FAST_US 2000
+#define BATCH_FAST_US 500
 #define CKPT_EVERY 5
-#define CKPT_BYTES (48 * MiB)
+#define CKPT_MIB 48
 #define CKPT_PIECE (1 * MiB)
 #define SERIALIZE_US 15000
 
@@ -122,6 +126,7 @@ struct pin_queue {
 
 struct shapes {
 	int steps, checkpoint;
+	size_t ckpt_bytes;
 	enum compute compute;
 	enum input input;
 	unsigned batch_us;
@@ -256,6 +261,8 @@ static NOINLINE void start_input(struct shapes *s)
 		int fds[2];
 		if (pipe(fds))
 			die("pipe");
+		if (fcntl(fds[1], F_SETPIPE_SZ, (int)(16 * BATCH_BYTES)) < 0)
+			die("F_SETPIPE_SZ");
 		pid_t pid = fork();
 		if (pid < 0)
 			die("fork");
@@ -366,8 +373,8 @@ static NOINLINE void finish_step(struct shapes *s)
 
 static NOINLINE void serialize_state(struct shapes *s)
 {
-	memcpy(s->ser, s->state, CKPT_BYTES);
-	s->ser[0] ^= (unsigned char)busy_over(s->ser, CKPT_BYTES, SERIALIZE_US);
+	memcpy(s->ser, s->state, s->ckpt_bytes);
+	s->ser[0] ^= (unsigned char)busy_over(s->ser, s->ckpt_bytes, SERIALIZE_US);
 }
 
 static NOINLINE void save_checkpoint(struct shapes *s, int step)
@@ -380,7 +387,7 @@ static NOINLINE void save_checkpoint(struct shapes *s, int step)
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0)
 		die(tmp);
-	for (size_t at = 0; at < CKPT_BYTES;) {
+	for (size_t at = 0; at < s->ckpt_bytes;) {
 		ssize_t k = write(fd, s->ser + at, CKPT_PIECE);
 		if (k <= 0)
 			die(tmp);
@@ -416,13 +423,13 @@ NOINLINE void train_step(struct shapes *s, int step)
 
 static NOINLINE void setup_state(struct shapes *s)
 {
-	s->state = malloc(CKPT_BYTES);
-	s->ser = malloc(CKPT_BYTES);
+	s->state = malloc(s->ckpt_bytes);
+	s->ser = malloc(s->ckpt_bytes);
 	if (!s->state || !s->ser)
 		die("malloc");
-	for (size_t i = 0; i < CKPT_BYTES; i += 4096)
+	for (size_t i = 0; i < s->ckpt_bytes; i += 4096)
 		s->state[i] = (unsigned char)(i >> 12);
-	memset(s->ser, 0, CKPT_BYTES);
+	memset(s->ser, 0, s->ckpt_bytes);
 }
 
 static NOINLINE void setup(struct shapes *s)
@@ -469,14 +476,14 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: train_shapes [--steps N] [--kernel-us U] [--dir DIR] [--slow] "
 		"[--compute plain|per-op-sync|two-streams|graph] "
-		"[--input none|loader-proc|pin-thread] [--checkpoint]\n");
+		"[--input none|loader-proc|pin-thread] [--checkpoint] [--ckpt-mib M]\n");
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
 	struct shapes s = { .steps = 20, .dir = ".", .pipe_rd = -1, .batch_us = BATCH_FAST_US };
-	int kernel_us = 400;
+	int kernel_us = 400, ckpt_mib = CKPT_MIB;
 	static const char *const computes[] = { "plain", "per-op-sync", "two-streams", "graph" };
 	static const char *const inputs[] = { "none", "loader-proc", "pin-thread" };
 	for (int i = 1; i < argc; i++) {
@@ -488,6 +495,8 @@ int main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--dir") && v) {
 			s.dir = v;
+			i++;
+		} else if (!strcmp(a, "--ckpt-mib") && v && !parse_int(v, 1, &ckpt_mib)) {
 			i++;
 		} else if (!strcmp(a, "--slow")) {
 			s.batch_us = BATCH_SLOW_US;
@@ -511,6 +520,7 @@ int main(int argc, char **argv)
 			return usage();
 		}
 	}
+	s.ckpt_bytes = (size_t)ckpt_mib * MiB;
 	if (prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL))
 		fprintf(stderr, "train_shapes: PR_SET_TIMERSLACK: %s\n", strerror(errno));
 	char us[32];

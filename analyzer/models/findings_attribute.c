@@ -24,7 +24,10 @@
  *      with >= 16 MiB written in it, the open that returned that
  *      descriptor and its close, a rename in an interval that wrote a
  *      checkpoint (the save's temporary file moved into place), and
- *      every fsync: sync_checkpoint (the
+ *      every fsync: sync_checkpoint, and so is the time between the
+ *      first and the last of those calls that no call covers (the save
+ *      between its writes), but for the share of it that the thread's
+ *      samples there place in other code (the
  *      evidence names the files when their opens were recorded);
  *      any other call: unexplained;
  *   3. the rest of the interval (on CPU, or in nothing recorded) split by
@@ -263,6 +266,8 @@ struct split {
 	size_t n_copy_segs;       /* c->segs[0..n_copy_segs): pageable copies */
 	size_t n_nccl_segs;       /* then the NCCL spans */
 	int saved;                /* a checkpoint was written in it */
+	uint64_t ck_a, ck_b;      /* its first checkpoint call's entry, its last's
+				     return (0, 0: none) */
 };
 
 static int push_wait(struct fx_proc *p, const struct fx_ev *e, uint64_t end)
@@ -424,6 +429,10 @@ static int split_syscalls(struct ctx *c, struct split *sp)
 			   (k == SC_RENAME && any_checkpoint(fds, n_fds))) {
 			to = FIND_SYNC_CHECKPOINT;
 			sp->saved = 1;
+			if (!sp->ck_b || e->t0 < sp->ck_a)
+				sp->ck_a = e->t0;
+			if (end > sp->ck_b)
+				sp->ck_b = end;
 			if (k == SC_FSYNC) {
 				p->e.ck_fsyncs++;
 				p->e.ck_fsync_ns += ns;
@@ -463,10 +472,39 @@ static int split_rest(struct ctx *c, struct split *sp, const struct rest_to *res
 	if (claimed > len)
 		claimed = len; /* clock rounding between probes */
 	uint64_t rest = len - claimed;
+	/* the save's own span, its first checkpoint call to its last: the time
+	 * no call covers (the thread between writes, on CPU or descheduled) is
+	 * the save's, but for the share its samples there put elsewhere; those
+	 * samples have spoken and are not counted again below */
+	uint64_t between = 0;
+	if (sp->ck_b > sp->ck_a) {
+		uint64_t in = covered(c->segs, c->n_segs, sp->ck_a, sp->ck_b);
+		uint64_t gap = sp->ck_b - sp->ck_a > in ? sp->ck_b - sp->ck_a - in : 0;
+		uint64_t n_span = 0, n_span_other = 0;
+		for (size_t i = sp->first; i < p->n && p->ev[i].t0 < b; i++) {
+			const struct fx_ev *e = &p->ev[i];
+			if (e->tid != sp->tid || e->type != FXE_SAMPLE || e->t0 < sp->ck_a ||
+			    e->t0 >= sp->ck_b || inside_any(c->segs, c->n_segs, e->t0))
+				continue;
+			enum finding_kind k;
+			if (sample_class(c, e->stack_id, &k))
+				return -1;
+			n_span++;
+			n_span_other += k != FIND_SYNC_CHECKPOINT;
+		}
+		between = n_span ? (uint64_t)((double)gap * (double)(n_span - n_span_other) /
+					      (double)n_span) : gap;
+		if (between > rest)
+			between = rest;
+		rest -= between;
+		sp->kind_ns[FIND_SYNC_CHECKPOINT] += between;
+		p->e.ck_between_ns += between;
+	}
 	uint64_t n_dl = 0, n_ck = 0, n_other = 0;
 	for (size_t i = sp->first; i < p->n && p->ev[i].t0 < b; i++) {
 		const struct fx_ev *e = &p->ev[i];
-		if (e->tid != sp->tid || e->type != FXE_SAMPLE || inside_any(c->segs, c->n_segs, e->t0))
+		if (e->tid != sp->tid || e->type != FXE_SAMPLE || inside_any(c->segs, c->n_segs, e->t0) ||
+		    (sp->ck_b > sp->ck_a && e->t0 >= sp->ck_a && e->t0 < sp->ck_b))
 			continue;
 		enum finding_kind k;
 		if (sample_class(c, e->stack_id, &k))
@@ -483,7 +521,8 @@ static int split_rest(struct ctx *c, struct split *sp, const struct rest_to *res
 		for (size_t i = sp->first; i < p->n && p->ev[i].t0 < b; i++) {
 			const struct fx_ev *e = &p->ev[i];
 			if (e->tid != sp->tid || e->type != FXE_SAMPLE ||
-			    inside_any(c->segs, c->n_segs, e->t0))
+			    inside_any(c->segs, c->n_segs, e->t0) ||
+			    (sp->ck_b > sp->ck_a && e->t0 >= sp->ck_a && e->t0 < sp->ck_b))
 				continue;
 			enum finding_kind k;
 			if (sample_class(c, e->stack_id, &k))

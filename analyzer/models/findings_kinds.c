@@ -362,10 +362,11 @@ static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t
 		snprintf(f->evidence, sizeof(f->evidence),
 			 "%" PRIu64 " saves on the training thread while the GPU had no work: %" PRIu64
 			 " writes (%s, %.1f ms), %" PRIu64 " fsync/fdatasync (%.1f ms), open, close and "
-			 "rename of those files %.1f ms, %.1f ms on CPU in *save*/*checkpoint* code; %s%s",
+			 "rename of those files %.1f ms, %.1f ms between those calls, %.1f ms on CPU in "
+			 "*save*/*checkpoint* code; %s%s",
 			 e->ck_saves, e->ck_writes, bytes_str(e->ck_write_bytes, b2, sizeof(b2)),
 			 ms(e->ck_write_ns), e->ck_fsyncs, ms(e->ck_fsync_ns), ms(e->ck_openclose_ns),
-			 ms(e->ck_cpu_ns), ck->n ? "written to " : "the files are not named "
+			 ms(e->ck_between_ns), ms(e->ck_cpu_ns), ck->n ? "written to " : "the files are not named "
 			 "(no open() of them recorded: the syscalls probe records each open's file), so a "
 			 "checkpoint is told by large writes made durable (>= 1 MiB then fsync, or "
 			 ">= 16 MiB to one descriptor)", files);

@@ -92,6 +92,7 @@ struct fx_evidence {
 	/* sync_checkpoint */
 	uint64_t ck_writes, ck_write_bytes, ck_write_ns, ck_fsyncs, ck_fsync_ns, ck_openclose_ns;
 	uint64_t ck_cpu_ns, ck_saves;
+	uint64_t ck_between_ns;   /* between a save's calls, no call covering it */
 	uint64_t ck_named;        /* writes to a file with a checkpoint's name */
 	/* host_sync */
 	uint64_t hs_gaps, hs_ns, hs_max_ns;
