@@ -42,8 +42,11 @@
  *      (a blocking NCCL call counts as a synchronize: host_sync, and so
  *      does a synchronous copy to the host of at most 64 KiB: a value
  *      read back, as .item() does).
- *      Without samples in the interval the rest goes to host_sync (or
- *      unexplained) alike; without any CPU samples in the recording it is
+ *      Without samples in the interval the rest goes to dataloader or
+ *      sync_checkpoint when step 2 gave the interval's system calls to
+ *      one of them (to the one with more: the thread was in that work,
+ *      descheduled or too briefly between calls to be sampled), else to
+ *      host_sync (or unexplained) alike; without any CPU samples in the recording it is
  *      unexplained. */
 #include "findings_idle.h"
 #include "symbolize.h"
@@ -516,6 +519,20 @@ static int split_rest(struct ctx *c, struct split *sp, const struct rest_to *res
 	uint64_t n_all = n_dl + n_ck + n_other;
 	uint64_t dl_ns = n_all ? (uint64_t)((double)rest * (double)n_dl / (double)n_all) : 0;
 	uint64_t ck_ns = n_all ? (uint64_t)((double)rest * (double)n_ck / (double)n_all) : 0;
+	if (!n_all && c->have_samples && rest &&
+	    (sp->kind_ns[FIND_DATALOADER] || sp->kind_ns[FIND_SYNC_CHECKPOINT])) {
+		/* not one sample, yet the thread read input or saved: it was in
+		 * that work the whole time (descheduled on a busy host, or
+		 * between calls too briefly to be sampled), not the host's own */
+		if (sp->kind_ns[FIND_DATALOADER] >= sp->kind_ns[FIND_SYNC_CHECKPOINT]) {
+			sp->kind_ns[FIND_DATALOADER] += rest;
+			p->e.dl_unsampled_ns += rest;
+		} else {
+			sp->kind_ns[FIND_SYNC_CHECKPOINT] += rest;
+			p->e.ck_between_ns += rest;
+		}
+		rest = 0;
+	}
 	uint64_t other_ns = rest - dl_ns - ck_ns;
 	if (n_all) {
 		for (size_t i = sp->first; i < p->n && p->ev[i].t0 < b; i++) {

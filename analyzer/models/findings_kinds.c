@@ -344,6 +344,10 @@ static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t
 			 "*collate*/__next__ functions)",
 			 e->dl_reads, bytes_str(e->dl_read_bytes, b1, sizeof(b1)), ms(e->dl_read_ns),
 			 e->dl_futex, ms(e->dl_futex_ns), ms(e->dl_cpu_ns), e->dl_samples);
+		if (e->dl_unsampled_ns)
+			appendf(f->evidence, sizeof(f->evidence), "; %.1f ms more around those calls "
+				"in intervals without a CPU sample (the thread descheduled, or between "
+				"calls)", ms(e->dl_unsampled_ns));
 		break;
 	case FIND_PAGEABLE_COPY:
 		snprintf(f->evidence, sizeof(f->evidence),

@@ -87,6 +87,7 @@ enum { FX_WHERE_WHOLE = 0, FX_WHERE_TRIM = 1 };
 struct fx_evidence {
 	/* dataloader */
 	uint64_t dl_reads, dl_read_bytes, dl_read_ns, dl_futex, dl_futex_ns, dl_cpu_ns, dl_samples;
+	uint64_t dl_unsampled_ns;  /* the rest of intervals with loader calls and no sample */
 	/* pageable_copy */
 	uint64_t pg_copies, pg_sync, pg_bytes, pg_ns;
 	/* sync_checkpoint */
