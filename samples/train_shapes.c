@@ -15,17 +15,19 @@
  *                     [--input none|loader-proc|pin-thread] [--checkpoint]
  *                     [--ckpt-mib M]
  *   --steps N      steps (default 20)
- *   --kernel-us U  each kernel's time on the fake GPU (default 400)
+ *   --kernel-us U  each kernel's time on the fake GPU (default 800)
  *   --dir DIR      where the checkpoints go (default .)
  *   --ckpt-mib M   the checkpoint's size (default 48)
- *   --slow         the input side is slower than the GPU (60 ms a batch
- *                  instead of 0.5): without it the input shapes are clean
+ *   --slow         the input side is slower than the GPU (60 ms of CPU a
+ *                  batch instead of 0.5): without it the input shapes are
+ *                  clean
  *
  * Compute, per step (ROUNDS = 40 rounds, each one kernel, then 100 us of
  * host work in prepare_op and 100 us in log_metric):
  *   plain         the rounds' launches queue on the legacy stream; one
  *                 cudaDeviceSynchronize at the end of the step
- *                 (finish_step).  Host 8 ms, GPU 16 ms: clean
+ *                 (finish_step).  Host 8 ms, GPU 32 ms: clean (a 4x margin, so
+ *                 a busy host does not make it launch-bound)
  *   per-op-sync   each round ends in tensor_item: a 4-byte cudaMemcpy
  *                 device-to-host (like .item() on a loss), so log_metric
  *                 and the next round's launch no longer overlap the GPU
@@ -169,6 +171,14 @@ static NOINLINE uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* CPU time of the calling thread. */
+static NOINLINE uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* CPU over buf for us microseconds (a checksum, so it is not optimized out). */
 static NOINLINE uint32_t busy_over(const unsigned char *buf, size_t len, unsigned us)
 {
@@ -186,10 +196,16 @@ NOINLINE void op_kernel(void) { puts("op_kernel"); }
 
 /* ---- input ---------------------------------------------------------------- */
 
+/* us microseconds of the worker's own CPU time, not of the clock: on a busy
+ * host the worker slows as the training thread does, so a slow loader
+ * stays slower than the step and a fast one faster */
 static NOINLINE void make_batch(unsigned char *batch, unsigned us, unsigned n)
 {
+	uint64_t until = cpu_ns() + (uint64_t)us * 1000ull;
 	batch[0] = (unsigned char)n;
-	batch[1] = (unsigned char)busy_over(batch, BATCH_BYTES, us);
+	do
+		batch[1] ^= (unsigned char)busy_over(batch, BATCH_BYTES, 100);
+	while (cpu_ns() < until);
 }
 
 static NOINLINE void loader_worker(int wr, unsigned us, int batches)
@@ -483,7 +499,7 @@ static int usage(void)
 int main(int argc, char **argv)
 {
 	struct shapes s = { .steps = 20, .dir = ".", .pipe_rd = -1, .batch_us = BATCH_FAST_US };
-	int kernel_us = 400, ckpt_mib = CKPT_MIB;
+	int kernel_us = 800, ckpt_mib = CKPT_MIB;
 	static const char *const computes[] = { "plain", "per-op-sync", "two-streams", "graph" };
 	static const char *const inputs[] = { "none", "loader-proc", "pin-thread" };
 	for (int i = 1; i < argc; i++) {

@@ -43,8 +43,9 @@
  *      does a synchronous copy to the host of at most 64 KiB: a value
  *      read back, as .item() does).
  *      Without samples in the interval the rest goes to dataloader or
- *      sync_checkpoint when step 2 gave the interval's system calls to
- *      one of them (to the one with more: the thread was in that work,
+ *      sync_checkpoint when step 2 gave the interval's reads or saving
+ *      calls to one of them (to the one with more: the thread was in
+ *      that work,
  *      descheduled or too briefly between calls to be sampled), else to
  *      host_sync (or unexplained) alike; without any CPU samples in the recording it is
  *      unexplained. */
@@ -271,6 +272,7 @@ struct split {
 	int saved;                /* a checkpoint was written in it */
 	uint64_t ck_a, ck_b;      /* its first checkpoint call's entry, its last's
 				     return (0, 0: none) */
+	uint64_t dl_read_ns;      /* of kind_ns[FIND_DATALOADER]: reads, not futex waits */
 };
 
 static int push_wait(struct fx_proc *p, const struct fx_ev *e, uint64_t end)
@@ -425,6 +427,7 @@ static int split_syscalls(struct ctx *c, struct split *sp)
 				p->e.dl_reads++;
 				p->e.dl_read_bytes += e->bytes;
 				p->e.dl_read_ns += ns;
+				sp->dl_read_ns += ns;
 			}
 		} else if (k == SC_FSYNC || (k == SC_WRITE && fd_is_checkpoint(fds, n_fds, e->fd)) ||
 			   (k == SC_OPEN && e->bytes && fd_is_checkpoint(fds, n_fds, (int64_t)e->bytes)) ||
@@ -520,11 +523,13 @@ static int split_rest(struct ctx *c, struct split *sp, const struct rest_to *res
 	uint64_t dl_ns = n_all ? (uint64_t)((double)rest * (double)n_dl / (double)n_all) : 0;
 	uint64_t ck_ns = n_all ? (uint64_t)((double)rest * (double)n_ck / (double)n_all) : 0;
 	if (!n_all && c->have_samples && rest &&
-	    (sp->kind_ns[FIND_DATALOADER] || sp->kind_ns[FIND_SYNC_CHECKPOINT])) {
+	    (sp->dl_read_ns || sp->kind_ns[FIND_SYNC_CHECKPOINT])) {
 		/* not one sample, yet the thread read input or saved: it was in
 		 * that work the whole time (descheduled on a busy host, or
-		 * between calls too briefly to be sampled), not the host's own */
-		if (sp->kind_ns[FIND_DATALOADER] >= sp->kind_ns[FIND_SYNC_CHECKPOINT]) {
+		 * between calls too briefly to be sampled), not the host's own;
+		 * not after a futex wait alone: the thread waited for another,
+		 * and what it did after the wake is its own */
+		if (sp->dl_read_ns >= sp->kind_ns[FIND_SYNC_CHECKPOINT]) {
 			sp->kind_ns[FIND_DATALOADER] += rest;
 			p->e.dl_unsampled_ns += rest;
 		} else {

@@ -55,9 +55,16 @@ FINDING_KEYS = {"kind", "cost_ms", "cost_ms_per_step", "share", "pids", "ranks",
 BAND = 0.30
 
 
-def in_band(test, cost, truth, what):
+# launch_bound is a lower bound by its rule (each kernel replayed at the
+# run's last kernel's bound: "at least"); on a host far busier than its
+# cores the descheduled dispatch makes the truth's gaps longer than that
+# bound reads (bench: 0.79-0.90 at load 10, 0.54 seen at load 20)
+LOWER = {"launch_bound": 0.5}
+
+
+def in_band(test, cost, truth, what, kind=None):
     test.assertGreater(truth, 0, what)  # the sample did spend time in it
-    test.assertGreaterEqual(cost, (1 - BAND) * truth, what)
+    test.assertGreaterEqual(cost, LOWER.get(kind, 1 - BAND) * truth, what)
     test.assertLessEqual(cost, (1 + BAND) * truth, what)
 
 
@@ -93,7 +100,7 @@ class Findings(frtest.Case):
         self.assertIn(CULPRIT[kind], f["where"], f)
         idle = sum(js["gpu_idle_ms"].values())
         self.assertLessEqual(f["cost_ms"], idle, (f, idle))  # a part of the idle time
-        in_band(self, f["cost_ms"], truth[kind], (kind, f["cost_ms"], truth))
+        in_band(self, f["cost_ms"], truth[kind], (kind, f["cost_ms"], truth), kind)
         self.assertAlmostEqual(f["cost_ms_per_step"], f["cost_ms"] / STEPS, places=2)
         self.assertEqual(f["pids"], [int(p) for p in js["gpu_idle_ms"]], f)
         return f
@@ -130,7 +137,17 @@ class Findings(frtest.Case):
                 js, truth, _ = run_case("_".join(causes), causes)
                 self.check_shape(js)
                 for c in causes:
-                    self.check_found(js, truth, KIND_OF[c])
+                    kind = KIND_OF[c]
+                    # beside a checkpoint on a slow disk host_sync's 3 short
+                    # gaps a step can fall under the 3% threshold: then it is
+                    # listed below it, costed as truly
+                    if truth[kind] < 2 * js["min_share"] * js["wall_ms"]:
+                        f = next((b for b in js["findings"] + js["below"]
+                                  if b["kind"] == kind), None)
+                        self.assertIsNotNone(f, (kind, js))
+                        in_band(self, f["cost_ms"], truth[kind], (kind, f, truth))
+                    else:
+                        self.check_found(js, truth, kind)
 
 
 NCCL_STEPS = 12

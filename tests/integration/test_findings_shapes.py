@@ -109,7 +109,16 @@ class FindingsShapes(frtest.Case):
                 self.check_steps(js, text)
                 kinds = [SHAPE_KINDS[s] for s in pair if s in SHAPE_KINDS]
                 for kind in kinds:
-                    self.check_kind(js, truth, loader, kind, text)
+                    if truth[kind] < 2 * js["min_share"] * js["wall_ms"]:
+                        # a busy host stretched the other cause (saves on a
+                        # slow disk) until this one fell near the threshold:
+                        # listed above or below it, costed as truly
+                        f = next((b for b in js["findings"] + js["below"]
+                                  if b["kind"] == kind), None)
+                        self.assertIsNotNone(f, (kind, text))
+                        in_band(self, f["cost_ms"], truth[kind], (kind, f, truth, text))
+                    else:
+                        self.check_kind(js, truth, loader, kind, text)
                 # the right kind first: the one that cost the sample more
                 self.assertEqual(js["findings"][0]["kind"], max(kinds, key=lambda k: truth[k]),
                                  text)
@@ -122,8 +131,18 @@ class FindingsShapes(frtest.Case):
             with self.subTest(shape=shape):
                 js, truth, _, text = run_shape("clean_" + shape, args)
                 self.check_steps(js, text)
-                self.assertEqual(js["findings"], [], text)
-                self.assertIn("no finding above 3%", text)
+                # no finding, unless the sample itself measured its cause
+                # above the threshold (a fast loader starved of CPU on a
+                # host far busier than its cores): then it is that cause,
+                # costed as truly
+                for f in js["findings"]:
+                    self.assertIn(f["kind"], truth, text)
+                    self.assertGreaterEqual(truth[f["kind"]],
+                                            0.7 * js["min_share"] * js["wall_ms"], text)
+                    in_band(self, f["cost_ms"], truth[f["kind"]], (f, truth, text))
+                if all(v < 0.5 * js["min_share"] * js["wall_ms"] for v in truth.values()):
+                    self.assertEqual(js["findings"], [], text)
+                    self.assertIn("no finding above 3%", text)
 
 
 if __name__ == "__main__":
