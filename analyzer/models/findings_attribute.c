@@ -45,10 +45,9 @@
  *      Without samples in the interval the rest goes to dataloader or
  *      sync_checkpoint when step 2 gave the interval's reads or saving
  *      calls to one of them (to the one with more: the thread was in
- *      that work,
- *      descheduled or too briefly between calls to be sampled), else to
- *      host_sync (or unexplained) alike; without any CPU samples in the recording it is
- *      unexplained. */
+ *      that work, descheduled or too briefly between calls to be
+ *      sampled), else to host_sync (or unexplained) alike; without any
+ *      CPU samples in the recording it is unexplained. */
 #include "findings_idle.h"
 #include "symbolize.h"
 #include "trace_set.h"
