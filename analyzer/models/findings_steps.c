@@ -81,47 +81,58 @@ static void regularity(const uint64_t *t, size_t n, double *median_ms, double *r
 	free(d);
 }
 
-/* Whether candidate a is unbroken, and in *inside how many sites lie
- * inside its steps.  win: scratch of (sites x (count(a) - 1)) counters. */
+/* Whether candidate a is unbroken (0), broken (1), and in *inside how
+ * many sites lie inside its steps; -1 when memory runs out.  The counts
+ * per step are kept only for the sites not rare beside a: at most 2n/k of
+ * them, so at most 2n counters. */
 static int judge(const uint64_t *seq, size_t n, const struct site *sites, size_t n_sites,
-		 size_t a, uint32_t *win, size_t *inside)
+		 size_t a, size_t *inside)
 {
 	size_t k = sites[a].count, windows = k - 1;
 	*inside = 0;
 	if (2 * (sites[a].last - sites[a].first + 1) < n)
-		return 0; /* does not span the run */
+		return 1; /* does not span the run */
 	if (!windows)
-		return 1;
-	memset(win, 0, n_sites * windows * sizeof(*win));
+		return 0;
+	size_t col[MAX_SITES], n_col = 0;
+	for (size_t s = 0; s < n_sites; s++)
+		if (s != a && 2 * sites[s].count >= k)
+			col[n_col++] = s;
+	if (!n_col)
+		return 0;
+	uint32_t *win = calloc(n_col * windows, sizeof(*win));
+	if (!win)
+		return -1;
 	size_t w = 0;
 	for (size_t i = sites[a].first + 1; i < sites[a].last; i++) {
 		if (seq[i] == sites[a].key) {
 			w++;
 			continue;
 		}
-		for (size_t s = 0; s < n_sites; s++)
-			if (seq[i] == sites[s].key) {
-				win[s * windows + w]++;
+		for (size_t c = 0; c < n_col; c++)
+			if (seq[i] == sites[col[c]].key) {
+				win[c * windows + w]++;
 				break;
 			}
 	}
-	for (size_t s = 0; s < n_sites; s++) {
-		if (s == a || 2 * sites[s].count < k)
-			continue; /* rare beside a's steps */
-		/* the most common count per window (a histogram up to 255) */
+	int broken = 0;
+	for (size_t c = 0; c < n_col && !broken; c++) {
+		/* the most common count per step (a histogram up to 255) */
 		size_t hist[256] = { 0 }, best = 0;
 		for (size_t j = 0; j < windows; j++) {
-			uint32_t c = win[s * windows + j];
-			hist[c < 255 ? c : 255]++;
+			uint32_t v = win[c * windows + j];
+			hist[v < 255 ? v : 255]++;
 		}
-		for (size_t c = 1; c < 256; c++)
-			if (hist[c] > hist[best])
-				best = c;
+		for (size_t v = 1; v < 256; v++)
+			if (hist[v] > hist[best])
+				best = v;
 		if (best == 0 || best == 255 || (double)hist[best] < INSIDE_SHARE * (double)windows)
-			return 0; /* repeats, but not with a's steps */
-		(*inside)++;
+			broken = 1; /* repeats, but not with a's steps */
+		else
+			(*inside)++;
 	}
-	return 1;
+	free(win);
+	return broken;
 }
 
 void fx_steps_of(struct fx_proc *p)
@@ -144,7 +155,6 @@ void fx_steps_of(struct fx_proc *p)
 	uint64_t *seq = n ? malloc(n * sizeof(*seq)) : NULL;
 	uint64_t *at = n ? malloc(n * sizeof(*at)) : NULL;
 	struct site *sites = NULL;
-	uint32_t *win = NULL;
 	struct hmap index;
 	hmap_init(&index);
 	if (!seq || !at)
@@ -186,12 +196,11 @@ void fx_steps_of(struct fx_proc *p)
 		n_sites--;
 	size_t best = SIZE_MAX, best_inside = 0;
 	for (size_t a = 0; a < n_sites; a++) {
-		size_t windows = sites[a].count - 1, inside;
-		uint32_t *g = windows ? realloc(win, n_sites * windows * sizeof(*win)) : win;
-		if (windows && !g)
+		size_t inside;
+		int broken = judge(seq, n, sites, n_sites, a, &inside);
+		if (broken < 0)
 			goto out;
-		win = g;
-		if (!judge(seq, n, sites, n_sites, a, win, &inside))
+		if (broken)
 			continue;
 		/* sites are by count, most first: the first unbroken one with a
 		 * site inside wins, else the first unbroken one */
@@ -216,6 +225,5 @@ out:
 	free(seq);
 	free(at);
 	free(sites);
-	free(win);
 	hmap_free(&index);
 }
