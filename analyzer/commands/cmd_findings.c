@@ -1,7 +1,7 @@
 /* `flightrec-analyze findings`: why the GPUs wait, what each cause costs,
  * where it is and what to change; text, or --json in the shape
- * /work/shared/CLI.md fixes (with extra fields: steps_from, min_share,
- * below; out_findings_json.c writes it, shared with the report).  Not the
+ * /work/shared/CLI.md fixes (with extra fields: steps_from, step_ms,
+ * steps_regular, step_site, min_share, below; out_findings_json.c writes it, shared with the report).  Not the
  * analysis (model_findings.h): this file parses options and lays out the
  * result. */
 #include "cli.h"
@@ -30,11 +30,14 @@ static const char findings_help[] =
 	"trace per node, all given at once) and a sampling rate such as --freq 999.\n"
 	"\n"
 	"  dataloader       reading or decoding input on the training thread, or\n"
-	"                   waiting there for loader workers\n"
+	"                   waiting there for loader workers (named when their writes\n"
+	"                   or wakes ended the waits)\n"
 	"  pageable_copy    host-device copies from pageable memory\n"
-	"  sync_checkpoint  saving state (large writes, fsync) on the training thread\n"
-	"  host_sync        synchronizing calls inside the step (.item()): the host's\n"
-	"                   own work between a synchronize and the next launch\n"
+	"  sync_checkpoint  saving state on the training thread: serializing (CPU in\n"
+	"                   *save*/*serializ* code), writes, fsync, close, rename\n"
+	"  host_sync        synchronizing calls inside the step (.item(): a synchronize,\n"
+	"                   or a synchronous copy of <= 64 KiB to the host): the host's\n"
+	"                   own work between it and the next launch\n"
 	"  launch_bound     the host issues many small kernels slower than the GPU runs\n"
 	"                   them: runs of >= 16 launches on one stream whose closing\n"
 	"                   synchronize waits less than the median gap between launches;\n"
@@ -52,10 +55,17 @@ static const char findings_help[] =
 	"small_batch is not evaluated: no host signal measures GPU occupancy.  Idle\n"
 	"is read per process: with several streams or devices a synchronize is taken\n"
 	"to empty them all (the output says so under not evaluated, per_stream_idle).\n"
+	"The idle after the last synchronize lasts until the process exits.\n"
+	"\n"
+	"Steps: step markers (--step-marker), else the NCCL collective period, else\n"
+	"the outermost repeating unit of the synchronizing calls (a call made once a\n"
+	"step, with the calls made many times a step inside it); the first line says\n"
+	"which, the median step and how many steps lie within 25% of it.\n"
 	"\n"
 	"options:\n"
-	"  --json      one JSON object (steps, wall_ms, gpu_idle_ms, unexplained_ms,\n"
-	"              streams, devices, not_evaluated, findings)\n"
+	"  --json      one JSON object (steps, steps_from, step_ms, steps_regular,\n"
+	"              step_site, wall_ms, gpu_idle_ms, unexplained_ms, streams,\n"
+	"              devices, not_evaluated, findings)\n"
 	"  --pid PID   only this process\n"
 	"\n"
 	"examples:\n"
@@ -67,15 +77,21 @@ static const struct cli_table_spec findings_spec = {
 	.cmd = "findings", .help = findings_help, .takes_pid = 1,
 };
 
-static const char *steps_said(const char *from)
+static void steps_said(FILE *out, const struct findings_result *r)
 {
+	const char *from = r->steps_from;
 	if (!strcmp(from, "marker"))
-		return "from step markers";
-	if (!strcmp(from, "collective_period"))
-		return "from the NCCL collective period";
-	if (!strcmp(from, "sync_period"))
-		return "from the period of the synchronizing calls";
-	return "unknown: no period found, the whole run is one step";
+		fputs("from step markers", out);
+	else if (!strcmp(from, "collective_period"))
+		fputs("from the NCCL collective period", out);
+	else if (!strcmp(from, "sync_period"))
+		fprintf(out, "from the period of the synchronizing calls: %s once a step",
+			r->step_site ? r->step_site : "a call");
+	else
+		fputs("no repeating step found: the whole run is one step", out);
+	if (r->step_ms > 0)
+		fprintf(out, ", median %.1f ms, %.0f%% of steps within 25%% of it", r->step_ms,
+			100 * r->step_regular);
 }
 
 static void text_finding(FILE *out, size_t i, const struct finding *f)
@@ -103,9 +119,10 @@ static void text_finding(FILE *out, size_t i, const struct finding *f)
 
 static void findings_text(const struct findings_result *r, FILE *out)
 {
-	fprintf(out, "findings: %zu process%s driving a GPU, %zu step%s (%s), wall %.1f ms\n",
-		r->n_procs, r->n_procs == 1 ? "" : "es", r->steps, r->steps == 1 ? "" : "s",
-		steps_said(r->steps_from), r->wall_ms);
+	fprintf(out, "findings: %zu process%s driving a GPU, %zu step%s (", r->n_procs,
+		r->n_procs == 1 ? "" : "es", r->steps, r->steps == 1 ? "" : "s");
+	steps_said(out, r);
+	fprintf(out, "), wall %.1f ms\n", r->wall_ms);
 	for (size_t i = 0; i < r->n_procs; i++) {
 		const struct findings_proc *p = &r->procs[i];
 		fprintf(out, "  pid %u", p->pid);

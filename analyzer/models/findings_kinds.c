@@ -344,6 +344,10 @@ static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t
 			 "*collate*/__next__ functions)",
 			 e->dl_reads, bytes_str(e->dl_read_bytes, b1, sizeof(b1)), ms(e->dl_read_ns),
 			 e->dl_futex, ms(e->dl_futex_ns), ms(e->dl_cpu_ns), e->dl_samples);
+		if (e->dl_unsampled_ns)
+			appendf(f->evidence, sizeof(f->evidence), "; %.1f ms more around those calls "
+				"in intervals without a CPU sample (the thread descheduled, or between "
+				"calls)", ms(e->dl_unsampled_ns));
 		break;
 	case FIND_PAGEABLE_COPY:
 		snprintf(f->evidence, sizeof(f->evidence),
@@ -361,11 +365,12 @@ static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t
 					       ck->files[i] ? ck->files[i] : "");
 		snprintf(f->evidence, sizeof(f->evidence),
 			 "%" PRIu64 " saves on the training thread while the GPU had no work: %" PRIu64
-			 " writes (%s, %.1f ms), %" PRIu64 " fsync/fdatasync (%.1f ms), open/close of "
-			 "those files %.1f ms, %.1f ms on CPU in *save*/*checkpoint* code; %s%s",
+			 " writes (%s, %.1f ms), %" PRIu64 " fsync/fdatasync (%.1f ms), open, close and "
+			 "rename of those files %.1f ms, %.1f ms between those calls, %.1f ms on CPU in "
+			 "*save*/*checkpoint* code; %s%s",
 			 e->ck_saves, e->ck_writes, bytes_str(e->ck_write_bytes, b2, sizeof(b2)),
 			 ms(e->ck_write_ns), e->ck_fsyncs, ms(e->ck_fsync_ns), ms(e->ck_openclose_ns),
-			 ms(e->ck_cpu_ns), ck->n ? "written to " : "the files are not named "
+			 ms(e->ck_between_ns), ms(e->ck_cpu_ns), ck->n ? "written to " : "the files are not named "
 			 "(no open() of them recorded: the syscalls probe records each open's file), so a "
 			 "checkpoint is told by large writes made durable (>= 1 MiB then fsync, or "
 			 ">= 16 MiB to one descriptor)", files);
@@ -378,6 +383,12 @@ static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t
 			 "longest %.3f ms)",
 			 e->hs_gaps, steps ? (double)e->hs_gaps / (double)steps : 0.0,
 			 e->hs_gaps ? ms(e->hs_ns) / (double)e->hs_gaps : 0.0, ms(e->hs_max_ns));
+		if (e->hs_copy_gaps)
+			appendf(f->evidence, sizeof(f->evidence), "; %" PRIu64 " of them (%.1f per "
+				"step, %.1f ms) after a synchronous copy to the host of %" PRIu64
+				" bytes on average: a value read back each time, as .item() does",
+				e->hs_copy_gaps, steps ? (double)e->hs_copy_gaps / (double)steps : 0.0,
+				ms(e->hs_copy_ns), e->hs_copy_bytes / e->hs_copy_gaps);
 		break;
 	case FIND_LAUNCH_BOUND: {
 		double runs = e->lb_steps ? (double)e->lb_steps : 1.0;
@@ -428,6 +439,34 @@ static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t
 	}
 }
 
+/* A dataloader finding whose waits another thread ended (fx_find_waker):
+ * the job has a worker, and the worker is what it waits for. */
+static void worker_bound(struct finding *f, const struct fx_waker *w, size_t steps)
+{
+	char was[sizeof(f->evidence)];
+	snprintf(was, sizeof(was), "%s", f->evidence);
+	double per = steps ? ms(w->wait_ns) / (double)steps : 0.0;
+	int own = 0;
+	for (size_t i = 0; i < f->n_pids; i++)
+		own |= f->pids[i] == w->pid;
+	if (own)
+		snprintf(f->evidence, sizeof(f->evidence), "the training thread waited for its "
+			 "loader thread (tid %u): %" PRIu64 " waits of at least 0.2 ms, %.1f ms per "
+			 "step, %" PRIu64 " of them ended right after that thread handed over (a write "
+			 "or futex wake); ", w->tid, w->waits, per, w->matched);
+	else
+		snprintf(f->evidence, sizeof(f->evidence), "the training thread waited for its "
+			 "loader worker process (pid %u, thread %u): %" PRIu64 " waits of at least "
+			 "0.2 ms, %.1f ms per step, %" PRIu64 " of them ended right after that process "
+			 "wrote to it; ", w->pid, w->tid, w->waits, per, w->matched);
+	appendf(f->evidence, sizeof(f->evidence), "%s", was);
+	snprintf(f->fix, sizeof(f->fix), "the job already loads off the training thread, and its "
+		 "loader %s %u cannot keep up: make each batch cheaper to produce (decode less, "
+		 "cache or pre-decode input, decode on the GPU with DALI or nvJPEG), or run more "
+		 "loader workers than now and let them prefetch further (prefetch_factor)",
+		 own ? "thread" : "process", own ? w->tid : w->pid);
+}
+
 static int idle_findings(struct fx_state *m, struct trace_set *ts, struct symbolizer *sym,
 			 double wall_ms)
 {
@@ -443,6 +482,7 @@ static int idle_findings(struct fx_state *m, struct trace_set *ts, struct symbol
 			return -1;
 		struct fx_evidence e = { 0 };
 		struct ck_names ck = { .n = 0 };
+		struct fx_waker waker = { 0 };
 		uint64_t cost = 0;
 		/* a kind spread thinly over many processes (a collective's
 		 * exchange on every rank) names them all rather than none */
@@ -460,12 +500,16 @@ static int idle_findings(struct fx_state *m, struct trace_set *ts, struct symbol
 			cost += p->kind_ns[k];
 			sum_evidence(&e, &p->e);
 			add_ck_names(&ck, p);
+			if (k == FIND_DATALOADER && !waker.pid && fx_find_waker(m, p, &waker))
+				return -1;
 		}
 		f->has_cost = 1;
 		f->cost_ms = ms(cost);
 		f->cost_ms_per_step = f->cost_ms / (double)(r->steps ? r->steps : 1);
 		f->share = wall_ms > 0 ? f->cost_ms / (wall_ms * (double)f->n_pids) : 0;
 		idle_evidence(f, &e, r->steps, &ck);
+		if (waker.pid)
+			worker_bound(f, &waker, r->steps);
 		if (pick_where(m, ts, sym, (enum finding_kind)k, f))
 			return -1;
 	}
@@ -801,6 +845,7 @@ static void steps_from_nccl(struct fx_state *m)
 		if (strcmp(p->steps_from, "marker")) {
 			p->steps = rk->n_steps;
 			p->steps_from = "collective_period";
+			p->step_ms = p->step_regular = 0; /* not read here */
 		}
 	}
 }
@@ -854,6 +899,12 @@ int fx_build_findings(struct fx_state *m, struct trace_set *ts, struct symbolize
 	}
 	r->steps = busiest ? busiest->steps : 1;
 	r->steps_from = busiest ? busiest->steps_from : "none";
+	if (busiest) {
+		r->step_ms = busiest->step_ms;
+		r->step_regular = busiest->step_regular;
+		if (!strcmp(busiest->steps_from, "sync_period"))
+			r->step_site = cuda_func_name(busiest->step_site);
+	}
 	if (!busiest) {
 		/* no process drove a GPU: the job's steps are its collectives' */
 		const struct stragglers_result *s = m->strag ? model_stragglers_result(m->strag) : NULL;

@@ -1,7 +1,7 @@
 /* What the findings model's files share: the events it keeps per process,
- * the idle attribution (findings_idle.c) and the rules that turn it and
- * the other models' results into findings (findings_kinds.c).  Private to
- * model_findings*.c and findings_*.c. */
+ * the idle attribution (findings_idle.c and the files it names) and the
+ * rules that turn it and the other models' results into findings
+ * (findings_kinds.c).  Private to model_findings*.c and findings_*.c. */
 #ifndef FLIGHTREC_FINDINGS_PRIVATE_H
 #define FLIGHTREC_FINDINGS_PRIVATE_H
 
@@ -65,7 +65,8 @@ struct fx_ev {
 	uint32_t tid, stack_id;
 	uint16_t type;        /* enum fx_type */
 	uint16_t what;        /* CUDA function or syscall number */
-	uint8_t pageable, async;
+	uint8_t pageable : 1, async : 1;
+	uint8_t d2h : 1;      /* copies: device to host */
 	int16_t device;       /* CUDA calls: the thread's device, -1 unknown */
 };
 
@@ -86,21 +87,25 @@ enum { FX_WHERE_WHOLE = 0, FX_WHERE_TRIM = 1 };
 struct fx_evidence {
 	/* dataloader */
 	uint64_t dl_reads, dl_read_bytes, dl_read_ns, dl_futex, dl_futex_ns, dl_cpu_ns, dl_samples;
+	uint64_t dl_unsampled_ns;  /* the rest of intervals with loader calls and no sample */
 	/* pageable_copy */
 	uint64_t pg_copies, pg_sync, pg_bytes, pg_ns;
 	/* sync_checkpoint */
 	uint64_t ck_writes, ck_write_bytes, ck_write_ns, ck_fsyncs, ck_fsync_ns, ck_openclose_ns;
 	uint64_t ck_cpu_ns, ck_saves;
+	uint64_t ck_between_ns;   /* between a save's calls, no call covering it */
 	uint64_t ck_named;        /* writes to a file with a checkpoint's name */
 	/* host_sync */
 	uint64_t hs_gaps, hs_ns, hs_max_ns;
-	/* launch_bound: the steps whose pace the host set (findings_idle.c) */
+	uint64_t hs_copy_gaps, hs_copy_ns, hs_copy_bytes; /* of them: after a small
+							     synchronous copy to the host */
+	/* launch_bound: the steps whose pace the host set (findings_launch_bound.c) */
 	uint64_t lb_steps, lb_launches, lb_launch_ns, lb_wait_ns, lb_bound_ns;
 	uint64_t lb_span_ns;              /* first launch to last, summed over the runs */
 	uint64_t lb_gaps, lb_gap_ns;      /* the gaps that left the GPU idle, their idle */
 	uint64_t lb_mixed;                /* long runs of launches skipped: several streams,
 					     a graph launch, or a synchronize of another stream */
-	/* nccl_exchange and the rest of the time in collectives (findings_idle.c) */
+	/* nccl_exchange and the rest of the time in collectives (findings_attribute.c) */
 	uint64_t nc_calls, nc_bytes, nc_exchange_ns;
 	uint64_t nc_xfer_calls, nc_xfer_bytes, nc_xfer_ns; /* calls with an exchange: for
 							       the bandwidth */
@@ -113,11 +118,23 @@ struct fx_evidence {
 	uint64_t other_syscall_ns, implicit_ns, no_sample_ns;
 };
 
+/* A system call of the training thread charged to dataloader, as long as
+ * a batch could take to arrive (findings_kinds.c looks for who ended it). */
+struct fx_wait {
+	uint64_t t0, t1;
+	uint32_t tid;
+	uint16_t what;
+};
+#define FX_WAIT_MIN_NS 200000ull
+
 struct fx_proc {
 	uint32_t file, pid;
 	struct fx_ev *ev;
 	size_t n, cap;
 	uint64_t step_marks;      /* FR_EV_STEP events */
+	uint64_t exit_ns;         /* FR_EV_PROC_EXIT; 0 not recorded */
+	struct fx_wait *dl_waits; /* the dataloader waits in idle time (system calls) */
+	size_t n_dl_waits, cap_dl_waits;
 	uint64_t idle_ns, intervals;
 	uint64_t kind_ns[FIND_IDLE_KINDS];
 	uint64_t unexplained_ns;
@@ -129,6 +146,11 @@ struct fx_proc {
 	size_t n_idle, cap_idle;
 	size_t steps;
 	const char *steps_from;
+	double step_ms;           /* median time between step boundaries; 0 unknown */
+	double step_regular;      /* the share of steps within 25% of it */
+	uint16_t step_site;       /* sync_period: the CUDA function at the boundary */
+	uint64_t *mark_ts;        /* FR_EV_STEP times, in file order */
+	size_t n_mark_ts, cap_mark_ts;
 	uint32_t streams, devices; /* fx_streams_of() */
 	struct fx_nccl *nccl;     /* FXE_NCCL's splits, bytes indexes them */
 	size_t n_nccl, cap_nccl;
@@ -171,16 +193,25 @@ void fx_sort_events(struct fx_proc *p);
  * unexplained).  -1 when memory runs out. */
 int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer *sym,
 		      int have_samples, char *const *paths);
-/* The innermost user frame of frames[0..n) whose function name matches
- * the rule of kind (dataloader: *load*, *decode*, *collate*, __next__;
+/* findings_frames.c: the innermost user frame of frames[0..n) whose
+ * function name matches the rule of kind (dataloader: *load*, *decode*, *collate*, __next__;
  * sync_checkpoint: *save*, *checkpoint*, *serializ*), case-insensitive;
  * SIZE_MAX when none. */
 size_t fx_frame_match(const char *const *frames, size_t n, enum finding_kind kind);
-/* p->steps and p->steps_from from its own events (markers, else the
- * period of its synchronizing calls, else 1). */
+/* findings_steps.c: p->steps and p->steps_from from its own events
+ * (markers, else the period of its synchronizing calls, else 1). */
 void fx_steps_of(struct fx_proc *p);
-/* p->streams and p->devices from its CUDA calls; -1 when memory runs out. */
+/* findings_streams.c: p->streams and p->devices from its CUDA calls; -1
+ * when memory runs out. */
 int fx_streams_of(struct fx_proc *p);
+
+/* findings_waker.c: the thread that ended most of p's dataloader waits
+ * (pid 0: none ended half of them), with the waits' count and time. */
+struct fx_waker {
+	uint32_t pid, tid;
+	uint64_t waits, matched, wait_ns;
+};
+int fx_find_waker(const struct fx_state *m, const struct fx_proc *p, struct fx_waker *out);
 
 /* findings_kinds.c: the findings, not_evaluated and the order. */
 int fx_build_findings(struct fx_state *m, struct trace_set *ts, struct symbolizer *sym);

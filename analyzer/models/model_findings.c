@@ -105,6 +105,7 @@ static int on_copy(void *ctx, const struct cuda_copy_seen *c)
 		.stream = fx_stream_key(c->stream, c->flags & FR_CUDAF_PTSZ),
 		.tid = c->tid, .stack_id = c->stack_id, .type = FXE_COPY, .what = c->func,
 		.pageable = c->host == CUDA_HOST_PAGEABLE, .async = c->mode == CUDA_MODE_ASYNC,
+		.d2h = c->dir == CUDA_DIR_D2H,
 		.device = device16(c->device),
 	};
 	return fx_push(p, &e);
@@ -221,6 +222,26 @@ static int fx_feed(void *state, uint32_t file, const struct fr_rec_hdr *rec)
 		if (!p)
 			return -1;
 		p->step_marks++;
+		if (p->n_mark_ts == p->cap_mark_ts) {
+			size_t cap = p->cap_mark_ts ? 2 * p->cap_mark_ts : 64;
+			uint64_t *g = realloc(p->mark_ts, cap * sizeof(*g));
+			if (!g)
+				return -1;
+			p->mark_ts = g;
+			p->cap_mark_ts = cap;
+		}
+		struct fr_ev_common c;
+		memcpy(&c, rec, sizeof(c));
+		p->mark_ts[p->n_mark_ts++] = c.ts_ns;
+		return 0;
+	}
+	case FR_EV_PROC_EXIT: {
+		struct fr_ev_common c;
+		memcpy(&c, rec, sizeof(c));
+		uint64_t at;
+		/* only a process already seen: an exit alone makes no process */
+		if (hmap_get(&m->proc_index, file, pid, &at))
+			m->procs[at].exit_ns = c.ts_ns;
 		return 0;
 	}
 	case FR_EV_NCCL:
@@ -267,6 +288,8 @@ static void fx_destroy(void *state)
 	for (size_t i = 0; i < m->n_procs; i++) {
 		free(m->procs[i].ev);
 		free(m->procs[i].idle);
+		free(m->procs[i].mark_ts);
+		free(m->procs[i].dl_waits);
 		free(m->procs[i].nccl);
 		hmap_free(&m->procs[i].where);
 	}

@@ -105,6 +105,11 @@ struct findings_not_evaluated {
 struct findings_result {
 	size_t steps;              /* the steps of the process with the most idle */
 	const char *steps_from;
+	double step_ms;            /* the median time between its step boundaries;
+				      0: not known (collective_period, one step) */
+	double step_regular;       /* the share of its steps within 25% of step_ms */
+	const char *step_site;     /* sync_period: the CUDA function whose return
+				      marks a step; NULL otherwise */
 	double wall_ms;            /* the longest span of one file's events */
 	double min_share;          /* FINDINGS_MIN_SHARE */
 	struct findings_proc *procs; /* by file, pid */

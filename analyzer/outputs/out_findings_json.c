@@ -53,6 +53,22 @@ void out_findings_json(FILE *out, const struct findings_result *r)
 {
 	fprintf(out, "{\"steps\":%zu,\"steps_from\":", r->steps);
 	out_json_str(out, r->steps_from);
+	/* how regular the steps are; null where not read */
+	fputs(",\"step_ms\":", out);
+	if (r->step_ms > 0)
+		json_num(out, r->step_ms);
+	else
+		fputs("null", out);
+	fputs(",\"steps_regular\":", out);
+	if (r->step_ms > 0)
+		fprintf(out, "%.3f", r->step_regular);
+	else
+		fputs("null", out);
+	fputs(",\"step_site\":", out);
+	if (r->step_site)
+		out_json_str(out, r->step_site);
+	else
+		fputs("null", out);
 	fputs(",\"wall_ms\":", out);
 	json_num(out, r->wall_ms);
 	fprintf(out, ",\"min_share\":%.3f,\"gpu_idle_ms\":{", r->min_share);

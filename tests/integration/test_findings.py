@@ -2,13 +2,13 @@
 (the stand-in libcudart's fake GPU runs each kernel for a fixed time):
 each cause switched on alone (launch_bound too: many small kernels issued
 slower than the fake GPU runs them) is the first finding and names its
-culprit function in `where`, with a cost that is part of its process's GPU
-idle time; two causes together are both found and costed; the clean run has
-no finding above the threshold, and no launch_bound even under it.  How
-close each cost comes to the time the sample measured spending in the cause
-is a measurement, made by tests/bench/bench_findings.py, not asserted here.
-Recorded with --probes cpu,syscalls,cuda --freq 999, as `findings --help`
-advises.
+culprit function in `where`, with a cost within the stated band of the
+time the sample itself measured spending in the cause (its truth line; the
+band is read from the spread tests/bench/bench_findings.py prints); two
+causes together are both found and costed; the clean run has no finding
+above the threshold, and no launch_bound even under it.  Recorded with
+--probes cpu,syscalls,cuda --freq 999, as `findings --help` advises.  The shapes of a loop written apart from this one:
+test_findings_shapes.py.
 
 The NCCL job (FindingsNccl): samples/nccl_train, 4 ranks under
 samples/launch_ranks in one recording (--probes cpu,syscalls,nccl, as the
@@ -24,14 +24,17 @@ exceed the idle.
 
 The RDMA sample (FindingsRdma): samples/rdma_pingpong's injected error
 completions are an `rdma_errors` finding without an idle cost, whose
-evidence gives the same counts, by status, as `rdma --json` (flushed work
-requests, the consequence of an error, counted apart)."""
+evidence gives the counts, by status, that the sample's schedule implies
+(test_rdma.expected_side: every error_every-th signaled send fails with
+IBV_WC_RETRY_EXC_ERR; flushed work requests, the consequence of an error,
+are counted apart)."""
 import json
 import os
 import re
 import socket
 import subprocess
 import frtest
+from test_rdma import expected_side, sides
 
 STEPS = 40
 KIND_OF = {"dataloader": "dataloader", "pageable": "pageable_copy",
@@ -43,6 +46,26 @@ CULPRIT = {"dataloader": "decode_batch", "pageable_copy": "stage_input_pageable"
 CLI_KEYS = {"steps", "wall_ms", "gpu_idle_ms", "unexplained_ms", "not_evaluated", "findings"}
 FINDING_KEYS = {"kind", "cost_ms", "cost_ms_per_step", "share", "pids", "ranks", "where",
                 "evidence", "fix"}
+
+
+# How far a cost may stray from the sample's truth: the spread of
+# cost/truth in tests/bench/bench_findings.py (3 runs of each case on the
+# 2-core VM beside other recordings) stays inside it, with the machine's
+# noise (a thread descheduled inside a measured stretch) included.
+BAND = 0.30
+
+
+# launch_bound is a lower bound by its rule (each kernel replayed at the
+# run's last kernel's bound: "at least"); on a host far busier than its
+# cores the descheduled dispatch makes the truth's gaps longer than that
+# bound reads (bench: 0.79-0.90 at load 10, 0.49-0.64 at load 20)
+LOWER = {"launch_bound": 0.4}
+
+
+def in_band(test, cost, truth, what, kind=None):
+    test.assertGreater(truth, 0, what)  # the sample did spend time in it
+    test.assertGreaterEqual(cost, LOWER.get(kind, 1 - BAND) * truth, what)
+    test.assertLessEqual(cost, (1 + BAND) * truth, what)
 
 
 def run_case(name, causes):
@@ -75,10 +98,9 @@ class Findings(frtest.Case):
         self.assertEqual(len(found), 1, (kind, js["findings"]))
         f = found[0]
         self.assertIn(CULPRIT[kind], f["where"], f)
-        self.assertGreater(truth[kind], 0, truth)  # the sample did spend time in it
         idle = sum(js["gpu_idle_ms"].values())
-        self.assertGreater(f["cost_ms"], 0, f)
         self.assertLessEqual(f["cost_ms"], idle, (f, idle))  # a part of the idle time
+        in_band(self, f["cost_ms"], truth[kind], (kind, f["cost_ms"], truth), kind)
         self.assertAlmostEqual(f["cost_ms_per_step"], f["cost_ms"] / STEPS, places=2)
         self.assertEqual(f["pids"], [int(p) for p in js["gpu_idle_ms"]], f)
         return f
@@ -115,7 +137,17 @@ class Findings(frtest.Case):
                 js, truth, _ = run_case("_".join(causes), causes)
                 self.check_shape(js)
                 for c in causes:
-                    self.check_found(js, truth, KIND_OF[c])
+                    kind = KIND_OF[c]
+                    # beside a checkpoint on a slow disk host_sync's 3 short
+                    # gaps a step can fall under the 3% threshold: then it is
+                    # listed below it, costed as truly
+                    if truth[kind] < 2 * js["min_share"] * js["wall_ms"]:
+                        f = next((b for b in js["findings"] + js["below"]
+                                  if b["kind"] == kind), None)
+                        self.assertIsNotNone(f, (kind, js))
+                        in_band(self, f["cost_ms"], truth[kind], (kind, f, truth))
+                    else:
+                        self.check_found(js, truth, kind)
 
 
 NCCL_STEPS = 12
@@ -214,7 +246,7 @@ class FindingsNccl(frtest.Case):
 
 
 class FindingsRdma(frtest.Case):
-    def test_rdma_errors_match_the_rdma_command(self):
+    def test_rdma_errors_match_the_schedule(self):
         if not os.path.exists(frtest.sample("rdma_pingpong")):
             self.skipTest("rdma_pingpong not built (needs libibverbs-dev headers)")
         d = frtest.workdir("findings_rdma")
@@ -224,22 +256,20 @@ class FindingsRdma(frtest.Case):
                frtest.sample("rdma_pingpong")]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        rdma = json.loads(frtest.analyze("rdma", trace, "--json").stdout)
-        statuses = {}
-        for c in rdma["connections"]:
-            for name, n in c["error_status"].items():
-                if name != "IBV_WC_WR_FLUSH_ERR":
-                    statuses[name] = statuses.get(name, 0) + n
-        errors = sum(c["errors"] for c in rdma["connections"])
-        conns = sum(1 for c in rdma["connections"] if c["errors"])
-        self.assertGreater(sum(statuses.values()), 0, rdma)
+        # what the schedule implies: the sample says each side's error_every
+        by_side = sides(p.stdout)
+        self.assertEqual(set(by_side), {"A0", "A1", "B0", "B1"}, p.stdout)
+        want = [expected_side(s["error_every"]) for s in by_side.values()]
+        errors = sum(w["errors"] for w in want)
+        conns = sum(1 for w in want if w["errors"])
+        statuses = {"IBV_WC_RETRY_EXC_ERR": errors}
+        self.assertGreater(errors, 0, by_side)
         js = json.loads(frtest.analyze("findings", trace, "--json").stdout)
         found = [f for f in js["findings"] if f["kind"] == "rdma_errors"]
         self.assertEqual(len(found), 1, js["findings"])
         f = found[0]
         self.assertIsNone(f["cost_ms"], f)
-        self.assertEqual(f["pids"], sorted({c["pid"] for c in rdma["connections"]
-                                            if c["errors"]}), f)
+        self.assertEqual(len(f["pids"]), 1, f)  # every QP in the sample's one process
         self.assertTrue(f["evidence"].startswith(
             f"{errors} error completions on {conns} connections:"), (f, errors, conns))
         for name, n in statuses.items():

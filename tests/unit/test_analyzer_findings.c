@@ -80,7 +80,8 @@ static void test_standard_trace(void)
 static void test_launch_bound(void)
 {
 	char *json = launch_findings("analyzer_findings_launch.frec", LAUNCH_BOUND, 1, 1);
-	HAS(json, "{\"steps\":10,\"steps_from\":\"sync_period\",\"wall_ms\":30.100,");
+	HAS(json, "{\"steps\":10,\"steps_from\":\"sync_period\",\"step_ms\":3.000,"
+		  "\"steps_regular\":1.000,\"step_site\":\"cudaStreamSynchronize\",\"wall_ms\":30.100,");
 	HAS(json, "\"gpu_idle_ms\":{\"510\":25.090},\"unexplained_ms\":{\"510\":0.000},"
 		  "\"streams\":{\"510\":1},\"devices\":{\"510\":1},");
 	/* most costly first: launch_bound 14.25 ms, then host_sync 10.84 ms */

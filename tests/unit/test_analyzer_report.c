@@ -155,7 +155,8 @@ int main(void)
 		return check_finish();
 	check_findings_member(html, ftrace);
 	/* the numbers the trace was built for: 10 intervals of 4 ms */
-	CHECK(strstr(html, "\"findings\":{\"steps\":10,\"steps_from\":\"sync_period\",\"wall_ms\":51.000,") != NULL);
+	CHECK(strstr(html, "\"findings\":{\"steps\":10,\"steps_from\":\"sync_period\",\"step_ms\":5.000,"
+		     "\"steps_regular\":1.000,\"step_site\":\"cudaDeviceSynchronize\",\"wall_ms\":51.000,") != NULL);
 	CHECK(strstr(html, "\"gpu_idle_ms\":{\"500\":40.000},\"unexplained_ms\":{\"500\":4.000}") != NULL);
 	CHECK(strstr(html, "{\"kind\":\"host_sync\",\"cost_ms\":26.000,\"cost_ms_per_step\":2.600,"
 			   "\"share\":0.5098,\"pids\":[500],\"ranks\":[],"
