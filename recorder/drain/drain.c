@@ -4,10 +4,6 @@
 #include "attach/rdma_datapath.h"
 #include "verbs_abi.h"
 
-/* The ring filled past 1/DRAIN_BEHIND_FRACTION: the drain is behind, and
- * optional work steps aside (drain.h). */
-#define DRAIN_BEHIND_FRACTION 16
-
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +13,10 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+/* The ring filled past 1/DRAIN_BEHIND_FRACTION: the drain is behind, and
+ * optional work steps aside (drain.h). */
+#define DRAIN_BEHIND_FRACTION 16
 
 static void sink_new_stack(void *ctx, uint32_t pid, const uint64_t *kernel_ips,
 			   uint16_t n_kernel, const uint64_t *user_ips, uint16_t n_user)
@@ -344,9 +344,16 @@ int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 	d->sink.py_code = sink_py_code;
 	d->sink.kernel_ips = sink_kernel_ips;
 	d->sink.ctx = d;
-	if (sparse && !ring_fill_open(&d->fill, ring_fd)) {
-		d->behind_bytes = d->fill.size / DRAIN_BEHIND_FRACTION;
-		d->sink.behind = sink_behind;
+	if (sparse) {
+		int ferr = ring_fill_open(&d->fill, ring_fd);
+		if (!ferr) {
+			d->behind_bytes = d->fill.size / DRAIN_BEHIND_FRACTION;
+			d->sink.behind = sink_behind;
+		} else {
+			fprintf(stderr, "flightrec: cannot map the ring buffer's positions (%s): "
+				"sparse stacks are planned even when the drain is behind\n",
+				strerror(-ferr));
+		}
 	}
 	d->on_proc = on_proc;
 	d->on_proc_ctx = ctx;

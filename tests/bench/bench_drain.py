@@ -12,8 +12,9 @@ the default buffer:
      ring_full, no chunk_lost: every call the program made is in the file)
      is the rate the recorder holds.  Each rate is recorded --runs times and
      holds only if every run lost nothing.  The job's own ceiling under the
-     probes ("as fast as it can") is printed too: a rate above it cannot be
-     asked for, and the held rate is at most that.
+     probes ("as fast as it can") is recorded too: a rate above it cannot be
+     made, so the held rate is at most that, and is that when those runs
+     lost nothing.
   2. The storm: samples/cuda_storm 100000 (200,000 cudaMalloc/cudaFree
      calls, each a cudaFree waiting for the device) recorded with the
      defaults, --runs times: events lost, the recorder's CPU, and how many
@@ -127,6 +128,11 @@ def main():
             if not all(r["dropped"] == 0 and r["recorded"] == r["made"] for r in runs):
                 break
             mode["held"] = max(mode["held"], min(r["rate"] for r in runs))
+            if max(r["rate"] for r in runs) < 0.9 * rate:
+                break  # the job's own ceiling: higher rates cannot be made
+        if all(r["dropped"] == 0 and r["recorded"] == r["made"] for r in ceiling):
+            # as fast as the job goes, nothing lost
+            mode["held"] = max(mode["held"], min(r["rate"] for r in ceiling))
     print("\n%-14s %24s %24s" % ("mode", "held, no loss (ev/s)", "job's ceiling (ev/s)"))
     for name, _, _ in MODES:
         m = results["modes"][name]

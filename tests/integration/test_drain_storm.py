@@ -9,9 +9,10 @@ an event that writing every copy whole would have kept.
 2. The recorder stopped (SIGSTOP) for the whole storm, so its ring is full
    when it goes on: the drain is behind and writes copies whole, unplanned,
    counting them (the trace's "ustack_behind" entry, the end-of-run line)
-   until it has caught up, then sparse again.  Every call is recorded or
-   counted as lost, exactly, and every recorded call's stack, from a whole
-   copy or a sparse one, still runs from the program's entry to main.
+   until it has caught up, then asks the sparse planner again.  Every call
+   is recorded or counted as lost, exactly, and every recorded call's
+   stack, from a whole copy or a sparse one, still runs from the program's
+   entry to main.
 
 FLIGHTREC_DRAIN_STORM_RUNS sets the recordings of part 1 (4: each stack
 mode quiet and busy)."""
@@ -118,17 +119,21 @@ class DrainStorm(frtest.Case):
         for x in info["losses"]:
             if x["probe"] == "cuda":
                 self.assertEqual(x["reason"], "ring_full", x)
-        # the ring was full when the drain went on: its first copies whole,
-        # its last (the ring nearly empty, nothing more coming) sparse
+        # the ring was full when the drain went on: its first copies were
+        # written whole without the planner, its last (the ring under 1/16,
+        # nothing more coming) given to the planner again, which made them
+        # sparse or, without the images yet, kept them whole itself
         behind = probe(info, "ustack_behind")["events"]
-        self.assertEqual(behind, int(re.search(
-            r"(\d+) copies whole because the drain was behind", err).group(1)))
+        m = re.search(r"(\d+) copies sparse, (\d+) whole, .*; (\d+) copies whole because "
+                      r"the drain was behind", err)
+        planned_sparse, planned_whole = int(m.group(1)), int(m.group(2))
+        self.assertEqual(behind, int(m.group(3)))
         flags = ustack_flags(trace)
         self.assertEqual(len(flags), cuda["events"])
-        n_sparse = sum(1 for f in flags if f & FR_USTACK_SPARSE)
+        self.assertEqual(sum(1 for f in flags if f & FR_USTACK_SPARSE), planned_sparse)
+        self.assertEqual(planned_sparse + planned_whole + behind, len(flags))
         self.assertGreater(behind, 0)
-        self.assertGreater(n_sparse, 0)
-        self.assertLessEqual(behind, len(flags) - n_sparse)
+        self.assertGreater(planned_sparse + planned_whole, 0)
         # and every stack, whole or sparse, is the program's own
         calls = [e for e in frtest.dump(trace, "--type", "cuda") if e["type"] == "cuda"]
         self.assertEqual(len(calls), cuda["events"])
