@@ -189,6 +189,14 @@ static void collect_stats(void *ctx, struct recorder_stats *st)
 			ps->events = bpf_probes_rdma_empty_polls(&r->probes);
 		}
 	}
+	if (r->sparse) {
+		/* not events: raw stacks written whole, unplanned, because the
+		 * drain was behind (ring_record.h) */
+		ps = &st->probes[st->n_probes++];
+		memset(ps, 0, sizeof(*ps));
+		snprintf(ps->name, sizeof(ps->name), "ustack_behind");
+		ps->events = atomic_load(&r->drain.sink.whole_behind);
+	}
 	ps = &st->probes[st->n_probes++];
 	memset(ps, 0, sizeof(*ps));
 	snprintf(ps->name, sizeof(ps->name), "mmap");
@@ -495,10 +503,12 @@ static int finish(struct recording *r, uint64_t start_ns)
 		if (r->sparse) {
 			struct ustack_sparse_stats ss = ustack_sparse_stats(r->sparse);
 			fprintf(stderr, "; %llu copies sparse, %llu whole, %.1f%% of their stack "
-				"bytes kept, %llu unwinders made", (unsigned long long)ss.sparse,
+				"bytes kept, %llu unwinders made; %llu copies whole because the "
+				"drain was behind", (unsigned long long)ss.sparse,
 				(unsigned long long)ss.whole,
 				ss.bytes_in ? 100.0 * (double)ss.bytes_kept / (double)ss.bytes_in : 0.0,
-				(unsigned long long)ss.rebuilds);
+				(unsigned long long)ss.rebuilds,
+				(unsigned long long)atomic_load(&r->drain.sink.whole_behind));
 		}
 		fprintf(stderr, "\n");
 		const struct unwind_writer_stats *uw = &r->track.unwind;
@@ -521,7 +531,8 @@ static int finish(struct recording *r, uint64_t start_ns)
 		uint64_t total = 0;
 		for (uint32_t i = 0; i < st.n_probes; i++)
 			if (strcmp(st.probes[i].name, "writer") && strcmp(st.probes[i].name, "mmap") &&
-			    strcmp(st.probes[i].name, "rdma_idle_polls"))
+			    strcmp(st.probes[i].name, "rdma_idle_polls") &&
+			    strcmp(st.probes[i].name, "ustack_behind"))
 				total += st.probes[i].events;
 		ring_mode_report(&r->ring_mode, &rs, total, r->opts.output,
 				 (end.cpu_user_ns + end.cpu_sys_ns) / 1e9, (mono_ns() - r->born_ns) / 1e9);
@@ -542,13 +553,15 @@ static int finish(struct recording *r, uint64_t start_ns)
 		fprintf(stderr, "flightrec: wrote %s: ", r->opts.output);
 		for (uint32_t i = 0; i < st.n_probes; i++) {
 			const char *nm = st.probes[i].name;
-			if (!strcmp(nm, "writer") || !strcmp(nm, "mmap") || !strcmp(nm, "rdma_idle_polls"))
+			if (!strcmp(nm, "writer") || !strcmp(nm, "mmap") || !strcmp(nm, "rdma_idle_polls") ||
+			    !strcmp(nm, "ustack_behind"))
 				continue;
 			total += st.probes[i].events;
 		}
 		fprintf(stderr, "%" PRIu64 " events (", total);
 		for (uint32_t i = 0, first = 1; i < st.n_probes; i++) {
-			if (!strcmp(st.probes[i].name, "writer"))
+			if (!strcmp(st.probes[i].name, "writer") ||
+			    !strcmp(st.probes[i].name, "ustack_behind")) /* on the dwarf line */
 				continue;
 			fprintf(stderr, "%s%s %" PRIu64, first ? "" : ", ",
 				!strcmp(st.probes[i].name, "mmap") ? "mappings" : st.probes[i].name,

@@ -14,6 +14,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* The ring filled past 1/DRAIN_BEHIND_FRACTION: the drain is behind, and
+ * optional work steps aside (drain.h). */
+#define DRAIN_BEHIND_FRACTION 16
+
 static void sink_new_stack(void *ctx, uint32_t pid, const uint64_t *kernel_ips,
 			   uint16_t n_kernel, const uint64_t *user_ips, uint16_t n_user)
 {
@@ -62,6 +66,12 @@ static void sink_kernel_ips(void *ctx, const uint64_t *ips, uint16_t n)
 			fresh[k++] = ips[i];
 	if (k)
 		sym_collector_push(d->syms, 0, fresh, k, NULL, 0);
+}
+
+static bool sink_behind(void *ctx)
+{
+	struct drain *d = ctx;
+	return ring_fill_bytes(&d->fill) > d->behind_bytes;
 }
 
 static void sink_py_code(void *ctx, uint32_t pid, uint64_t code, uint16_t fingerprint)
@@ -334,6 +344,17 @@ int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 	d->sink.py_code = sink_py_code;
 	d->sink.kernel_ips = sink_kernel_ips;
 	d->sink.ctx = d;
+	if (sparse) {
+		int ferr = ring_fill_open(&d->fill, ring_fd);
+		if (!ferr) {
+			d->behind_bytes = d->fill.size / DRAIN_BEHIND_FRACTION;
+			d->sink.behind = sink_behind;
+		} else {
+			fprintf(stderr, "flightrec: cannot map the ring buffer's positions (%s): "
+				"sparse stacks are planned even when the drain is behind\n",
+				strerror(-ferr));
+		}
+	}
 	d->on_proc = on_proc;
 	d->on_proc_ctx = ctx;
 	d->period_us = 5000;
@@ -347,6 +368,7 @@ int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 	if (!d->rb) {
 		int err = -errno;
 		frec_builder_free(d->builder);
+		ring_fill_close(&d->fill);
 		return err ? err : -EINVAL;
 	}
 	attach_hold_init(&d->hold);
@@ -362,6 +384,7 @@ int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 		attach_hold_stop(&d->hold);
 		ring_buffer__free(d->rb);
 		frec_builder_free(d->builder);
+		ring_fill_close(&d->fill);
 		return -err;
 	}
 	return 0;
@@ -379,4 +402,5 @@ void drain_stop(struct drain *d)
 	d->sink.builder = NULL;
 	free(d->kips);
 	d->kips = NULL;
+	ring_fill_close(&d->fill);
 }

@@ -134,8 +134,13 @@ static int write_ustack(struct ring_sink *s, const uint8_t *t, const struct fr_r
 	const uint8_t *keep = NULL;
 	uint64_t regs[FR_USTACK_REGS];
 	memcpy(regs, h->regs, sizeof(regs));
-	if (s->sparse && ustack_sparse_plan(s->sparse, h->pid, h->tid, regs, stack, h->stack_len,
-					    &stack_len, &keep, &regs_used)) {
+	bool plan = s->sparse != NULL;
+	if (plan && s->behind && s->behind(s->ctx)) {
+		plan = false;
+		atomic_fetch_add_explicit(&s->whole_behind, 1, memory_order_relaxed);
+	}
+	if (plan && ustack_sparse_plan(s->sparse, h->pid, h->tid, regs, stack, h->stack_len,
+				       &stack_len, &keep, &regs_used)) {
 		for (int i = 0; i < FR_USTACK_REGS; i++)
 			if (!(regs_used & 1u << i))
 				regs[i] = 0;
@@ -163,8 +168,9 @@ static int write_ustack(struct ring_sink *s, const uint8_t *t, const struct fr_r
 	memcpy(out + sizeof(r) + kernel_bytes, py, py_bytes);
 	uint8_t *out_stack = out + sizeof(r) + kernel_bytes + py_bytes;
 	if (keep) {
+		/* keep[] is 0 or 1: a mask of 0 or 0xff, without a branch a byte */
 		for (uint32_t i = 0; i < stack_len; i++)
-			out_stack[i] = keep[i] ? stack[i] : 0;
+			out_stack[i] = stack[i] & (uint8_t)-keep[i];
 	} else {
 		memcpy(out_stack, stack, stack_len);
 	}

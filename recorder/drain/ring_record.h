@@ -1,8 +1,8 @@
 /* One BPF ring record into trace-file records: the event's fixed part, and
  * its stack — frame-pointer ips interned into the stack table (an
  * FR_REC_STACK the first time), or the raw user stack of --stack dwarf
- * written as an FR_REC_USTACK, sparse when the sink has a planner — with
- * the event's stack_id naming it.  An
+ * written as an FR_REC_USTACK, sparse when the sink has a planner and the
+ * drain is not behind (drain.h) — with the event's stack_id naming it.  An
  * event and its stack always travel in one ring record, so nothing is
  * paired here.  Every record that cannot be turned into an event is counted
  * with its probe and reason.  Each type's size, family and whether it
@@ -12,6 +12,7 @@
 #define FLIGHTREC_RING_RECORD_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,12 @@ struct ring_sink {
 	/* dwarf mode: raw stacks are written sparse where it can plan them
 	 * (ustack_sparse.h); NULL: every copy whole */
 	struct ustack_sparse *sparse;
+	/* asked before a raw stack is planned: true when the drain is behind
+	 * (its ring filling), and the copy is then written whole, unplanned,
+	 * at the whole-copy path's cost; NULL: never behind */
+	bool (*behind)(void *ctx);
+	/* raw stacks written whole because the drain was behind */
+	atomic_uint_fast64_t whole_behind;
 	uint32_t ustacks; /* FR_REC_USTACK records written (their ids count up) */
 	atomic_uint_fast64_t events[FR_PROBE_MAX]; /* delivered, per probe */
 	/* losses here, per probe and reason (FR_DROP_MALFORMED, FR_DROP_NO_MEMORY) */

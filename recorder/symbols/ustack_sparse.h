@@ -22,7 +22,9 @@
  * later mapping).
  *
  * Threads: images are added by the tracking thread; stacks are planned on
- * the drain thread, the one caller of ustack_sparse_plan. */
+ * the drain thread, the one caller of ustack_sparse_plan, and only while it
+ * keeps up: a drain that is behind writes copies whole without asking
+ * (drain/drain.h). */
 #ifndef FLIGHTREC_USTACK_SPARSE_H
 #define FLIGHTREC_USTACK_SPARSE_H
 

@@ -13,6 +13,8 @@ a bench that cannot run (a missing tool) is reported and skipped.
                                          the fixed part beside perf archive
   --pid attach         bench_cache.py    torch loop, recorder CPU, cache
   99 Hz slowdown       bench_recorder.py fixed work, flightrec vs perf -g
+  drain keeps up       bench_drain.py    rate held with no loss, the cuda storm,
+                                         fp / dwarf sparse / dwarf whole
   many ranks           bench_ranks.py    stragglers/report/sqlite at 64..1024
 
 usage: sudo tests/bench/run_all.py [--build build] [--quick] [--only NAME,...]
@@ -37,6 +39,7 @@ def benches(quick):
         ("startup", ["bench_startup.py", "--runs", "2" if quick else "5"]),
         ("cache", ["bench_cache.py", "--runs", "1" if quick else "3"]),
         ("recorder", ["bench_recorder.py", "--runs", "2" if quick else "5"]),
+        ("drain", ["bench_drain.py", "--runs", "1" if quick else "3"]),
         ("ranks", ["bench_ranks.py"] + (["--ranks", "64,256"] if quick else [])),
     ]
 
@@ -101,6 +104,14 @@ def summary(outdir, texts):
     rows.append(("99 Hz sampling slowdown, fixed work",
                  fmt(get(rec, "cpu_slowdown", "ratio_flightrec"), "{:.3f}", "x"),
                  "perf -g: %s" % fmt(get(rec, "cpu_slowdown", "ratio_perf"), "{:.3f}", "x"), "keep"))
+    drain = load(os.path.join(outdir, "bench_drain.json"))
+    for mode in ("fp", "dwarf sparse", "dwarf whole"):
+        m = get(drain, "modes", mode) or {}
+        storm = m.get("storm") or []
+        rows.append(("%s: rate held with no loss / storm lost" % mode,
+                     "%s / %s" % (fmt(m.get("held"), "{:.0f}", " ev/s"),
+                                  fmt(max((r["dropped"] for r in storm), default=None), "{:d}")),
+                     "", "storm: 0"))
     ranks = load(os.path.join(outdir, "ranks.json"))
     rows.append(("many ranks", "see bench_ranks table", "", "bounded memory"))
     lines = ["%-52s %-22s %-26s %s" % ("what", "flightrec", "reference, same run", "goal")]

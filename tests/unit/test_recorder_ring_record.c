@@ -4,7 +4,9 @@
  * event it interrupted — from two threads whose ids are 256 apart, in both
  * stack modes, plus damaged records.  Written to a real trace and read back:
  * every event names the stack that was sent with it, and every record that
- * could not become an event is counted with its probe and reason. */
+ * could not become an event is counted with its probe and reason.  A drain
+ * that is behind writes raw stacks whole without asking the sparse planner,
+ * and counts them. */
 #include "check.h"
 #include "test_format_util.h"
 
@@ -12,6 +14,8 @@
 #include "fr_family.h"
 #include "frec_writer.h"
 #include "drain/ring_record.h"
+#include "symbols/dso_table.h"
+#include "symbols/ustack_sparse.h"
 
 #define MAX_EVENTS 64
 
@@ -172,6 +176,88 @@ static void count_py(void *ctx, uint32_t pid, uint64_t code, uint16_t fp)
 	py_codes_right += code >= 0x7000 && code <= 0x70ff && fp == 1;
 }
 
+static bool behind_now;
+static int behind_asked;
+
+static bool is_behind(void *ctx)
+{
+	(void)ctx;
+	behind_asked++;
+	return behind_now;
+}
+
+/* The planner steps aside while the drain is behind: the copy is written
+ * whole, the planner never sees it, and the copy is counted; caught up, the
+ * planner is asked again (it has no mappings here, so it keeps the copy
+ * whole itself, counted as its own).  A frame-pointer stack never asks. */
+static void test_behind(void)
+{
+	const char *path = tu_path("behind.frec");
+	struct frec_writer_opts o;
+	struct frec_writer *w;
+	struct frec_error err;
+	struct dso_table dsos;
+	frec_writer_opts_default(&o);
+	o.schema = fr_schema_table(&o.n_schema);
+	CHECK(frec_writer_open(path, NULL, &o, &w, &err) == 0);
+	dso_table_init(&dsos);
+	static struct ring_sink sink;
+	sink.builder = frec_builder_new(w, FR_CHUNK_EVENTS);
+	sink.stacks = stack_table_new();
+	sink.sparse = ustack_sparse_new(&dsos);
+	sink.behind = is_behind;
+	CHECK(sink.sparse != NULL);
+	const uint32_t cuda = sizeof(struct fr_ev_cuda);
+	size_t n;
+
+	behind_now = true;
+	n = dwarf_record(FR_EV_CUDA, cuda, 77, 1000, 1000, 0xe1, 4096);
+	CHECK(ring_sink_record(&sink, ring_buf, n) != NULL);
+	n = dwarf_record(FR_EV_CUDA, cuda, 77, 1000, 2000, 0xe2, 2048);
+	CHECK(ring_sink_record(&sink, ring_buf, n) != NULL);
+	struct ustack_sparse_stats st = ustack_sparse_stats(sink.sparse);
+	CHECK_EQ_U64(st.sparse + st.whole, 0);
+	CHECK_EQ_U64(st.bytes_in, 0);
+	CHECK_EQ_U64(atomic_load(&sink.whole_behind), 2);
+	n = fp_record(FR_EV_CUDA, cuda, 77, 1000, 2500, 0x401234, 0, 2);
+	CHECK(ring_sink_record(&sink, ring_buf, n) != NULL);
+	CHECK_EQ_U64(behind_asked, 2);
+
+	behind_now = false;
+	n = dwarf_record(FR_EV_CUDA, cuda, 77, 1000, 3000, 0xe3, 1024);
+	CHECK(ring_sink_record(&sink, ring_buf, n) != NULL);
+	st = ustack_sparse_stats(sink.sparse);
+	CHECK_EQ_U64(st.whole, 1);
+	CHECK_EQ_U64(st.bytes_in, 1024);
+	CHECK_EQ_U64(atomic_load(&sink.whole_behind), 2);
+	CHECK_EQ_U64(sink.ustacks, 3);
+
+	frec_builder_free(sink.builder);
+	CHECK(frec_writer_close(w, NULL, NULL, 0, &err) == 0);
+	stack_table_free(sink.stacks);
+	ustack_sparse_free(sink.sparse);
+	dso_table_destroy(&dsos);
+
+	struct fr_drop_count got[8];
+	uint32_t n_got = 0;
+	read_back(path, got, &n_got);
+	CHECK_EQ_U64(n_events, 4);
+	CHECK_EQ_U64(n_ustacks, 3);
+	static const struct { uint64_t ts; uint64_t rsp; uint32_t len; } want[] = {
+		{ 1000, 0xe1, 4096 }, { 2000, 0xe2, 2048 }, { 3000, 0xe3, 1024 },
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct seen_event *e = event_at(want[i].ts);
+		const struct seen_ustack *u = e ? ustack_by_id(e->stack_id) : NULL;
+		CHECK(u != NULL);
+		if (!u)
+			continue;
+		CHECK_EQ_U64(u->rsp, want[i].rsp);
+		CHECK_EQ_U64(u->stack_len, want[i].len); /* whole */
+		CHECK(u->bytes_ok);
+	}
+}
+
 int main(void)
 {
 	const char *path = tu_path("ring.frec");
@@ -326,5 +412,6 @@ int main(void)
 	CHECK_EQ_U64(got[1].reason, FR_DROP_STACK_BUSY);
 	CHECK(!FR_DROP_LOSES_EVENT(got[1].reason));
 	CHECK_STR(fr_drop_reason_name(got[1].reason), "stack_busy");
+	test_behind();
 	return check_finish();
 }
