@@ -22,6 +22,7 @@ int cmd_archive(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_findings(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_summary(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_explain(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_diff(int argc, char **argv, FILE *out, FILE *errout);
 
 
 #endif

@@ -26,6 +26,7 @@ static const struct {
 	{ "findings", cmd_findings, "why the GPUs wait, what each cause costs, what to change" },
 	{ "summary", cmd_summary, "the whole recording in 2,000 tokens (md or json) for a person or an LLM" },
 	{ "explain", cmd_explain, "one function's story: CPU share, callers, callees, CUDA, memory, findings" },
+	{ "diff", cmd_diff, "two recordings compared: step time, findings, functions that changed" },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -30,6 +30,13 @@ struct sc_row {
 struct stack_calls_result {
 	struct sc_row *rows;          /* by file, pid, stack, kind, func */
 	size_t n_rows;
+	/* The sampling rate the trace does not record, estimated from the
+	 * gaps between consecutive CPU samples of one thread under a second:
+	 * a thread on CPU is sampled once a period, one that sleeps between
+	 * samples only lengthens its gap, so the short end (the 10th
+	 * percentile) is the period.  0 when no thread has two samples. */
+	uint64_t sample_gap_ns;
+	double sample_hz;             /* 1e9 / sample_gap_ns, or 0 */
 };
 
 const struct stack_calls_result *model_stack_calls_result(const void *state);
