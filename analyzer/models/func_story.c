@@ -2,6 +2,7 @@
  * recounted (func_story.h says what each number is). */
 #include "func_story.h"
 #include "flame_tree.h"
+#include "frame_pick.h"
 #include "hmap.h"
 #include "model_cpu.h"
 #include "model_findings.h"
@@ -61,7 +62,11 @@ static void edges_sort(struct edges *e)
 }
 
 /* The value under fn in a tree: nodes matching fn with no matching
- * ancestor (parents come before their children in a flame tree). */
+ * ancestor (parents come before their children in a flame tree).
+ * Callers and callees are the nearest frames that are not interpreter
+ * internals or unnamed offsets (frame_pick.h): Linear.forward's caller is
+ * Module._call_impl, not _PyObject_MakeTpCall; what ends in such frames
+ * under fn is the callee STORY_COLLAPSED. */
 static int tree_under(const struct flame_tree *t, const char *fn, uint64_t *under,
 		      uint64_t *self, struct edges *callers, struct edges *callees,
 		      struct edges *frames)
@@ -72,17 +77,26 @@ static int tree_under(const struct flame_tree *t, const char *fn, uint64_t *unde
 		*self = 0;
 	if (n < 2)
 		return 0;
-	uint8_t *state = calloc(n, 1); /* bit 0: matches, bit 1: an ancestor matches */
-	if (!state)
-		return -1;
-	int rc = 0;
+	/* state bit 0: matches, bit 1: an ancestor matches, bit 2: collapsed */
+	uint8_t *state = calloc(n, 1);
+	uint32_t *anchor = calloc(n, sizeof(*anchor)); /* nearest ancestor not collapsed */
+	int rc = state && anchor ? 0 : -1;
 	for (uint32_t i = 1; i < n && !rc; i++) {
 		const struct flame_node *nd = flame_tree_node(t, i);
-		uint8_t up = nd->parent ? state[nd->parent] : 0;
-		state[i] = (uint8_t)((up ? 2 : 0) | (func_frame_matches(nd->name, fn) ? 1 : 0));
-		if (!(state[i] & 1)) {
-			if (callees && (up & 1))
+		uint32_t p = nd->parent;
+		uint8_t up = p ? state[p] : 0;
+		int match = func_frame_matches(nd->name, fn);
+		enum frame_class c = frame_classify(NULL, nd->name);
+		state[i] = (uint8_t)((up & 3 ? 2 : 0) | (match ? 1 : 0) |
+				     (!match && (c == FC_INTERP || c == FC_UNNAMED) ? 4 : 0));
+		anchor[i] = p && (state[p] & 4) ? anchor[p] : p;
+		uint32_t a = anchor[i];
+		int under_match = a && (state[a] & 1);
+		if (!match) {
+			if (callees && under_match && !(state[i] & 4))
 				rc = edges_add(callees, nd->name, nd->total);
+			else if (callees && under_match && nd->self)
+				rc = edges_add(callees, STORY_COLLAPSED, nd->self);
 			continue;
 		}
 		if (self)
@@ -92,12 +106,11 @@ static int tree_under(const struct flame_tree *t, const char *fn, uint64_t *unde
 		if (state[i] & 2)
 			continue;
 		*under += nd->total;
-		if (callers && !rc) {
-			const struct flame_node *p = flame_tree_node(t, nd->parent);
-			rc = edges_add(callers, nd->parent ? p->name : "[root]", nd->total);
-		}
+		if (callers && !rc)
+			rc = edges_add(callers, a ? flame_tree_node(t, a)->name : "[root]", nd->total);
 	}
 	free(state);
+	free(anchor);
 	return rc;
 }
 

@@ -12,7 +12,10 @@
  * " (" (a Python frame, "forward (model.py:12)": every line of it).  A
  * sample is under the function when any frame of its stack is; recursion
  * counts a sample once in total (nodes under an outer match are skipped),
- * while callees are summed over every match.  Not for output
+ * while callees are summed over every match.  Callers and callees skip
+ * interpreter internals and unnamed offsets (frame_pick.h), so a Python
+ * function's neighbours are Python functions and the native code it
+ * reaches.  Not for output
  * (out_explain.c). */
 #ifndef FLIGHTREC_FUNC_STORY_H
 #define FLIGHTREC_FUNC_STORY_H
@@ -84,6 +87,9 @@ struct func_story {
 };
 
 #define STORY_MAX_CANDIDATES 10
+/* The callee standing for samples that end in interpreter internals or
+ * unnamed offsets under the function. */
+#define STORY_COLLAPSED "[interpreter or unnamed frames]"
 
 /* Builds the story of fn over in (after trace_set_run); 0, or -1 when
  * memory runs out (err set).  Free with func_story_free. */
