@@ -4,6 +4,7 @@
 #include "trace_diff.h"
 #include "cuda_funcs.h"
 #include "flame_tree.h"
+#include "frame_pick.h"
 #include "model_cpu.h"
 #include "model_cuda.h"
 #include "model_mem.h"
@@ -189,11 +190,14 @@ static int side_cpu(const struct flame_tree *t, int side, struct entries *funcs,
 		int nested = 0; /* names are interned by the tree: equal names, equal pointers */
 		for (uint32_t p = nd->parent; p && !nested; p = flame_tree_node(t, p)->parent)
 			nested = flame_tree_node(t, p)->name == nd->name;
-		if (!nested && entries_add(funcs, nd->name, side, DF_CPU_TOTAL, nd->total / total))
+		/* interpreter internals and unnamed offsets name no function to change */
+		enum frame_class c = frame_classify(NULL, nd->name);
+		int named = c != FC_INTERP && c != FC_UNNAMED;
+		if (named && !nested && entries_add(funcs, nd->name, side, DF_CPU_TOTAL, nd->total / total))
 			return -1;
 		if (!nd->self)
 			continue;
-		if (entries_add(funcs, nd->name, side, DF_CPU_SELF, nd->self / total))
+		if (named && entries_add(funcs, nd->name, side, DF_CPU_SELF, nd->self / total))
 			return -1;
 		size_t k = node_frames(t, i, sc);
 		const char *path = k == SIZE_MAX ? NULL : joined(sc->frames, k, &sc->buf, &sc->buf_cap);

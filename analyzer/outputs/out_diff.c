@@ -1,5 +1,6 @@
 /* `diff`'s text and JSON (out_diff.h). */
 #include "out_diff.h"
+#include "frame_pick.h"
 #include "out_common.h"
 #include "trace_diff.h"
 
@@ -17,20 +18,17 @@ static const char *finding_status(const struct diff_finding *f)
 	return "below";
 }
 
-/* The innermost DIFF_STACK_FRAMES frames of a ';'-joined stack. */
-static const char *stack_tail(const char *stack, int *cut)
+/* A ';'-joined stack as frame_pick.h shows it: its innermost
+ * DIFF_STACK_FRAMES picked frames, the rest counted. */
+static const char *stack_shown(const char *stack, char *buf, size_t len)
 {
-	const char *p = stack + strlen(stack);
-	int frames = 1;
-	while (p > stack) {
-		p--;
-		if (*p == ';' && ++frames > DIFF_STACK_FRAMES) {
-			*cut = 1;
-			return p + 1;
-		}
-	}
-	*cut = 0;
-	return stack;
+	const char *frames[1024];
+	char copy[16384];
+	size_t n = 0;
+	snprintf(copy, sizeof(copy), "%s", stack);
+	for (char *save, *f = strtok_r(copy, ";", &save); f && n < 1024; f = strtok_r(NULL, ";", &save))
+		frames[n++] = f;
+	return frame_pick_text(NULL, frames, n, DIFF_STACK_FRAMES, buf, len);
 }
 
 static size_t shown(size_t n, size_t top)
@@ -66,10 +64,9 @@ static void text_list(FILE *out, const char *title, const struct diff_row *rows,
 	for (size_t i = 0; i < shown(o->n, top); i++) {
 		const struct diff_row *r = &rows[o->idx[i]];
 		double b = r->v[0][slot] * scale, a = r->v[1][slot] * scale;
-		int cut = 0;
-		const char *key = stacks ? stack_tail(r->key, &cut) : r->key;
-		fprintf(out, "  %+10.3f  %10.3f -> %-10.3f %s  %s%s\n", a - b, b, a, fmt_unit,
-			cut ? "...;" : "", key);
+		char buf[2048];
+		const char *key = stacks ? stack_shown(r->key, buf, sizeof(buf)) : r->key;
+		fprintf(out, "  %+10.3f  %10.3f -> %-10.3f %s  %s\n", a - b, b, a, fmt_unit, key);
 	}
 	if (o->n > top)
 		fprintf(out, "  ... %zu more\n", o->n - top);
@@ -192,16 +189,9 @@ static void json_list(FILE *out, const char *key, const char *key_name, const st
 	fprintf(out, "\"%s\":[", key);
 	for (size_t i = 0; i < shown(o->n, top); i++) {
 		const struct diff_row *r = &rows[o->idx[i]];
-		int cut = 0;
-		const char *k = stacks ? stack_tail(r->key, &cut) : r->key;
+		char buf[2048];
 		fprintf(out, "%s{\"%s\":", i ? "," : "", key_name);
-		if (cut) {
-			char buf[8192];
-			snprintf(buf, sizeof(buf), "...;%s", k);
-			out_json_str(out, buf);
-		} else {
-			out_json_str(out, k);
-		}
+		out_json_str(out, stacks ? stack_shown(r->key, buf, sizeof(buf)) : r->key);
 		fprintf(out, ",\"before\":%.6g,\"after\":%.6g,\"delta\":%.6g", r->v[0][slot],
 			r->v[1][slot], r->v[1][slot] - r->v[0][slot]);
 		if (self_slot >= 0)

@@ -10,7 +10,7 @@
 struct trace_diff;
 
 /* Each list keeps its first top rows (the rest counted); stacks show
- * their innermost frames (DIFF_STACK_FRAMES, "...;" before them when cut). */
+ * their innermost DIFF_STACK_FRAMES frames as frame_pick.h picks them. */
 #define DIFF_STACK_FRAMES 6
 void out_diff_text(FILE *out, const struct trace_diff *d, size_t top);
 /* One line with a trailing newline; keys in `diff --help`. */
