@@ -80,7 +80,7 @@ static int next_line(struct input *in, char **line, int *oversized)
 	*line = NULL;
 	*oversized = 0;
 	for (;;) {
-		char *nl = memchr(in->buf, '\n', in->len);
+		char *nl = in->len ? memchr(in->buf, '\n', in->len) : NULL;
 		if (nl) {
 			size_t n = (size_t)(nl - in->buf);
 			if (in->skipping || n > MCP_MAX_LINE) {
