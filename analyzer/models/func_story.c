@@ -247,16 +247,45 @@ static void source_of(const char *frame, const char *fn, struct func_story *out)
 	snprintf(out->source, sizeof(out->source), "%.*s", (int)(len < 255 ? len : 255), file);
 }
 
-static int candidates_of(const struct flame_tree *t, const char *fn, struct func_story *out)
+/* Frames whose names hold fn: the CPU tree's (with their samples), then
+ * those only GPU memory or the CUDA and system calls' stacks name (0
+ * samples: a function that spends no CPU but calls cudaMemcpy). */
+static int candidates_of(const struct flame_tree *t, const struct flame_tree *mem,
+			 const struct stack_calls_result *calls, struct stack_memo *mm,
+			 struct trace_set *ts, const char *fn, struct func_story *out)
 {
 	struct edges c = { 0 };
-	size_t n = t ? flame_tree_count(t) : 0;
-	for (uint32_t i = 1; i < n; i++) {
-		const struct flame_node *nd = flame_tree_node(t, i);
-		if (strstr(nd->name, fn) && edges_add(&c, nd->name, nd->total)) {
-			free(c.v);
-			return -1;
+	int rc = 0;
+	const struct flame_tree *trees[] = { t, mem };
+	for (int k = 0; k < 2 && !rc; k++) {
+		size_t n = trees[k] ? flame_tree_count(trees[k]) : 0;
+		for (uint32_t i = 1; i < n && !rc; i++) {
+			const struct flame_node *nd = flame_tree_node(trees[k], i);
+			if (strstr(nd->name, fn))
+				rc = edges_add(&c, nd->name, k ? 0 : nd->total);
 		}
+	}
+	struct hmap done;
+	hmap_init(&done);
+	for (size_t i = 0; calls && i < calls->n_rows && !rc; i++) {
+		const struct sc_row *r = &calls->rows[i];
+		uint64_t v;
+		if (r->kind == SC_CPU || hmap_get(&done, r->file, r->stack_id, &v))
+			continue;
+		rc = hmap_put(&done, r->file, r->stack_id, 1);
+		const struct trace_file *f = trace_set_file(ts, r->file);
+		size_t n = f && !rc ? symbolize_frames(mm->sym, f, r->file, r->stack_id, &mm->frames,
+						      &mm->cap, NULL) : 0;
+		if (n == SIZE_MAX)
+			rc = -1;
+		for (size_t k = 0; k < n && n != SIZE_MAX && !rc; k++)
+			if (strstr(mm->frames[k], fn))
+				rc = edges_add(&c, mm->frames[k], 0);
+	}
+	hmap_free(&done);
+	if (rc) {
+		free(c.v);
+		return -1;
 	}
 	edges_sort(&c);
 	out->candidates = c.v;
@@ -342,7 +371,8 @@ int func_story_build(struct trace_set *ts, const struct story_input *in, const c
 		source_of(frames.v[0].name, fn, out);
 	if (out->found && !out->module && !out->source[0])
 		module_by_symbol(ts, fn, out);
-	if (!out->found && candidates_of(cpu, fn, out))
+	if (!out->found && candidates_of(cpu, in->mem ? in->mem->alloc : NULL, in->calls, &mm, ts, fn,
+					 out))
 		goto oom;
 	rc = 0;
 	goto done;

@@ -5,7 +5,8 @@
  * outermost function every row of `cuda --json`, the system calls under
  * train_step the getpid calls the trace holds; the findings whose where
  * holds a frame are listed with findings' numbers; a Python frame matches
- * every line of it; a name no frame has fails with the frames holding it;
+ * every line of it; a name no frame has fails with the frames holding it
+ * (a function without CPU samples found by its CUDA calls' stacks);
  * --pid keeps one process; two runs give the same bytes. */
 #include "check.h"
 #include "test_analyzer_findings_trace.h"
@@ -198,6 +199,16 @@ int main(void)
 	CHECK(strstr(r.out, "no frame of the recording is this function") != NULL);
 	CHECK(strstr(r.out, "66.4%  work_a\n") != NULL && strstr(r.out, "22.1%  work_b\n") != NULL);
 	CHECK(strstr(r.err, "no frame is 'work'") != NULL);
+	cmd_run_free(&r);
+	/* to_device spends no CPU (no sample) but calls cudaMemcpy: found by its CUDA calls */
+	r = CMD_RUN(cmd_explain, "explain", "to_dev", ftrace);
+	CHECK_EQ_U64(r.rc, 1);
+	CHECK(strstr(r.out, "   0.0%  to_device\n") != NULL);
+	cmd_run_free(&r);
+	r = CMD_RUN(cmd_explain, "explain", "to_device", ftrace, "--json");
+	CHECK_EQ_U64(r.rc, 0);
+	CHECK(strstr(r.out, "\"total\":0,") != NULL);
+	CHECK(strstr(r.out, "{\"name\":\"cudaMemcpy\",\"calls\":10,\"total_ns\":10000000,\"errors\":0}") != NULL);
 	cmd_run_free(&r);
 	r = CMD_RUN(cmd_explain, "explain", "main");
 	CHECK_EQ_U64(r.rc, 2);
