@@ -89,10 +89,14 @@ static int entries_merge(struct entries *e, struct diff_row **rows, size_t *n_ro
 
 static const struct diff_row *sort_rows; /* qsort has no context argument */
 static int sort_slot;
+static const unsigned char *sort_later; /* rows listed after the others; may be NULL */
 
 static int order_cmp(const void *pa, const void *pb)
 {
-	const struct diff_row *a = &sort_rows[*(const size_t *)pa], *b = &sort_rows[*(const size_t *)pb];
+	size_t ia = *(const size_t *)pa, ib = *(const size_t *)pb;
+	if (sort_later && sort_later[ia] != sort_later[ib])
+		return sort_later[ia] ? 1 : -1;
+	const struct diff_row *a = &sort_rows[ia], *b = &sort_rows[ib];
 	double da = fabs(a->v[1][sort_slot] - a->v[0][sort_slot]);
 	double db = fabs(b->v[1][sort_slot] - b->v[0][sort_slot]);
 	if (da != db)
@@ -100,7 +104,8 @@ static int order_cmp(const void *pa, const void *pb)
 	return strcmp(a->key, b->key);
 }
 
-static int order_by(const struct diff_row *rows, size_t n, int slot, struct diff_order *o)
+static int order_by_later(const struct diff_row *rows, size_t n, int slot,
+			  const unsigned char *later, struct diff_order *o)
 {
 	o->n = 0;
 	o->idx = n ? malloc(n * sizeof(*o->idx)) : NULL;
@@ -111,9 +116,55 @@ static int order_by(const struct diff_row *rows, size_t n, int slot, struct diff
 			o->idx[o->n++] = i;
 	sort_rows = rows;
 	sort_slot = slot;
+	sort_later = later;
 	if (o->n)
 		qsort(o->idx, o->n, sizeof(*o->idx), order_cmp);
+	sort_later = NULL;
 	return 0;
+}
+
+static int order_by(const struct diff_row *rows, size_t n, int slot, struct diff_order *o)
+{
+	return order_by_later(rows, n, slot, NULL, o);
+}
+
+static int row_key_cmp(const void *key, const void *row)
+{
+	return strcmp(key, ((const struct diff_row *)row)->key);
+}
+
+static const struct diff_row *row_of(const struct diff_row *rows, size_t n, const char *key)
+{
+	return n ? bsearch(key, rows, n, sizeof(*rows), row_key_cmp) : NULL;
+}
+
+/* The CPU list names the function that changed, not every caller above
+ * it: a function whose time was there on both sides, and half of whose
+ * change (same sign) a function under it in either tree makes, is listed
+ * after the others (main and train_step grow by what the new load_batch
+ * under them takes, and by noise besides).  A function absent on a side
+ * is never moved: it is the change.  A function that only got slower
+ * passes its place to the callee the time went to, down to where it is
+ * spent. */
+static void explained_by_callee(const struct flame_tree *t, const struct diff_row *rows, size_t n,
+				unsigned char *later)
+{
+	size_t count = t ? flame_tree_count(t) : 0;
+	for (uint32_t i = 1; i < count; i++) {
+		const struct flame_node *nd = flame_tree_node(t, i);
+		const struct diff_row *d = row_of(rows, n, nd->name);
+		double dd = d ? d->v[1][DF_CPU_MS] - d->v[0][DF_CPU_MS] : 0;
+		if (!d || fabs(dd) < 1e-12)
+			continue;
+		for (uint32_t p = nd->parent; p; p = flame_tree_node(t, p)->parent) {
+			const struct diff_row *a = row_of(rows, n, flame_tree_node(t, p)->name);
+			if (!a || a == d || a->v[0][DF_CPU_MS] <= 0 || a->v[1][DF_CPU_MS] <= 0)
+				continue;
+			double da = a->v[1][DF_CPU_MS] - a->v[0][DF_CPU_MS];
+			if (da * dd > 0 && fabs(dd) >= 0.5 * fabs(da))
+				later[a - rows] = 1;
+		}
+	}
 }
 
 /* cudaMalloc, cuMemcpyAsync_ptsz ...: a frame that is the API itself. */
@@ -180,8 +231,10 @@ static size_t node_frames(const struct flame_tree *t, uint32_t i, struct scratch
 	return n;
 }
 
-static int side_cpu(const struct flame_tree *t, int side, struct entries *funcs,
-		    struct entries *stacks, struct scratch *sc)
+/* ms_per_sample: 1000 / the rate over the unit count (or 1 / the unit
+ * count when the rate is unknown). */
+static int side_cpu(const struct flame_tree *t, int side, double ms_per_sample,
+		    struct entries *funcs, struct entries *stacks, struct scratch *sc)
 {
 	size_t n = t ? flame_tree_count(t) : 0;
 	double total = t ? (double)flame_tree_total(t) : 0;
@@ -193,7 +246,9 @@ static int side_cpu(const struct flame_tree *t, int side, struct entries *funcs,
 		/* interpreter internals and unnamed offsets name no function to change */
 		enum frame_class c = frame_classify(NULL, nd->name);
 		int named = c != FC_INTERP && c != FC_UNNAMED;
-		if (named && !nested && entries_add(funcs, nd->name, side, DF_CPU_TOTAL, nd->total / total))
+		if (named && !nested &&
+		    (entries_add(funcs, nd->name, side, DF_CPU_TOTAL, nd->total / total) ||
+		     entries_add(funcs, nd->name, side, DF_CPU_MS, nd->total * ms_per_sample)))
 			return -1;
 		if (!nd->self)
 			continue;
@@ -201,7 +256,8 @@ static int side_cpu(const struct flame_tree *t, int side, struct entries *funcs,
 			return -1;
 		size_t k = node_frames(t, i, sc);
 		const char *path = k == SIZE_MAX ? NULL : joined(sc->frames, k, &sc->buf, &sc->buf_cap);
-		if (!path || entries_add(stacks, path, side, DS_CPU, nd->self / total))
+		if (!path || entries_add(stacks, path, side, DS_CPU, nd->self / total) ||
+		    entries_add(stacks, path, side, DS_CPU_MS, nd->self * ms_per_sample))
 			return -1;
 	}
 	return 0;
@@ -395,7 +451,11 @@ int trace_diff_build(const struct diff_input *before, const struct diff_input *a
 	struct scratch sc = { 0 };
 	int rc = 0;
 	for (int s = 0; s < 2 && !rc; s++) {
-		rc = side_cpu(in[s]->cpu ? in[s]->cpu->tree : NULL, s, &funcs, &stacks, &sc) ||
+		const struct diff_side *sd = &out->side[s];
+		double ms_per_sample = sd->sample_hz > 0 ? 1000.0 / sd->sample_hz / sd->per
+							 : 1.0 / sd->per;
+		rc = side_cpu(in[s]->cpu ? in[s]->cpu->tree : NULL, s, ms_per_sample, &funcs, &stacks,
+			      &sc) ||
 		     side_mem(in[s]->mem ? in[s]->mem->inuse : NULL, s, &funcs, &stacks, &sc) ||
 		     side_cuda(in[s]->ts, in[s]->calls, out->side[s].per, s, &funcs, &stacks, &apis,
 			       &sc, err);
@@ -405,14 +465,26 @@ int trace_diff_build(const struct diff_input *before, const struct diff_input *a
 	     entries_merge(&apis, &out->calls, &out->n_calls);
 	free(sc.frames);
 	free(sc.buf);
-	if (!rc)
-		rc = order_by(out->funcs, out->n_funcs, DF_CPU_TOTAL, &out->by_cpu) ||
+	if (!rc) {
+		unsigned char *later = out->n_funcs ? calloc(out->n_funcs, 1) : NULL;
+		if (out->n_funcs && !later) {
+			rc = -1;
+			goto done;
+		}
+		for (int s = 0; s < 2; s++)
+			explained_by_callee(in[s]->cpu ? in[s]->cpu->tree : NULL, out->funcs, out->n_funcs,
+					    later);
+		rc = order_by_later(out->funcs, out->n_funcs, DF_CPU_MS, later, &out->by_cpu);
+		free(later);
+		rc = rc ||
 		     order_by(out->funcs, out->n_funcs, DF_CUDA_MS, &out->by_cuda) ||
 		     order_by(out->funcs, out->n_funcs, DF_MEM_BYTES, &out->by_mem) ||
-		     order_by(out->stacks, out->n_stacks, DS_CPU, &out->stacks_cpu) ||
+		     order_by(out->stacks, out->n_stacks, DS_CPU_MS, &out->stacks_cpu) ||
 		     order_by(out->stacks, out->n_stacks, DS_CUDA_MS, &out->stacks_cuda) ||
 		     order_by(out->stacks, out->n_stacks, DS_MEM_BYTES, &out->stacks_mem) ||
 		     order_by(out->calls, out->n_calls, DC_MS, &out->calls_ms);
+	}
+done:
 	if (rc && !err->what[0])
 		frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "diff: out of memory");
 	return rc ? -1 : 0;

@@ -4,9 +4,9 @@
  * recounted.
  *
  * Normalised per step when both sides know their steps (the findings
- * model's steps), else per second of wall time; CPU by share of the
- * side's samples (so a longer run is no "change"); GPU memory at the peak
- * as bytes.  The function lists hold one row per frame name over both
+ * model's steps), else per second of wall time; CPU as ms per unit (and
+ * its share of the side's samples beside); GPU memory at the peak as
+ * bytes.  The function lists hold one row per frame name over both
  * sides: CPU total and self share (the flame tree: total once per stack,
  * recursion counted once), and the CUDA time and GPU memory in use at the
  * peak of the calls it made itself (the innermost frame of the call's
@@ -66,16 +66,21 @@ struct diff_finding {
 
 /* A row of one list: key (function, stack or CUDA function) and its
  * values per side. */
-#define DIFF_VALUES 4
+#define DIFF_VALUES 5
 struct diff_row {
 	char *key;
 	double v[2][DIFF_VALUES];
 };
-/* Function rows: cpu total share, cpu self share, CUDA ms per unit,
- * GPU bytes in use at the peak.  Stack rows: cpu share, CUDA ms per unit,
- * GPU bytes at the peak.  CUDA call rows: calls, ms, errors per unit. */
-enum { DF_CPU_TOTAL, DF_CPU_SELF, DF_CUDA_MS, DF_MEM_BYTES };
-enum { DS_CPU, DS_CUDA_MS, DS_MEM_BYTES };
+/* Function rows: CPU ms under it per unit (samples / the estimated
+ * rate; samples per unit when no rate is known), CPU total share, CPU
+ * self share, CUDA ms per unit, GPU bytes in use at the peak.  Stack rows:
+ * CPU ms per unit, CPU share, CUDA ms per unit, GPU bytes at the peak.
+ * CUDA call rows: calls, ms, errors per unit.  The CPU lists are ordered
+ * by time per unit, not share: shares add up to one, so a function that
+ * grew makes every other one shrink by as much, and the one that changed
+ * would not stand out. */
+enum { DF_CPU_MS, DF_CPU_TOTAL, DF_CPU_SELF, DF_CUDA_MS, DF_MEM_BYTES };
+enum { DS_CPU_MS, DS_CPU, DS_CUDA_MS, DS_MEM_BYTES };
 enum { DC_CALLS, DC_MS, DC_ERRORS };
 
 /* One list ordered by one value's change: indices into rows. */

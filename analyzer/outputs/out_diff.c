@@ -54,9 +54,20 @@ static void text_side(FILE *out, const char *what, const struct diff_side *s)
 	fputc('\n', out);
 }
 
+static void text_list_share(FILE *out, const char *title, const struct diff_row *rows,
+			    const struct diff_order *o, int slot, int share_slot, const char *fmt_unit,
+			    double scale, int stacks, size_t top);
+
 static void text_list(FILE *out, const char *title, const struct diff_row *rows,
 		      const struct diff_order *o, int slot, const char *fmt_unit, double scale,
 		      int stacks, size_t top)
+{
+	text_list_share(out, title, rows, o, slot, -1, fmt_unit, scale, stacks, top);
+}
+
+static void text_list_share(FILE *out, const char *title, const struct diff_row *rows,
+			    const struct diff_order *o, int slot, int share_slot, const char *fmt_unit,
+			    double scale, int stacks, size_t top)
 {
 	if (!o->n)
 		return;
@@ -66,7 +77,11 @@ static void text_list(FILE *out, const char *title, const struct diff_row *rows,
 		double b = r->v[0][slot] * scale, a = r->v[1][slot] * scale;
 		char buf[2048];
 		const char *key = stacks ? stack_shown(r->key, buf, sizeof(buf)) : r->key;
-		fprintf(out, "  %+10.3f  %10.3f -> %-10.3f %s  %s\n", a - b, b, a, fmt_unit, key);
+		if (share_slot >= 0)
+			fprintf(out, "  %+10.3f  %10.3f -> %-10.3f %s  %5.1f%% -> %5.1f%%  %s\n", a - b, b,
+				a, fmt_unit, 100 * r->v[0][share_slot], 100 * r->v[1][share_slot], key);
+		else
+			fprintf(out, "  %+10.3f  %10.3f -> %-10.3f %s  %s\n", a - b, b, a, fmt_unit, key);
 	}
 	if (o->n > top)
 		fprintf(out, "  ... %zu more\n", o->n - top);
@@ -123,16 +138,18 @@ void out_diff_text(FILE *out, const struct trace_diff *d, size_t top)
 	} else {
 		fputs("findings: none on either side\n", out);
 	}
-	text_list(out, "functions by CPU share (total, percentage points)", d->funcs, &d->by_cpu,
-		  DF_CPU_TOTAL, "%", 100, 0, top);
-	char unit[40];
+	char unit[40], cpu_unit[40];
 	snprintf(unit, sizeof(unit), "ms/%s", d->unit);
+	snprintf(cpu_unit, sizeof(cpu_unit), "%s", d->side[0].sample_hz > 0 && d->side[1].sample_hz > 0
+		 ? unit : "samples/unit");
+	text_list_share(out, "functions by CPU time under them (and their share of samples)",
+			d->funcs, &d->by_cpu, DF_CPU_MS, DF_CPU_TOTAL, cpu_unit, 1, 0, top);
 	text_list(out, "functions by the CUDA time of the calls they make", d->funcs, &d->by_cuda,
 		  DF_CUDA_MS, unit, 1, 0, top);
 	text_list(out, "functions by GPU memory they allocated in use at the peak (MiB)", d->funcs,
 		  &d->by_mem, DF_MEM_BYTES, "MiB", 1.0 / 1048576, 0, top);
-	text_list(out, "stacks by CPU share (percentage points)", d->stacks, &d->stacks_cpu, DS_CPU,
-		  "%", 100, 1, top);
+	text_list_share(out, "stacks by CPU time (and their share of samples)", d->stacks,
+			&d->stacks_cpu, DS_CPU_MS, DS_CPU, cpu_unit, 1, 1, top);
 	text_list(out, "stacks by CUDA time", d->stacks, &d->stacks_cuda, DS_CUDA_MS, unit, 1, 1, top);
 	text_list(out, "stacks by GPU memory in use at the peak (MiB)", d->stacks, &d->stacks_mem,
 		  DS_MEM_BYTES, "MiB", 1.0 / 1048576, 1, top);
@@ -194,9 +211,13 @@ static void json_list(FILE *out, const char *key, const char *key_name, const st
 		out_json_str(out, stacks ? stack_shown(r->key, buf, sizeof(buf)) : r->key);
 		fprintf(out, ",\"before\":%.6g,\"after\":%.6g,\"delta\":%.6g", r->v[0][slot],
 			r->v[1][slot], r->v[1][slot] - r->v[0][slot]);
-		if (self_slot >= 0)
-			fprintf(out, ",\"self_before\":%.6g,\"self_after\":%.6g", r->v[0][self_slot],
-				r->v[1][self_slot]);
+		if (self_slot == DF_CPU_TOTAL && !stacks)
+			fprintf(out, ",\"share_before\":%.6g,\"share_after\":%.6g,\"self_share_before\":"
+				"%.6g,\"self_share_after\":%.6g", r->v[0][DF_CPU_TOTAL], r->v[1][DF_CPU_TOTAL],
+				r->v[0][DF_CPU_SELF], r->v[1][DF_CPU_SELF]);
+		else if (self_slot == DS_CPU && stacks)
+			fprintf(out, ",\"share_before\":%.6g,\"share_after\":%.6g", r->v[0][DS_CPU],
+				r->v[1][DS_CPU]);
 		fputc('}', out);
 	}
 	fputc(']', out);
@@ -233,14 +254,13 @@ void out_diff_json(FILE *out, const struct trace_diff *d, size_t top)
 			fputs("\"cost_ms_before\":null,\"cost_ms_after\":null,\"delta_ms\":null}", out);
 	}
 	fputs("],\"functions\":{", out);
-	json_list(out, "cpu_total_share", "function", d->funcs, &d->by_cpu, DF_CPU_TOTAL, DF_CPU_SELF,
-		  0, top);
+	json_list(out, "cpu_ms", "function", d->funcs, &d->by_cpu, DF_CPU_MS, DF_CPU_TOTAL, 0, top);
 	fputc(',', out);
 	json_list(out, "cuda_ms", "function", d->funcs, &d->by_cuda, DF_CUDA_MS, -1, 0, top);
 	fputc(',', out);
 	json_list(out, "gpu_bytes_at_peak", "function", d->funcs, &d->by_mem, DF_MEM_BYTES, -1, 0, top);
 	fputs("},\"stacks\":{", out);
-	json_list(out, "cpu_share", "stack", d->stacks, &d->stacks_cpu, DS_CPU, -1, 1, top);
+	json_list(out, "cpu_ms", "stack", d->stacks, &d->stacks_cpu, DS_CPU_MS, DS_CPU, 1, top);
 	fputc(',', out);
 	json_list(out, "cuda_ms", "stack", d->stacks, &d->stacks_cuda, DS_CUDA_MS, -1, 1, top);
 	fputc(',', out);

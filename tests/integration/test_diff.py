@@ -11,7 +11,10 @@ as test_findings.py records them:
   function leads with the opposite change.
 - clean -> --dataloader: the dataloader finding is new, and load_batch
   (the function the cause adds to each step, decode_batch and its read()
-  under it) leads the functions by CPU share.
+  under it) leads the functions by CPU time per step (not by share: the
+  shares of every other function fall by as much as its rises).
+Step time is not asserted: on a loaded machine the clean run's steps can
+take as long as the pageable run's.
 - the dataloader run recorded at 99 Hz against the clean one at 999 Hz:
   not comparable, the notes say the sampling rates differ.
 - explain stage_input_pageable on the pageable run: its CUDA calls are
@@ -68,7 +71,6 @@ class Diff(frtest.Case):
         self.assertEqual(lead["function"], "stage_input_pageable", js["functions"]["cuda_ms"])
         self.assertGreater(lead["delta"], 0, lead)
         self.assertEqual(js["cuda_calls_ms"][0]["function"], "cudaMemcpy", js["cuda_calls_ms"])
-        self.assertGreater(js["step_ms"]["delta"], 0, js["step_ms"])
 
         back = diff(self.pageable, self.clean)
         g = finding(back, "pageable_copy")
@@ -83,9 +85,10 @@ class Diff(frtest.Case):
         f = finding(js, "dataloader")
         self.assertEqual(f["status"], "new", js["findings"])
         self.assertGreater(f["cost_ms_after"], 0, f)
-        lead = js["functions"]["cpu_total_share"][0]
-        self.assertEqual(lead["function"], "load_batch", js["functions"]["cpu_total_share"][:3])
+        lead = js["functions"]["cpu_ms"][0]
+        self.assertEqual(lead["function"], "load_batch", js["functions"]["cpu_ms"][:3])
         self.assertEqual(lead["before"], 0, lead)
+        self.assertGreater(lead["share_after"], 0, lead)
 
     def test_rates_differ(self):
         js = diff(self.clean, self.slow)
