@@ -243,9 +243,10 @@ static int side_cpu(const struct flame_tree *t, int side, double ms_per_sample,
 		int nested = 0; /* names are interned by the tree: equal names, equal pointers */
 		for (uint32_t p = nd->parent; p && !nested; p = flame_tree_node(t, p)->parent)
 			nested = flame_tree_node(t, p)->name == nd->name;
-		/* interpreter internals and unnamed offsets name no function to change */
+		/* interpreter internals, unnamed offsets and the kernel's own
+		 * functions name nothing the job can change (its stacks keep them) */
 		enum frame_class c = frame_classify(NULL, nd->name);
-		int named = c != FC_INTERP && c != FC_UNNAMED;
+		int named = c != FC_INTERP && c != FC_UNNAMED && c != FC_KERNEL;
 		if (named && !nested &&
 		    (entries_add(funcs, nd->name, side, DF_CPU_TOTAL, nd->total / total) ||
 		     entries_add(funcs, nd->name, side, DF_CPU_MS, nd->total * ms_per_sample)))
