@@ -21,6 +21,10 @@ int cmd_stragglers(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_archive(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_findings(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_summary(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_explain(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_diff(int argc, char **argv, FILE *out, FILE *errout);
+/* in analyzer/mcp/ (it runs the commands above) */
+int cmd_mcp(int argc, char **argv, FILE *out, FILE *errout);
 
 
 #endif

@@ -27,6 +27,9 @@ static const struct {
 	{ "archive", cmd_archive, "traces bundled into one tar.zst with a manifest, optionally redacted" },
 	{ "findings", cmd_findings, "why the GPUs wait, what each cause costs, what to change" },
 	{ "summary", cmd_summary, "the whole recording in 2,000 tokens (md or json) for a person or an LLM" },
+	{ "explain", cmd_explain, "one function's story: CPU share, callers, callees, CUDA, memory, findings" },
+	{ "diff", cmd_diff, "two recordings compared: step time, findings, functions that changed" },
+	{ "mcp", cmd_mcp, "an MCP server on stdio for LLM agents, over the commands above" },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -377,6 +377,7 @@ enum ts_slot {
 	TS_SLOT_SYMBOLIZER,         /* the set's symbolizer (symbolize.h) */
 	TS_SLOT_RESOLVE_SYMBOLIZER, /* pass 2's own, for dwarf-mode stacks */
 	TS_SLOT_RESOLVER,           /* the dwarf-mode resolver of the file being read */
+	TS_SLOT_FRAME_OWNERS,       /* which frame names the job's own binaries define (frame_pick.h) */
 	TS_SLOTS,
 };
 void *trace_set_slot(const struct trace_set *ts, enum ts_slot k);

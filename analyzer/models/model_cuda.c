@@ -58,7 +58,7 @@
 
 /* The per-thread-stream variants are named _ptsz for calls that take a
  * stream and _ptds for the others (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz). */
-static const char *variant_suffix(uint16_t func)
+const char *cuda_variant_suffix(uint16_t func)
 {
 	switch (func) {
 	case FR_CUDA_MALLOC_ASYNC: case FR_CUDA_FREE_ASYNC: case FR_CUDA_MEMCPY_ASYNC:
@@ -649,7 +649,7 @@ static int cuda_finish(void *state, struct trace_set *ts, struct frec_error *err
 			snprintf(o->name, sizeof(o->name), "[unknown function]");
 		else
 			snprintf(o->name, sizeof(o->name), "%s%s", cuda_func_name((uint16_t)(i / 2)),
-				 o->ptsz ? variant_suffix(o->func) : "");
+				 o->ptsz ? cuda_variant_suffix(o->func) : "");
 		o->count = r->lat.count;
 		o->total_ns = r->lat.sum_ns;
 		o->self_ns = r->self_ns;

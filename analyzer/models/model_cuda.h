@@ -16,6 +16,9 @@ extern const struct model_ops model_cuda_ops;
 /* "cudaErrorMemoryAllocation" (runtime functions) or
  * "CUDA_ERROR_OUT_OF_MEMORY" (driver functions); NULL when unknown. */
 const char *cuda_error_name(uint16_t func, int64_t code);
+/* The suffix of func's per-thread-stream variant: "_ptsz" for calls that
+ * take a stream, "_ptds" for the others. */
+const char *cuda_variant_suffix(uint16_t func);
 
 /* A gap under this between an async copy's return and the start of the
  * thread's next call, a synchronize, makes an "async then sync" finding. */

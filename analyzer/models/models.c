@@ -8,6 +8,7 @@
 #include "model_mem.h"
 #include "model_nccl.h"
 #include "model_rdma.h"
+#include "model_stack_calls.h"
 #include "model_stragglers.h"
 #include "model_syscalls.h"
 
@@ -25,6 +26,7 @@ const struct model_ops *const analyzer_models[] = {
 	&model_stragglers_ops,
 	&model_events_ops,
 	&model_findings_ops,
+	&model_stack_calls_ops,
 	NULL,
 };
 

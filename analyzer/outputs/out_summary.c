@@ -4,9 +4,11 @@
  *                       processes, probes and status
  *   Findings            the findings model's first five: kind, cost, share,
  *                       where (the innermost frames), fix
- *   CPU                 the cpu model's heaviest stacks, start-up frames
- *                       dropped and cut to the innermost six user frames
- *                       (a kernel part: its innermost frame), merged when
+ *   CPU                 the cpu model's heaviest stacks as frame_pick.h
+ *                       picks frames (Python, own code, the innermost
+ *                       named native; the rest counted as [+N]), the
+ *                       innermost six of them (a kernel part: its
+ *                       innermost frame), merged when
  *                       the cut makes two stacks equal
  *   GPU memory          the largest file peak (memory's files[].peak_bytes),
  *                       the top holders of the largest series at its peak,
@@ -23,6 +25,7 @@
  * cmd_summary.c tries the levels in turn. */
 #include "out_summary.h"
 #include "out_summary_text.h"
+#include "frame_pick.h"
 #include "model_cpu.h"
 #include "model_cuda.h"
 #include "model_findings.h"
@@ -283,7 +286,8 @@ static int by_samples(const void *a, const void *b)
 
 /* The tree's stacks, trimmed to keep frames and merged, heaviest first;
  * *n set.  NULL with *n 0 when there are none or memory runs out (*oom). */
-static struct cpu_stack *cpu_stacks(const struct flame_tree *t, size_t keep, size_t *n, int *oom)
+static struct cpu_stack *cpu_stacks(const struct flame_tree *t, const struct frame_owners *owners,
+				    size_t keep, size_t *n, int *oom)
 {
 	*n = 0;
 	size_t count = t ? flame_tree_count(t) : 0, cap = 0;
@@ -318,7 +322,7 @@ static struct cpu_stack *cpu_stacks(const struct flame_tree *t, size_t keep, siz
 			v = nv;
 			cap = nc;
 		}
-		v[*n].text = strdup(summary_trim_stack(frames, depth, keep, buf, sizeof(buf)));
+		v[*n].text = strdup(frame_pick_text(owners, frames, depth, keep, buf, sizeof(buf)));
 		if (!v[*n].text)
 			goto fail;
 		v[(*n)++].samples = self;
@@ -364,12 +368,13 @@ static int cpu_section(const struct summary_input *in, const struct summary_limi
 	}
 	int oom = 0;
 	size_t n;
-	struct cpu_stack *v = cpu_stacks(c->tree, lim->cpu_frames, &n, &oom);
+	struct cpu_stack *v = cpu_stacks(c->tree, frame_owners_of(in->ts), lim->cpu_frames, &n, &oom);
 	if (oom)
 		return -1;
 	if (fmt == SUMMARY_MD)
-		fprintf(out, "%" PRIu64 " samples, %zu distinct stacks (start-up frames dropped, "
-			"innermost %zu user frames kept)\n", total, n, lim->cpu_frames);
+		fprintf(out, "%" PRIu64 " samples, %zu distinct stacks (the innermost %zu frames of "
+			"Python, the job's own code and the innermost named native; [+N]: N "
+			"interpreter, library or unnamed frames)\n", total, n, lim->cpu_frames);
 	else
 		fprintf(out, "\"samples\":%" PRIu64 ",\"stacks\":%zu,\"top\":[", total, n);
 	for (size_t i = 0; i < n && i < lim->cpu_stacks; i++) {
@@ -461,7 +466,7 @@ static int mem_section(const struct summary_input *in, const struct summary_limi
 		const char **frames = mem_stack_frames(in->ts, s->file, s->top_at_peak[i].stack_id, &nf);
 		if (!frames)
 			return -1;
-		summary_trim_stack(frames, nf, lim->cpu_frames, line, sizeof(line));
+		frame_pick_text(frame_owners_of(in->ts), frames, nf, lim->cpu_frames, line, sizeof(line));
 		free(frames);
 		if (md) {
 			fprintf(out, "  - %s: %s\n", out_bytes(s->top_at_peak[i].bytes, b1, sizeof(b1)), line);

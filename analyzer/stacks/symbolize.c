@@ -363,6 +363,28 @@ const char *symbolize_ip(struct symbolizer *s, uint32_t file_index, uint32_t pid
 	return strpool_intern_cstr(s->pool, buf);
 }
 
+int symbolize_ip_where(struct symbolizer *s, uint32_t file_index, uint32_t pid, uint64_t ip,
+		       const char **path, uint64_t *file_off, int *has_sym, uint64_t *sym_off)
+{
+	*has_sym = 0;
+	if (file_index >= s->n_files || ip >= SYM_KERNEL_MIN)
+		return 0;
+	struct sym_file *sf = &s->files[file_index];
+	const struct sym_segment *g = find_segment(sf, pid, ip);
+	if (!g)
+		return 0;
+	const struct ts_mapping *m = &sf->f->maps[g->map_index];
+	*path = m->path;
+	*file_off = ip - m->start + m->pgoff;
+	const struct ts_dso *d = m->dso_id ? trace_file_dso(sf->f, m->dso_id) : NULL;
+	int64_t i = d && d->kind == 0 ? find_symbol(d, *file_off) : -1;
+	if (i >= 0) {
+		*has_sym = 1;
+		*sym_off = d->syms[i].offset;
+	}
+	return 1;
+}
+
 void symbolize_stack(struct symbolizer *s, const struct trace_file *f,
 		     uint32_t file_index, const struct ts_stack *st, const char **frames)
 {

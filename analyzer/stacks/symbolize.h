@@ -37,6 +37,12 @@ struct symbolizer *trace_set_symbolizer(struct trace_set *ts, struct frec_error 
 const char *symbolize_ip(struct symbolizer *s, uint32_t file_index, uint32_t pid,
 			 uint64_t ip);
 
+/* Where a user ip lies, so a reader can open the code: its mapping's
+ * path, the ip's file offset in it, and (*has_sym) the file offset where
+ * its symbol starts.  0 when no mapping holds it (or it is a kernel ip). */
+int symbolize_ip_where(struct symbolizer *s, uint32_t file_index, uint32_t pid, uint64_t ip,
+		       const char **path, uint64_t *file_off, int *has_sym, uint64_t *sym_off);
+
 /* Names of one stack of file f into frames (room for n_kernel + n_user),
  * root first: user frames outermost first, then kernel frames.  Every frame
  * but the innermost holds a return address, which points after the call and

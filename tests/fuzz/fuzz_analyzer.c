@@ -4,7 +4,8 @@
  * dwarf unwinding, Python frame merging, each model's finish), the
  * symbolizer over every stack, then the commands' writers (info, check,
  * flame cpu/mem-inuse/mem-alloc folded, memory, cuda, stragglers, rdma,
- * dump, timeline and report) into a stream that discards what it is given.
+ * dump, timeline, report, explain and diff) into a stream that discards
+ * what it is given.
  * Sanitizers catch bad reads and leaks; -timeout and -rss_limit_mb catch
  * hangs and over-allocation.
  *
@@ -59,6 +60,9 @@ static void commands(const char *path)
 	char *dump[] = { "dump", p };
 	char *timeline[] = { "timeline", p, "-o", "-" };
 	char *report[] = { "report", p, "-o", "-" };
+	char *explain[] = { "explain", "main", p, "--json" };
+	char *explain_text[] = { "explain", "forward", p };
+	char *diff[] = { "diff", p, "--", p, "--json" };
 #define RUN(cmd, argv) cmd((int)(sizeof(argv) / sizeof(argv[0])), argv, null, errout)
 	RUN(cmd_info, info);
 	RUN(cmd_info, info_json);
@@ -73,6 +77,9 @@ static void commands(const char *path)
 	RUN(cmd_dump, dump);
 	RUN(cmd_timeline, timeline);
 	RUN(cmd_report, report);
+	RUN(cmd_explain, explain);
+	RUN(cmd_explain, explain_text);
+	RUN(cmd_diff, diff);
 #undef RUN
 	fflush(null);
 }
