@@ -663,6 +663,7 @@ static int cmd_record(int argc, char **argv)
 		.max_snapshots = o->max_snapshots,
 		.max_snapshot_bytes = o->max_snapshot_bytes,
 		.snapshot_interval_s = o->snapshot_interval_s,
+		.status_interval_s = o->status_interval_s,
 		.on_snapshot = o->on_snapshot,
 		.quiet = o->quiet,
 	};

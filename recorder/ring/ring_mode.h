@@ -31,6 +31,7 @@ struct ring_mode_config {
 	unsigned max_snapshots;
 	uint64_t max_snapshot_bytes;
 	double snapshot_interval_s;
+	double status_interval_s;    /* --status-interval: the running summary line */
 	const char *on_snapshot;     /* --on-snapshot CMD */
 	bool quiet;
 };
