@@ -474,7 +474,7 @@ static void check_window(char *trace)
 	struct parser ps;
 	char *text = NULL;
 	CHECK_EQ_U64(run_timeline(argv, 8, out, &ps, &text), 0);
-	size_t ioctls = 0, syncs = 0, steps = 0, counters = 0, other = 0;
+	size_t ioctls = 0, syncs = 0, steps = 0, counters = 0, idle = 0, other = 0;
 	for (size_t i = 0; text && i < ps.n; i++) {
 		const struct ev *e = &ps.evs[i];
 		if (e->ph[0] == 'M')
@@ -489,6 +489,11 @@ static void check_window(char *trace)
 		} else if (e->ph[0] == 'C') {
 			counters++;
 			CHECK(fabs(e->ts - 150.0) < 1e-9 && e->bytes == 100);
+		} else if (!strcmp(e->name, "unexplained")) {
+			/* the GPU idle after the last synchronize, which runs to the
+			 * process's last event (31 to 299 us), meets the window */
+			idle++;
+			CHECK(e->ts <= 250.0 && e->ts + e->dur >= 150.0);
 		} else {
 			other++;
 		}
@@ -497,6 +502,7 @@ static void check_window(char *trace)
 	CHECK(syncs >= 1); /* as an X or a b/e pair */
 	CHECK_EQ_U64(steps, 1);
 	CHECK_EQ_U64(counters, 1);
+	CHECK_EQ_U64(idle, 1);
 	CHECK_EQ_U64(other, 0);
 	free(ps.evs);
 	free(text);
