@@ -675,9 +675,12 @@ static void handle_pending(struct proc_track *t)
 				inherit_mappings(t, p->ppid, p->pid, p->ts_ns);
 				if (t->python)
 					python_on_fork(t->python, p->ppid, p->pid, p->ts_ns);
-			} else if (p->type == FR_EV_PROC_EXEC && t->python) {
-				python_on_exec(t->python, p->pid, p->ts_ns);
 			}
+			/* no Python forgetting at an exec: the kernel maps the new
+			 * image (a statically linked python's interpreter) inside
+			 * execve, before the exec event, so that event comes after
+			 * the mapping it would undo; a later interpreter mapping
+			 * replaces the entry instead (python_on_mapping) */
 			write_process(t, p->pid, NULL);
 		}
 	}

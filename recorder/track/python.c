@@ -289,12 +289,6 @@ void python_on_fork(struct python_state *ps, uint32_t ppid, uint32_t pid, uint64
 	}
 }
 
-void python_on_exec(struct python_state *ps, uint32_t pid, uint64_t ts_ns)
-{
-	struct py_known *k = known_of(ps, pid);
-	if (k && k->since_ns < ts_ns)
-		drop_known(ps, k);
-}
 
 void python_forget_pids(struct python_state *ps, const uint32_t *pids, size_t n)
 {

@@ -59,8 +59,6 @@ void python_on_mapping(struct python_state *ps, struct frec_builder *b,
 		       const struct mapped_file *m, uint64_t pgoff, uint64_t ts_ns);
 /* Tracking thread: a forked child runs its parent's interpreter. */
 void python_on_fork(struct python_state *ps, uint32_t ppid, uint32_t pid, uint64_t ts_ns);
-/* Tracking thread: pid exec'd at ts_ns; an interpreter it had before is gone. */
-void python_on_exec(struct python_state *ps, uint32_t pid, uint64_t ts_ns);
 /* Tracking thread: these processes exited; what is held of them goes. */
 void python_forget_pids(struct python_state *ps, const uint32_t *pids, size_t n);
 
