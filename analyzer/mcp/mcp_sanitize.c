@@ -17,7 +17,8 @@ static int dropped(uint32_t cp)
 {
 	return cp < 0x20 || (cp >= 0x7f && cp < 0xa0) || (cp >= 0x200b && cp <= 0x200f) ||
 	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2064) ||
-	       (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff || (cp >= 0xe0000 && cp <= 0xe007f);
+	       (cp >= 0x2066 && cp <= 0x2069) || (cp >= 0xfe00 && cp <= 0xfe0f) || cp == 0xfeff ||
+	       (cp >= 0xe0000 && cp <= 0xe0fff);
 }
 
 /* The code point at s (n bytes left) and its length; U+FFFD, 1 when invalid. */

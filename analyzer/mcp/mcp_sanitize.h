@@ -2,9 +2,12 @@
  * come from strangers' jobs): everything the MCP server serves passes
  * here.  Normalised: invalid UTF-8 becomes U+FFFD; C0 and C1 controls,
  * DEL, zero-width and bidi controls (U+200B-200F, U+202A-202E,
- * U+2060-2064, U+2066-2069, U+FEFF) and tag characters (U+E0000-E007F,
- * "ASCII smuggling") are dropped; newline, return and tab inside a string
- * become the visible "\n", "\r", "\t".  Capped: MCP_STRING_CAP bytes, then
+ * U+2060-2064, U+2066-2069, U+FEFF), variation selectors (U+FE00-FE0F)
+ * and all of U+E0000-E0FFF (tag characters, "ASCII smuggling", and the
+ * supplementary variation selectors that hide bytes behind an emoji) are
+ * dropped, since no symbol, path or command line needs an invisible
+ * character; newline, return and tab inside a string become the visible
+ * "\n", "\r", "\t".  Capped: MCP_STRING_CAP bytes, then
  * "...[+N B]".  Counted: strings holding a phrase prompt injections use
  * ("ignore previous", "system:", "<|" ...), reported, never acted on. */
 #ifndef FLIGHTREC_MCP_SANITIZE_H

@@ -5,8 +5,9 @@
 // against the tool's outputSchema itself (callTool throws on a mismatch or
 // on a missing structuredContent).  Also: bad arguments and paths outside
 // the root come back as isError; the hostile trace through every tool
-// comes back normalised (no bidi, zero-width, tag or escape characters),
-// with the untrusted fence intact and within the token budget.
+// comes back normalised (no bidi, zero-width, tag, variation-selector or
+// escape characters), with the untrusted fence intact and within the token
+// budget.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -125,7 +126,7 @@ test("the hostile trace through every tool: normalised, fenced, capped", async (
       const r = await client.callTool({ name, arguments: args });
       const t = text(r);
       const all = t + JSON.stringify(r.structuredContent ?? {});
-      assert.ok(!/[\u202e\u200b\u001b\u{E0041}]/u.test(all), `${name}: a hostile character came through`);
+      assert.ok(!/[\u202e\u200b\u001b\ufe0f\u{E0041}\u{E0100}]/u.test(all), `${name}: a hostile character came through`);
       if (!r.isError) {
         const fences = t.split("\n").filter((l) => l.startsWith("```"));
         assert.deepEqual(fences, ["```untrusted", "```"], `${name}: fence broken`);
