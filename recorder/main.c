@@ -111,8 +111,8 @@ struct recording {
 	struct dso_table dsos;
 	struct stack_table *stacks;
 	struct sym_collector syms;
-	struct drain drain;
-	struct proc_track track;
+	struct drain *drain;        /* from ATTACHED on */
+	struct proc_track *track;   /* from LOADED on */
 	struct launch child;
 	struct lib_attach libs;
 	struct rdma_counters rdma_counters;
@@ -122,7 +122,6 @@ struct recording {
 	struct ustack_sparse *sparse;      /* dwarf mode's sparse copies, or NULL */
 	bool ring;
 	bool python_on;
-	bool drain_running, track_running, track_open;
 };
 
 static void rusage_ns(uint64_t *user, uint64_t *sys)
@@ -159,6 +158,8 @@ static void collect_stats(void *ctx, struct recorder_stats *st)
 	struct frec_writer_stats ws;
 	struct fr_probe_stats *ps;
 
+	const struct ring_sink *sink = r->drain ? drain_counts(r->drain) : NULL;
+
 	memset(st, 0, sizeof(*st));
 	bpf_probes_drops(&r->probes, kdrops);
 	frec_writer_stats(r->writer, &ws);
@@ -173,13 +174,15 @@ static void collect_stats(void *ctx, struct recorder_stats *st)
 		ps = &st->probes[st->n_probes++];
 		memset(ps, 0, sizeof(*ps));
 		snprintf(ps->name, sizeof(ps->name), "%s", fams[i]->name);
-		ps->events = atomic_load(&r->drain.sink.events[id]);
+		ps->events = sink ? atomic_load(&sink->events[id]) : 0;
 		for (unsigned why = 0; why < FR_DROP_REASON_MAX; why++) {
 			const struct fr_drop_slot *k = &kdrops[id][why];
-			const struct ring_loss *l = &r->drain.sink.lost[id][why];
-			uint64_t n = atomic_load(&l->count);
 			add_loss(st, ps, why, k->count, k->first_ns, k->last_ns);
-			add_loss(st, ps, why, n, atomic_load(&l->first_ns), atomic_load(&l->last_ns));
+			if (!sink)
+				continue;
+			const struct ring_loss *l = &sink->lost[id][why];
+			add_loss(st, ps, why, atomic_load(&l->count), atomic_load(&l->first_ns),
+				 atomic_load(&l->last_ns));
 		}
 		if (id == FR_PROBE_RDMA) {
 			/* not drops: poll_cq calls that found nothing, only counted */
@@ -195,14 +198,16 @@ static void collect_stats(void *ctx, struct recorder_stats *st)
 		ps = &st->probes[st->n_probes++];
 		memset(ps, 0, sizeof(*ps));
 		snprintf(ps->name, sizeof(ps->name), "ustack_behind");
-		ps->events = atomic_load(&r->drain.sink.whole_behind);
+		ps->events = sink ? atomic_load(&sink->whole_behind) : 0;
 	}
 	ps = &st->probes[st->n_probes++];
 	memset(ps, 0, sizeof(*ps));
 	snprintf(ps->name, sizeof(ps->name), "mmap");
-	ps->events = atomic_load(&r->track.mappings);
+	struct proc_track_counts tc = r->track ? proc_track_counts(r->track)
+					       : (struct proc_track_counts){0};
+	ps->events = tc.mappings;
 	/* perf's mmap ring overflowed: the kernel says how many, not when */
-	add_loss(st, ps, FR_DROP_RING_FULL, atomic_load(&r->track.mmap_lost), 0, 0);
+	add_loss(st, ps, FR_DROP_RING_FULL, tc.mmap_lost, 0, 0);
 	ps = &st->probes[st->n_probes++];
 	memset(ps, 0, sizeof(*ps));
 	snprintf(ps->name, sizeof(ps->name), "writer");
@@ -244,7 +249,7 @@ static void add_cgroup_members(struct recording *r)
 	if (!f)
 		return;
 	while (fscanf(f, "%u", &pid) == 1)
-		proc_track_add_existing(&r->track, pid);
+		proc_track_add_existing(r->track, pid);
 	fclose(f);
 }
 
@@ -252,7 +257,7 @@ static void add_cgroup_members(struct recording *r)
  * (tests/bench/bench_cache.py reads this line). */
 static void print_cache_summary(const struct recording *r)
 {
-	const struct unwind_writer_stats *uw = &r->track.unwind;
+	const struct unwind_writer_stats *uw = proc_track_unwind(r->track);
 	if (!uw->files_seen)
 		return;
 	if (!r->unwind_cache) {
@@ -409,8 +414,8 @@ static void on_sigusr2(struct recording *r)
 		return;
 	}
 	write_inflight(r);
-	int late = drain_flush_sync(&r->drain, 2000000000ull) |
-		   proc_track_flush_sync(&r->track, 5000000000ull);
+	int late = drain_flush_sync(r->drain, 2000000000ull) |
+		   proc_track_flush_sync(r->track, 5000000000ull);
 	/* and written: the writer's queue empties within seconds (a disk that
 	 * slow is said, not waited for) */
 	struct frec_writer_stats ws;
@@ -448,19 +453,15 @@ static int finish(struct recording *r, uint64_t start_ns)
 	struct fr_end end = {0};
 
 	if (r->ring) /* a trigger of the last moments (the OOM that ended the job) */
-		ring_mode_last(&r->ring_mode, &r->drain);
+		ring_mode_last(&r->ring_mode, r->drain);
 	else
 		write_inflight(r);
 	bpf_probes_detach(&r->probes);
 	/* the probes are gone: the per-number counts are final */
 	if (!r->ring)
 		syscall_drops_write(&r->probes, r->writer, mono_ns());
-	if (r->drain_running)
-		drain_stop(&r->drain);
-	if (r->track_running)
-		proc_track_stop(&r->track); /* writes the last symbols */
-	proc_track_close(&r->track);
-	r->track_open = false;
+	drain_stop(r->drain);
+	proc_track_stop(r->track); /* writes the last symbols */
 	/* every chunk written (or dropped) before the counters are read for END */
 	frec_writer_drain(r->writer);
 	if (r->ring)
@@ -489,17 +490,18 @@ static int finish(struct recording *r, uint64_t start_ns)
 	}
 	r->writer = NULL;
 
+	const struct ring_sink *sink = drain_counts(r->drain);
+	const struct unwind_writer_stats *uw = proc_track_unwind(r->track);
 	if (r->opts.stack_dwarf && !r->opts.quiet) {
 		fprintf(stderr, "flightrec: dwarf stacks: %u raw stacks, unwind data for %u files "
-			"(%.1f MiB before compression), %llu symbols", r->drain.sink.ustacks,
-			r->track.unwind.files, r->track.unwind.image_bytes / 1048576.0,
-			(unsigned long long)r->track.unwind.symbols);
+			"(%.1f MiB before compression), %llu symbols", sink->ustacks,
+			uw->files, uw->image_bytes / 1048576.0, (unsigned long long)uw->symbols);
 		if (r->python_on)
 			fprintf(stderr, ", %llu Python code objects named",
 				(unsigned long long)r->python.codes_resolved);
-		if (r->track.unwind.debug_files)
+		if (uw->debug_files)
 			fprintf(stderr, ", %u stripped files named from " ELF_DEBUG_ROOT,
-				r->track.unwind.debug_files);
+				uw->debug_files);
 		if (r->sparse) {
 			struct ustack_sparse_stats ss = ustack_sparse_stats(r->sparse);
 			fprintf(stderr, "; %llu copies sparse, %llu whole, %.1f%% of their stack "
@@ -508,10 +510,9 @@ static int finish(struct recording *r, uint64_t start_ns)
 				(unsigned long long)ss.whole,
 				ss.bytes_in ? 100.0 * (double)ss.bytes_kept / (double)ss.bytes_in : 0.0,
 				(unsigned long long)ss.rebuilds,
-				(unsigned long long)atomic_load(&r->drain.sink.whole_behind));
+				(unsigned long long)atomic_load(&sink->whole_behind));
 		}
 		fprintf(stderr, "\n");
-		const struct unwind_writer_stats *uw = &r->track.unwind;
 		print_cache_summary(r);
 		if (uw->stripped) {
 			fprintf(stderr, "flightrec: %u stripped file%s without a debug file under "
@@ -572,8 +573,8 @@ static int finish(struct recording *r, uint64_t start_ns)
 		 * with the dwarf line above */
 		fprintf(stderr, "), %" PRIu64 " stacks, %" PRIu64 " symbols, %" PRIu64 " dropped, %s "
 			"over %.2f s; recorder CPU %.2f s in its %.2f s (%.1f%% of one core)\n",
-			(uint64_t)stack_table_count(r->stacks) + r->drain.sink.ustacks,
-			r->syms.symbols_written + r->track.unwind.symbols, end.total_drops,
+			(uint64_t)stack_table_count(r->stacks) + sink->ustacks,
+			r->syms.symbols_written + uw->symbols, end.total_drops,
 			size, elapsed, cpu_s, lifetime, lifetime > 0 ? 100.0 * cpu_s / lifetime : 0.0);
 		print_losses(&st, start_ns, true);
 		print_losses(&st, start_ns, false);
@@ -608,6 +609,8 @@ static void recording_free(struct recording *r)
 {
 	if (r->stats_fd >= 0)
 		close(r->stats_fd);
+	drain_free(r->drain);
+	proc_track_close(r->track);
 	bpf_probes_destroy(&r->probes);
 	stack_table_free(r->stacks);
 	sym_collector_destroy(&r->syms);
@@ -720,23 +723,24 @@ static int cmd_record(int argc, char **argv)
 		goto fail;
 	if (bpf_probes_load(&r->probes, &probes_cfg, cgroup_id, &ferr))
 		goto fail_err;
-	if (proc_track_open(&r->track, &r->probes, &r->dsos, r->writer, msg, sizeof(msg)))
-		goto fail_msg;
-	r->track_open = true;
-	r->track.syms = &r->syms;
-	r->track.stats_fn = collect_stats;
-	r->track.stats_ctx = r;
-	r->track.realtime_offset_ns = (int64_t)(o->realtime_offset_s * 1e9);
-	r->track.cgroup_v2_path = cgroup_id ? (cgroup_rel ? cgroup_rel : "/") : NULL;
 	lib_attach_init(&r->libs, &r->probes, o->quiet);
-	r->track.new_file_fn = on_new_file;
-	r->track.new_file_ctx = &r->libs;
-	r->track.quiet = o->quiet;
-	r->track.dwarf = o->stack_dwarf;
-	if (r->ring && r->ring_mode.job_on)
-		r->track.job = &r->ring_mode.job;
-	/* ring mode: exited processes' metadata leaves the ring with their events */
-	r->track.ring_writer = r->ring ? r->writer : NULL;
+	struct proc_track_config track_cfg = {
+		.probes = &r->probes,
+		.dsos = &r->dsos,
+		.syms = &r->syms,
+		.writer = r->writer,
+		/* ring mode: exited processes' metadata leaves the ring with their events */
+		.ring = r->ring,
+		.stats_fn = collect_stats,
+		.stats_ctx = r,
+		.new_file_fn = on_new_file,
+		.new_file_ctx = &r->libs,
+		.job = r->ring && r->ring_mode.job_on ? &r->ring_mode.job : NULL,
+		.dwarf = o->stack_dwarf,
+		.quiet = o->quiet,
+		.realtime_offset_ns = (int64_t)(o->realtime_offset_s * 1e9),
+		.cgroup_v2_path = cgroup_id ? (cgroup_rel ? cgroup_rel : "/") : NULL,
+	};
 	if (o->stack_dwarf && o->cache) {
 		char why[256];
 		r->unwind_cache = unwind_cache_open(o->cache_dir, o->cache_max_bytes, why, sizeof(why));
@@ -745,28 +749,31 @@ static int cmd_record(int argc, char **argv)
 			fprintf(stderr, "flightrec: build-id cache %s: %s; recording without it "
 				"(--cache-dir DIR for another, --no-cache for none)\n",
 				o->cache_dir, why);
-		r->track.unwind_cache = r->unwind_cache;
+		track_cfg.unwind_cache = r->unwind_cache;
 	}
 	/* FLIGHTREC_USTACK_SPARSE=0 writes every copy whole (format 1.1's raw
 	 * stacks), to compare */
 	const char *sparse_env = getenv("FLIGHTREC_USTACK_SPARSE");
 	if (o->stack_dwarf && !(sparse_env && !strcmp(sparse_env, "0"))) {
 		r->sparse = ustack_sparse_new(&r->dsos);
-		if (!r->sparse)
-			goto fail;
-		r->track.sparse = r->sparse;
-		r->drain.sink.sparse = r->sparse;
+		if (!r->sparse) {
+			snprintf(msg, sizeof(msg), "out of memory");
+			goto fail_msg;
+		}
+		track_cfg.sparse = r->sparse;
 	}
 	if (o->stack_dwarf && o->python) {
 		python_init(&r->python, bpf_probes_py_procs_fd(&r->probes), o->quiet);
 		r->python_on = true;
-		r->track.python = &r->python;
+		track_cfg.python = &r->python;
 	}
 	if (r->probes.loaded & PROBE_BIT(FR_PROBE_RDMA)) {
-		r->track.rdma_dp = &r->probes.rdma_dp_family;
+		track_cfg.rdma_dp = &r->probes.rdma_dp_family;
 		if (rdma_counters_open(&r->rdma_counters, o->rdma_counters_dir) == 0)
-			r->track.rdma_counters = &r->rdma_counters;
+			track_cfg.rdma_counters = &r->rdma_counters;
 	}
+	if (proc_track_open(&track_cfg, &r->track, &ferr))
+		goto fail_err;
 
 	if (o->command) {
 		int err = launch_prepare(&r->child, o->command);
@@ -792,34 +799,43 @@ static int cmd_record(int argc, char **argv)
 	if (bpf_probes_attach(&r->probes, &probes_cfg, &ferr))
 		goto fail_err;
 	/* the tracking thread has not started: its builder is ours for now */
-	lib_attach_prepare(&r->libs, r->track.builder, o->libs, o->n_libs, o->command,
+	lib_attach_prepare(&r->libs, proc_track_builder(r->track), o->libs, o->n_libs, o->command,
 			   o->command_argc);
 
-	proc_track_write_clock(&r->track);
+	proc_track_write_clock(r->track);
 	for (int i = 0; i < o->n_pids; i++)
-		proc_track_add_existing(&r->track, o->pids[i]);
+		proc_track_add_existing(r->track, o->pids[i]);
 	if (o->cgroup_path)
 		add_cgroup_members(r);
-	if (r->ring && ring_mode_watch(&r->ring_mode, &ring_cfg, &r->probes, &r->drain)) {
+	if (r->ring && ring_mode_watch(&r->ring_mode, &ring_cfg, &r->probes)) {
 		snprintf(msg, sizeof(msg), "out of memory");
 		goto fail_msg;
 	}
-	int err = drain_start(&r->drain, bpf_probes_ring_fd(&r->probes), r->writer, r->stacks,
-			      &r->syms, r->python_on ? &r->python : NULL, r->track.rdma_dp,
-			      bpf_probes_uprobes(&r->probes, FR_PROBE_RDMA),
-			      &r->dsos, o->quiet, proc_track_notify, &r->track);
+	struct drain_config drain_cfg = {
+		.ring_fd = bpf_probes_ring_fd(&r->probes),
+		.writer = r->writer,
+		.stacks = r->stacks,
+		.syms = &r->syms,
+		.python = r->python_on ? &r->python : NULL,
+		.sparse = r->sparse,
+		.rdma_dp = track_cfg.rdma_dp,
+		.rdma_ctrl = bpf_probes_uprobes(&r->probes, FR_PROBE_RDMA),
+		.dsos = &r->dsos,
+		.quiet = o->quiet,
+		.on_proc = proc_track_notify,
+		.on_proc_ctx = r->track,
+		.on_commit = r->ring ? ring_mode_on_event : NULL,
+		.on_commit_ctx = r->ring ? &r->ring_mode : NULL,
+	};
+	if (drain_start(&drain_cfg, &r->drain, &ferr))
+		goto fail_err;
+	int err = proc_track_start(r->track);
 	if (err) {
-		snprintf(msg, sizeof(msg), "cannot read the ring buffer: %s", strerror(-err));
+		snprintf(msg, sizeof(msg), "cannot start the tracking thread: %s", strerror(-err));
 		goto fail_msg;
 	}
-	r->drain_running = true;
-	if (proc_track_start(&r->track)) {
-		snprintf(msg, sizeof(msg), "cannot start the tracking thread");
-		goto fail_msg;
-	}
-	r->track_running = true;
 	if (r->ring)
-		ring_mode_start(&r->ring_mode, &ring_cfg, &wo, &r->drain, &r->track, &info, collect_stats, r,
+		ring_mode_start(&r->ring_mode, &ring_cfg, &wo, r->drain, r->track, &info, collect_stats, r,
 				r->file_start_ns);
 
 	struct sigaction sa = {.sa_handler = on_stop_signal};
@@ -877,8 +893,8 @@ static int cmd_record(int argc, char **argv)
 			    now - r->ring_mode.status_last_ns >= r->ring_mode.status_every_ns) {
 				struct rusage ru;
 				getrusage(RUSAGE_SELF, &ru);
-				ring_mode_status(&r->ring_mode, now, atomic_load(&r->track.processes_seen),
-						 atomic_load(&r->track.processes_exited),
+				struct proc_track_counts tc = proc_track_counts(r->track);
+				ring_mode_status(&r->ring_mode, now, tc.processes_seen, tc.processes_exited,
 						 ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 						 ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
 			}
@@ -914,14 +930,11 @@ fail_msg:
 fail_err:
 	fprintf(stderr, "flightrec: %s\n", ferr.what);
 fail:
-	if (r->drain_running)
-		drain_stop(&r->drain);
-	if (r->track_running) {
-		atomic_store(&r->track.stop, 1);
-		pthread_join(r->track.thread, NULL);
-	}
-	if (r->track_open)
-		proc_track_close(&r->track);
+	/* both threads write through the writer: gone before it is */
+	drain_free(r->drain);
+	r->drain = NULL;
+	proc_track_close(r->track);
+	r->track = NULL;
 	if (o->command && r->child.pid > 0)
 		launch_abort(&r->child);
 	if (r->writer)

@@ -1,11 +1,15 @@
 /* Ring-buffer drain (see drain.h). */
 #include "drain/drain.h"
+#include "attach/attach_hold.h"
 #include "clock.h"
+#include "drain/ring_fill.h"
 #include "attach/rdma_datapath.h"
 #include "verbs_abi.h"
 
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +21,52 @@
 /* The ring filled past 1/DRAIN_BEHIND_FRACTION: the drain is behind, and
  * optional work steps aside (drain.h). */
 #define DRAIN_BEHIND_FRACTION 16
+
+struct drain {
+	struct ring_buffer *rb;
+	struct frec_builder *builder;
+	struct ring_sink sink;      /* ring records into file records; counts events */
+	struct ring_fill fill;      /* how full the ring is */
+	uint64_t behind_bytes;      /* filled past this, the drain is behind */
+	struct sym_collector *syms; /* told about every new stack */
+	uint64_t *kips;             /* kernel ips already sent to syms (0: empty) */
+	size_t kips_n, kips_cap;
+	drain_proc_cb on_proc;
+	void *on_proc_ctx;
+	struct python_state *python;     /* told about code objects in stacks */
+	/* rdma: attach the data path as soon as a context's ops table is seen
+	 * (setup to first post can take 2 ms); NULL without rdma probes */
+	struct uprobe_family *rdma_dp;
+	const struct uprobe_family *rdma_ctrl; /* its control path: attached = verbs in use */
+	struct dso_table *dsos;
+	bool quiet;
+	struct pid_parent { uint32_t pid, ppid; } parents[1024]; /* from fork events */
+	/* ops tables whose provider mapping was not known yet: retried every
+	 * drain period; given up after a second (a held process is then let
+	 * go, the others handed to the tracking thread when this is full) */
+	struct pending_ops {
+		struct fr_ev_rdma_ctrl ev;
+		uint64_t give_up_ns;
+		uint32_t lineage[4];
+		int n_lineage;
+	} ops_retry[64];
+	int n_ops_retry;
+	/* processes held for their data path (attach_hold.h), and those to let
+	 * go once the events drained so far are handled */
+	struct attach_hold hold;
+	struct held_release { uint32_t pid; uint64_t held_ns; bool lost; } releases[64];
+	int n_releases;
+	unsigned period_us;       /* sleep between drains */
+	uint64_t flush_period_ns; /* seal a partial chunk this often */
+	drain_event_cb on_commit;
+	void *on_commit_ctx;
+	pthread_t thread;
+	bool running; /* the thread was made */
+	atomic_int stop;
+	/* drain_flush_sync: requests and the last one done */
+	atomic_uint flush_req, flush_done;
+	uint64_t last_flush_ns;
+};
 
 static void sink_new_stack(void *ctx, uint32_t pid, const uint64_t *kernel_ips,
 			   uint16_t n_kernel, const uint64_t *user_ips, uint16_t n_user)
@@ -300,12 +350,6 @@ static void *drain_main(void *arg)
 	return NULL;
 }
 
-void drain_watch(struct drain *d, drain_event_cb fn, void *ctx)
-{
-	d->on_commit = fn;
-	d->on_commit_ctx = ctx;
-}
-
 int drain_flush_sync(struct drain *d, uint64_t timeout_ns)
 {
 	unsigned req = atomic_fetch_add(&d->flush_req, 1) + 1;
@@ -319,33 +363,35 @@ int drain_flush_sync(struct drain *d, uint64_t timeout_ns)
 	return 0;
 }
 
-int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
-		struct stack_table *stacks, struct sym_collector *syms,
-		struct python_state *python, struct uprobe_family *rdma_dp,
-		const struct uprobe_family *rdma_ctrl, struct dso_table *dsos, bool quiet,
-		drain_proc_cb on_proc, void *ctx)
+const struct ring_sink *drain_counts(const struct drain *d)
 {
-	drain_event_cb watch = d->on_commit;
-	void *watch_ctx = d->on_commit_ctx;
-	struct ustack_sparse *sparse = d->sink.sparse; /* set before, as the watch is */
-	memset(d, 0, sizeof(*d));
-	d->on_commit = watch;
-	d->on_commit_ctx = watch_ctx;
-	d->sink.sparse = sparse;
-	d->python = python;
-	d->rdma_dp = rdma_dp;
-	d->rdma_ctrl = rdma_ctrl;
-	d->dsos = dsos;
-	d->quiet = quiet;
-	d->syms = syms;
-	d->sink.builder = NULL;
-	d->sink.stacks = stacks;
+	return &d->sink;
+}
+
+int drain_start(const struct drain_config *cfg, struct drain **out, struct frec_error *err)
+{
+	struct drain *d = calloc(1, sizeof(*d));
+	*out = NULL;
+	if (!d) {
+		frec_error_set(err, "drain", -1, ENOMEM, "out of memory");
+		return -ENOMEM;
+	}
+	d->on_commit = cfg->on_commit;
+	d->on_commit_ctx = cfg->on_commit_ctx;
+	d->sink.sparse = cfg->sparse;
+	d->python = cfg->python;
+	d->rdma_dp = cfg->rdma_dp;
+	d->rdma_ctrl = cfg->rdma_ctrl;
+	d->dsos = cfg->dsos;
+	d->quiet = cfg->quiet;
+	d->syms = cfg->syms;
+	d->sink.stacks = cfg->stacks;
 	d->sink.new_stack = sink_new_stack;
 	d->sink.py_code = sink_py_code;
 	d->sink.kernel_ips = sink_kernel_ips;
 	d->sink.ctx = d;
-	if (sparse) {
-		int ferr = ring_fill_open(&d->fill, ring_fd);
+	if (cfg->sparse) {
+		int ferr = ring_fill_open(&d->fill, cfg->ring_fd);
 		if (!ferr) {
 			d->behind_bytes = d->fill.size / DRAIN_BEHIND_FRACTION;
 			d->sink.behind = sink_behind;
@@ -355,52 +401,68 @@ int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
 				strerror(-ferr));
 		}
 	}
-	d->on_proc = on_proc;
-	d->on_proc_ctx = ctx;
+	d->on_proc = cfg->on_proc;
+	d->on_proc_ctx = cfg->on_proc_ctx;
 	d->period_us = 5000;
 	d->flush_period_ns = 1000000000ull;
 	d->last_flush_ns = mono_ns();
-	d->builder = frec_builder_new(w, FR_CHUNK_EVENTS);
-	if (!d->builder)
-		return -ENOMEM;
-	d->sink.builder = d->builder;
-	d->rb = ring_buffer__new(ring_fd, on_event, d, NULL);
-	if (!d->rb) {
-		int err = -errno;
-		frec_builder_free(d->builder);
-		ring_fill_close(&d->fill);
-		return err ? err : -EINVAL;
-	}
 	attach_hold_init(&d->hold);
-	if (rdma_dp && rdma_ctrl) {
+	d->builder = frec_builder_new(cfg->writer, FR_CHUNK_EVENTS);
+	if (!d->builder) {
+		frec_error_set(err, "drain", -1, ENOMEM, "out of memory");
+		drain_free(d);
+		return -ENOMEM;
+	}
+	d->sink.builder = d->builder;
+	d->rb = ring_buffer__new(cfg->ring_fd, on_event, d, NULL);
+	if (!d->rb) {
+		int e = errno ? errno : EINVAL;
+		frec_error_set(err, "drain", -1, e, "cannot read the ring buffer: %s", strerror(e));
+		drain_free(d);
+		return -e;
+	}
+	if (cfg->rdma_dp && cfg->rdma_ctrl) {
 		char why[200];
-		if (attach_hold_start(&d->hold, rdma_ctrl->exit_prog, "fr_rdma", why, sizeof(why)))
+		if (attach_hold_start(&d->hold, cfg->rdma_ctrl->exit_prog, "fr_rdma", why, sizeof(why)))
 			fprintf(stderr, "flightrec: rdma: %s: processes are not held while their "
 				"data path is attached; QPs created before it are counted as "
 				"not_attached\n", why);
 	}
-	int err = pthread_create(&d->thread, NULL, drain_main, d);
-	if (err) {
-		attach_hold_stop(&d->hold);
-		ring_buffer__free(d->rb);
-		frec_builder_free(d->builder);
-		ring_fill_close(&d->fill);
-		return -err;
+	int e = pthread_create(&d->thread, NULL, drain_main, d);
+	if (e) {
+		frec_error_set(err, "drain", -1, e, "cannot start the drain thread: %s", strerror(e));
+		drain_free(d);
+		return -e;
 	}
+	d->running = true;
+	*out = d;
 	return 0;
 }
 
 void drain_stop(struct drain *d)
 {
-	atomic_store(&d->stop, 1);
-	pthread_join(d->thread, NULL);
+	if (!d)
+		return;
+	if (d->running) {
+		atomic_store(&d->stop, 1);
+		pthread_join(d->thread, NULL);
+		d->running = false;
+	}
 	/* the recording ends: every held process goes on */
 	attach_hold_stop(&d->hold);
-	ring_buffer__free(d->rb);
+	if (d->rb)
+		ring_buffer__free(d->rb);
+	d->rb = NULL;
 	frec_builder_free(d->builder);
 	d->builder = NULL;
 	d->sink.builder = NULL;
 	free(d->kips);
 	d->kips = NULL;
 	ring_fill_close(&d->fill);
+}
+
+void drain_free(struct drain *d)
+{
+	drain_stop(d);
+	free(d);
 }

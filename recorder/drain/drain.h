@@ -27,8 +27,6 @@
 #ifndef FLIGHTREC_DRAIN_H
 #define FLIGHTREC_DRAIN_H
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 
 #include "events.h"
@@ -39,75 +37,50 @@
 #include "symbols/dso_table.h"
 #include "attach/uprobe_family.h"
 #include "drain/ring_record.h"
-#include "drain/ring_fill.h"
-#include "attach/attach_hold.h"
-
-struct ring_buffer;
 
 /* Process events and RDMA ops-table reports go to the tracking thread too. */
 typedef void (*drain_proc_cb)(void *ctx, const struct fr_ev_common *ev);
 /* Every event committed, as written (the flight recorder's triggers). */
 typedef void (*drain_event_cb)(void *ctx, const struct fr_ev_common *ev);
 
-struct drain {
-	struct ring_buffer *rb;
-	struct frec_builder *builder;
-	struct ring_sink sink;      /* ring records into file records; counts events */
-	struct ring_fill fill;      /* how full the ring is */
-	uint64_t behind_bytes;      /* filled past this, the drain is behind */
-	struct sym_collector *syms; /* told about every new stack */
-	uint64_t *kips;             /* kernel ips already sent to syms (0: empty) */
-	size_t kips_n, kips_cap;
-	drain_proc_cb on_proc;
-	void *on_proc_ctx;
-	struct python_state *python;     /* told about code objects in stacks */
-	/* rdma: attach the data path as soon as a context's ops table is seen
-	 * (setup to first post can take 2 ms); NULL without rdma probes */
+/* What the drain works with; everything is the caller's and outlives it.
+ * NULL members are features not asked for. */
+struct drain_config {
+	int ring_fd;                        /* the BPF ring buffer map */
+	struct frec_writer *writer;         /* its EVENTS chunks go here */
+	struct stack_table *stacks;         /* raw stacks become ids of this table */
+	struct sym_collector *syms;         /* told about every new stack */
+	struct python_state *python;        /* told about code objects in stacks */
+	struct ustack_sparse *sparse;       /* --stack dwarf's sparse copies */
+	/* rdma: the data path is attached as soon as a context's ops table is
+	 * seen (setup to first post can take 2 ms) */
 	struct uprobe_family *rdma_dp;
 	const struct uprobe_family *rdma_ctrl; /* its control path: attached = verbs in use */
 	struct dso_table *dsos;
 	bool quiet;
-	struct pid_parent { uint32_t pid, ppid; } parents[1024]; /* from fork events */
-	/* ops tables whose provider mapping was not known yet: retried every
-	 * drain period; given up after a second (a held process is then let
-	 * go, the others handed to the tracking thread when this is full) */
-	struct pending_ops {
-		struct fr_ev_rdma_ctrl ev;
-		uint64_t give_up_ns;
-		uint32_t lineage[4];
-		int n_lineage;
-	} ops_retry[64];
-	int n_ops_retry;
-	/* processes held for their data path (attach_hold.h), and those to let
-	 * go once the events drained so far are handled */
-	struct attach_hold hold;
-	struct held_release { uint32_t pid; uint64_t held_ns; bool lost; } releases[64];
-	int n_releases;
-	unsigned period_us;       /* sleep between drains */
-	uint64_t flush_period_ns; /* seal a partial chunk this often */
-	drain_event_cb on_commit;
+	drain_proc_cb on_proc;              /* process events (the tracking thread) */
+	void *on_proc_ctx;
+	drain_event_cb on_commit;           /* every event committed, or NULL */
 	void *on_commit_ctx;
-	pthread_t thread;
-	atomic_int stop;
-	/* drain_flush_sync: requests and the last one done */
-	atomic_uint flush_req, flush_done;
-	uint64_t last_flush_ns;
 };
 
-/* ring_fd: the BPF ring buffer map.  Returns 0 or -errno. */
-int drain_start(struct drain *d, int ring_fd, struct frec_writer *w,
-		struct stack_table *stacks, struct sym_collector *syms,
-		struct python_state *python, struct uprobe_family *rdma_dp,
-		const struct uprobe_family *rdma_ctrl, struct dso_table *dsos, bool quiet,
-		drain_proc_cb on_proc, void *ctx);
-/* Before drain_start: every committed event also goes to fn (on the drain
- * thread). */
-void drain_watch(struct drain *d, drain_event_cb fn, void *ctx);
+struct drain;
+
+/* Starts the drain thread.  0 and *out, or -errno with err filled and
+ * nothing left running. */
+int drain_start(const struct drain_config *cfg, struct drain **out, struct frec_error *err);
+/* What the ring sink counted (events and losses per probe, stacks): its
+ * atomics may be read while the drain runs. */
+const struct ring_sink *drain_counts(const struct drain *d);
 /* Has the drain thread empty the ring buffer and seal its chunk, and waits
  * for that (at most timeout_ns): what the kernel had sent before this call
  * is then in the writer's queue.  Returns 0, or -1 on timeout. */
 int drain_flush_sync(struct drain *d, uint64_t timeout_ns);
-/* Drains what is left, flushes, joins.  Frees the builder. */
+/* Drains what is left, flushes, joins; held processes go on, and the
+ * writer is not used again (drain_counts still answers).  Safe with NULL
+ * and twice. */
 void drain_stop(struct drain *d);
+/* drain_stop, then frees.  Before the writer is closed or abandoned. */
+void drain_free(struct drain *d);
 
 #endif

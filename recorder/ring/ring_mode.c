@@ -37,8 +37,7 @@ int ring_mode_open(struct ring_mode *m, const struct ring_mode_config *o,
 	return 0;
 }
 
-int ring_mode_watch(struct ring_mode *m, const struct ring_mode_config *o, struct bpf_probes *probes,
-		    struct drain *drain)
+int ring_mode_watch(struct ring_mode *m, const struct ring_mode_config *o, struct bpf_probes *probes)
 {
 	/* the poll is set up whatever is armed: every snapshot carries the
 	 * calls in flight (a SIGUSR2 one taken during a hang names it too) */
@@ -46,8 +45,13 @@ int ring_mode_watch(struct ring_mode *m, const struct ring_mode_config *o, struc
 		return -1;
 	if (m->armed & TRIGGER_BIT(FR_TRIGGER_HANG))
 		m->triggers.watch = &m->hang.watch;
-	drain_watch(drain, triggers_on_event, &m->triggers);
 	return 0;
+}
+
+void ring_mode_on_event(void *ctx, const struct fr_ev_common *ev)
+{
+	struct ring_mode *m = ctx;
+	triggers_on_event(&m->triggers, ev);
 }
 
 void ring_mode_start(struct ring_mode *m, const struct ring_mode_config *o,

@@ -62,10 +62,12 @@ struct ring_mode {
 int ring_mode_open(struct ring_mode *m, const struct ring_mode_config *o,
 		   const struct frec_writer_opts *wo, struct frec_writer **out,
 		   struct frec_error *err);
-/* Before drain_start: the drain's events go to the triggers.  0, or -1 out
- * of memory. */
-int ring_mode_watch(struct ring_mode *m, const struct ring_mode_config *o, struct bpf_probes *probes,
-		    struct drain *drain);
+/* Before drain_start: the hang poll, and what the triggers watch.  0, or -1
+ * out of memory. */
+int ring_mode_watch(struct ring_mode *m, const struct ring_mode_config *o, struct bpf_probes *probes);
+/* The drain's on_commit (drain_config), ctx the ring mode: every event
+ * committed goes to the triggers. */
+void ring_mode_on_event(void *ctx, const struct fr_ev_common *ev);
 /* Once the threads run: what a snapshot needs of the recording. */
 void ring_mode_start(struct ring_mode *m, const struct ring_mode_config *o,
 		     const struct frec_writer_opts *wo, struct drain *drain,

@@ -1,5 +1,6 @@
 /* Process, thread and mapping tracking (see proc_track.h). */
 #include "track/proc_track.h"
+#include "attach/lib_hold.h"
 #include "clock.h"
 #include "inspect/proc_maps.h"
 #include "inspect/proc_text.h"
@@ -14,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -30,6 +33,68 @@ struct perf_ring {
 	size_t map_len;
 	uint8_t *data;
 	uint64_t data_size;
+};
+
+struct pending_pid {
+	uint16_t type; /* FR_EV_PROC_* */
+	uint32_t pid;
+	uint32_t ppid;
+	uint64_t ts_ns;  /* of the event */
+	uint64_t addrs[3]; /* FR_EV_RDMA_CTRL (ops table): post_send, post_recv, poll_cq */
+	uint64_t due_ns; /* for forgetting exited pids */
+	int32_t exit_code; /* FR_EV_PROC_EXIT */
+};
+
+struct proc_track {
+	struct bpf_probes *probes;
+	struct dso_table *dsos;
+	struct sym_collector *syms;
+	struct frec_builder *builder;
+	track_stats_fn stats_fn;
+	void *stats_ctx;
+	track_new_file_fn new_file_fn;
+	void *new_file_ctx;
+	struct uprobe_family *rdma_dp;
+	struct rdma_counters *rdma_counters;
+	struct python_state *python;
+	struct job_pids *job;
+	bool dwarf;
+	struct unwind_cache *unwind_cache;
+	struct ustack_sparse *sparse;
+	struct unwind_writer_stats unwind;
+	bool quiet;
+	int64_t realtime_offset_ns;
+	const char *cgroup_v2_path;
+
+	struct perf_ring *rings;
+	int n_rings;
+	/* processes held at dlopen's return until the libraries it mapped are
+	 * handled here (lib_hold.h) */
+	struct lib_hold lib_hold;
+
+	pthread_mutex_t lock;
+	struct pending_pid *pending;
+	size_t n_pending, cap_pending;
+	struct pending_pid *forget;
+	size_t n_forget, cap_forget;
+
+	pthread_t thread;
+	bool running; /* the thread was made and not yet joined */
+	atomic_int stop;
+	atomic_uint_fast64_t mmap_lost;    /* perf mmap records the kernel lost */
+	atomic_uint_fast64_t mappings;     /* mapping records written */
+	uint64_t mappings_again;           /* not written: the same mapping was there */
+	/* ring mode: the exited processes handed to frec_writer_ring_retire
+	 * once their metadata is sealed (NULL writer: file mode, nothing is
+	 * retired from a file) */
+	struct frec_writer *ring_writer;
+	struct frec_retired *retiring;
+	size_t n_retiring, cap_retiring;
+	atomic_uint_fast64_t processes_seen, processes_exited; /* read by the main thread */
+	uint64_t last_tick_ns;
+	uint64_t last_meta_flush_ns;
+	/* proc_track_flush_sync: requests and the last one done */
+	atomic_uint flush_req, flush_done;
 };
 
 static int open_tracking_event(int cpu)
@@ -58,50 +123,100 @@ static int open_tracking_event(int cpu)
 	return fd;
 }
 
-int proc_track_open(struct proc_track *t, struct bpf_probes *probes,
-		    struct dso_table *dsos, struct frec_writer *w, char *err, size_t len)
+int proc_track_open(const struct proc_track_config *cfg, struct proc_track **out,
+		    struct frec_error *err)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct proc_track *t = calloc(1, sizeof(*t));
+	int rc = -ENOMEM;
 
-	memset(t, 0, sizeof(*t));
+	*out = NULL;
+	if (!t) {
+		frec_error_set(err, "tracking", -1, ENOMEM, "out of memory");
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&t->lock, NULL);
 	lib_hold_init(&t->lib_hold);
-	t->probes = probes;
-	t->dsos = dsos;
-	t->builder = frec_builder_new(w, FR_CHUNK_META);
-	if (!t->builder || ncpu <= 0) {
-		snprintf(err, len, "out of memory");
-		return -1;
-	}
-	t->rings = calloc((size_t)ncpu, sizeof(*t->rings));
-	if (!t->rings) {
-		snprintf(err, len, "out of memory");
-		return -1;
+	t->probes = cfg->probes;
+	t->dsos = cfg->dsos;
+	t->syms = cfg->syms;
+	t->stats_fn = cfg->stats_fn;
+	t->stats_ctx = cfg->stats_ctx;
+	t->new_file_fn = cfg->new_file_fn;
+	t->new_file_ctx = cfg->new_file_ctx;
+	t->rdma_dp = cfg->rdma_dp;
+	t->rdma_counters = cfg->rdma_counters;
+	t->python = cfg->python;
+	t->job = cfg->job;
+	t->dwarf = cfg->dwarf;
+	t->unwind_cache = cfg->unwind_cache;
+	t->sparse = cfg->sparse;
+	t->quiet = cfg->quiet;
+	t->realtime_offset_ns = cfg->realtime_offset_ns;
+	t->cgroup_v2_path = cfg->cgroup_v2_path;
+	t->ring_writer = cfg->ring ? cfg->writer : NULL;
+	t->builder = frec_builder_new(cfg->writer, FR_CHUNK_META);
+	if (ncpu > 0)
+		t->rings = calloc((size_t)ncpu, sizeof(*t->rings));
+	if (!t->builder || !t->rings) {
+		frec_error_set(err, "tracking", -1, ENOMEM, "out of memory");
+		goto fail;
 	}
 	for (int cpu = 0; cpu < ncpu; cpu++) {
 		int fd = open_tracking_event(cpu);
 		if (fd < 0) {
 			if (errno == ENODEV)
 				continue;
-			snprintf(err, len, "cannot open the mmap tracking event on CPU %d: %s",
-				 cpu, strerror(errno));
-			return -1;
+			rc = -errno;
+			frec_error_set(err, "tracking", -1, errno,
+				       "cannot open the mmap tracking event on CPU %d: %s", cpu,
+				       strerror(errno));
+			goto fail;
 		}
 		struct perf_ring *r = &t->rings[t->n_rings];
 		r->fd = fd;
 		r->map_len = (1 + TRACK_RING_PAGES) * page;
 		r->base = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (r->base == MAP_FAILED) {
-			snprintf(err, len, "cannot map the mmap tracking buffer: %s", strerror(errno));
+			rc = -errno;
+			frec_error_set(err, "tracking", -1, errno,
+				       "cannot map the mmap tracking buffer: %s", strerror(errno));
 			close(fd);
-			return -1;
+			goto fail;
 		}
 		r->data = (uint8_t *)r->base + page;
 		r->data_size = TRACK_RING_PAGES * page;
 		t->n_rings++;
 	}
+	*out = t;
 	return 0;
+fail:
+	proc_track_close(t);
+	return rc;
+}
+
+struct frec_builder *proc_track_builder(struct proc_track *t)
+{
+	return t->builder;
+}
+
+struct proc_track_counts proc_track_counts(const struct proc_track *t)
+{
+	/* the atomics are read through a cast: C11's atomic_load takes no
+	 * pointer to const */
+	struct proc_track *m = (struct proc_track *)t;
+	return (struct proc_track_counts){
+		.mappings = atomic_load(&m->mappings),
+		.mmap_lost = atomic_load(&m->mmap_lost),
+		.processes_seen = atomic_load(&m->processes_seen),
+		.processes_exited = atomic_load(&m->processes_exited),
+	};
+}
+
+const struct unwind_writer_stats *proc_track_unwind(const struct proc_track *t)
+{
+	return &t->unwind;
 }
 
 /* ---- records ----------------------------------------------------------- */
@@ -783,13 +898,23 @@ int proc_track_start(struct proc_track *t)
 	if (lib_hold_start(&t->lib_hold, t->probes, t->quiet, why, sizeof(why)))
 		fprintf(stderr, "flightrec: %s: libraries loaded with dlopen are attached after "
 			"they are mapped, and calls made before that are not seen\n", why);
-	return -pthread_create(&t->thread, NULL, track_main, t);
+	int err = pthread_create(&t->thread, NULL, track_main, t);
+	t->running = err == 0;
+	return -err;
+}
+
+static void join(struct proc_track *t)
+{
+	if (!t->running)
+		return;
+	atomic_store(&t->stop, 1);
+	pthread_join(t->thread, NULL);
+	t->running = false;
 }
 
 void proc_track_stop(struct proc_track *t)
 {
-	atomic_store(&t->stop, 1);
-	pthread_join(t->thread, NULL);
+	join(t);
 	/* every held process goes on; the recording ends */
 	lib_hold_stop(&t->lib_hold);
 	if (t->python)
@@ -799,10 +924,16 @@ void proc_track_stop(struct proc_track *t)
 	write_stats(t);
 	frec_builder_flush(t->builder);
 	hand_retiring(t);
+	frec_builder_free(t->builder);
+	t->builder = NULL;
 }
 
 void proc_track_close(struct proc_track *t)
 {
+	if (!t)
+		return;
+	join(t);
+	lib_hold_stop(&t->lib_hold);
 	for (int i = 0; i < t->n_rings; i++) {
 		munmap(t->rings[i].base, t->rings[i].map_len);
 		close(t->rings[i].fd);
@@ -813,6 +944,6 @@ void proc_track_close(struct proc_track *t)
 	free(t->retiring);
 	if (t->builder)
 		frec_builder_free(t->builder);
-	t->builder = NULL;
 	pthread_mutex_destroy(&t->lock);
+	free(t);
 }

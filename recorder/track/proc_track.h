@@ -45,26 +45,18 @@ struct recorder_stats {
 
 typedef void (*track_stats_fn)(void *ctx, struct recorder_stats *out);
 
-struct pending_pid {
-	uint16_t type; /* FR_EV_PROC_* */
-	uint32_t pid;
-	uint32_t ppid;
-	uint64_t ts_ns;  /* of the event */
-	uint64_t addrs[3]; /* FR_EV_RDMA_CTRL (ops table): post_send, post_recv, poll_cq */
-	uint64_t due_ns; /* for forgetting exited pids */
-	int32_t exit_code; /* FR_EV_PROC_EXIT */
-};
-
-struct perf_ring;
-
-struct proc_track {
+/* What the tracking thread works with; everything is the caller's and
+ * outlives it.  NULL members are features not asked for. */
+struct proc_track_config {
 	struct bpf_probes *probes;
 	struct dso_table *dsos;
-	struct sym_collector *syms;
-	struct frec_builder *builder;
-	track_stats_fn stats_fn;
+	struct sym_collector *syms;        /* the symbols of every stack seen */
+	struct frec_writer *writer;        /* its META chunks go here */
+	bool ring;                         /* ring mode: exited processes' metadata is
+					      retired from writer with their events */
+	track_stats_fn stats_fn;           /* the STATS record, every second */
 	void *stats_ctx;
-	track_new_file_fn new_file_fn;
+	track_new_file_fn new_file_fn;     /* library discovery, or NULL */
 	void *new_file_ctx;
 	struct uprobe_family *rdma_dp;     /* NULL without the rdma probes */
 	struct rdma_counters *rdma_counters; /* NULL when not sampling */
@@ -73,59 +65,54 @@ struct proc_track {
 	bool dwarf;                        /* --stack dwarf: write unwind data */
 	struct unwind_cache *unwind_cache; /* NULL: --no-cache or none usable */
 	struct ustack_sparse *sparse;      /* given each file's unwind image, or NULL */
-	struct unwind_writer_stats unwind;
 	bool quiet;
-	int64_t realtime_offset_ns; /* test hook: shifts realtime anchors */
-	const char *cgroup_v2_path; /* cgroup mode: path relative to the v2 root */
-
-	struct perf_ring *rings;
-	int n_rings;
-	/* processes held at dlopen's return until the libraries it mapped are
-	 * handled here (lib_hold.h) */
-	struct lib_hold lib_hold;
-
-	pthread_mutex_t lock;
-	struct pending_pid *pending;
-	size_t n_pending, cap_pending;
-	struct pending_pid *forget;
-	size_t n_forget, cap_forget;
-
-	pthread_t thread;
-	atomic_int stop;
-	atomic_uint_fast64_t mmap_lost;    /* perf mmap records the kernel lost */
-	atomic_uint_fast64_t mappings;     /* mapping records written */
-	uint64_t mappings_again;           /* not written: the same mapping was there */
-	/* ring mode: the exited processes handed to frec_writer_ring_retire
-	 * once their metadata is sealed (NULL writer: file mode, nothing is
-	 * retired from a file) */
-	struct frec_writer *ring_writer;
-	struct frec_retired *retiring;
-	size_t n_retiring, cap_retiring;
-	atomic_uint_fast64_t processes_seen, processes_exited; /* read by the main thread */
-	uint64_t last_tick_ns;
-	uint64_t last_meta_flush_ns;
-	/* proc_track_flush_sync: requests and the last one done */
-	atomic_uint flush_req, flush_done;
+	int64_t realtime_offset_ns;        /* test hook: shifts realtime anchors */
+	const char *cgroup_v2_path;        /* cgroup mode: path relative to the v2 root */
 };
 
-/* Opens the per-CPU mmap tracking events (before the target runs). */
-int proc_track_open(struct proc_track *t, struct bpf_probes *probes,
-		    struct dso_table *dsos, struct frec_writer *w, char *err, size_t len);
+/* Counters any thread may read while it runs. */
+struct proc_track_counts {
+	uint64_t mappings;        /* mapping records written */
+	uint64_t mmap_lost;       /* perf mmap records the kernel lost */
+	uint64_t processes_seen, processes_exited;
+};
+
+struct proc_track;
+
+/* Opens the per-CPU mmap tracking events (before the target runs); its
+ * thread is not started.  0 and *out, or -errno with err filled and nothing
+ * left open. */
+int proc_track_open(const struct proc_track_config *cfg, struct proc_track **out,
+		    struct frec_error *err);
+/* Its META builder, the caller's until proc_track_start (lib_attach_prepare
+ * writes with it). */
+struct frec_builder *proc_track_builder(struct proc_track *t);
+/* 0, or -errno (the thread could not be made). */
 int proc_track_start(struct proc_track *t);
 /* Describes a process that exists now: process record, threads, mappings
  * from /proc/PID/maps.  Used for --pid/--cgroup targets at start. */
 void proc_track_add_existing(struct proc_track *t, uint32_t pid);
 /* Called by the drain thread for every process event. */
 void proc_track_notify(void *ctx, const struct fr_ev_common *ev);
-/* Joins, then writes the last symbols, clock anchor and stats record. */
 /* Has the tracking thread write what it has pending now — processes,
  * mappings, the symbols of every stack seen so far, Python code objects,
  * clock and counters — and seal its chunk; waits for that (at most
  * timeout_ns).  Returns 0, or -1 on timeout.  A snapshot needs the metadata
  * of every event it holds. */
 int proc_track_flush_sync(struct proc_track *t, uint64_t timeout_ns);
+/* The end of a recording: joins, then writes the last symbols, clock anchor
+ * and stats record; the writer is not used again (the counts still
+ * answer). */
 void proc_track_stop(struct proc_track *t);
+/* Safe at any stage and with NULL: a thread still running is stopped
+ * without the last writes (a recording that failed), held processes go on,
+ * and everything is freed.  Before the writer is closed or abandoned,
+ * unless proc_track_stop ran. */
 void proc_track_close(struct proc_track *t);
+
+struct proc_track_counts proc_track_counts(const struct proc_track *t);
+/* What the unwind writer did; final once proc_track_stop returned. */
+const struct unwind_writer_stats *proc_track_unwind(const struct proc_track *t);
 
 /* One clock anchor record now (also used at start and at the end). */
 void proc_track_write_clock(struct proc_track *t);
