@@ -161,11 +161,16 @@ class RdmaHold(frtest.Case):
         losses = rdma_losses(trace)
         why = f"posted {posted}, recorded {recorded}, losses {losses}"
         self.assertEqual(len(posted), 4, p.stdout)
-        # every branch checks something: a late attach is counted per
-        # context and QP (its work requests were never seen), and with none
-        # every work request is recorded or counted, exactly
+        # every branch checks something: a QP made before a late attach is
+        # counted (it may have posted unseen: whether its first posts came
+        # before the attach is a race the count does not claim to win), so
+        # only counted QPs may fall short and none records more than it
+        # posted; with none counted every work request is recorded or
+        # counted, exactly
         if losses.get("not_attached", 0):
-            self.assertLess(sum(recorded.values()), sum(posted.values()), why)
+            short = [q for q in posted if recorded.get(q, 0) < posted[q]]
+            self.assertLessEqual(len(short), losses["not_attached"], why)
+            self.assertFalse([q for q in recorded if recorded[q] > posted.get(q, 0)], why)
         else:
             self.assertEqual(sum(recorded.values()) + sum(losses.values()),
                              sum(posted.values()), why)
