@@ -287,3 +287,22 @@ int cli_dest_close(struct cli_dest *d, int rc, FILE *errout)
 		unlink(d->path);
 	return rc;
 }
+
+void cli_print_wrapped(FILE *out, const char *text)
+{
+	const char *p = text;
+	while (*p) {
+		size_t len = strlen(p), cut = len;
+		if (len > 74) {
+			cut = 74;
+			while (cut && p[cut] != ' ')
+				cut--;
+			if (!cut)
+				cut = strcspn(p, " ");
+		}
+		fprintf(out, "  %.*s\n", (int)cut, p);
+		p += cut;
+		while (*p == ' ')
+			p++;
+	}
+}

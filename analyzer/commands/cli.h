@@ -25,6 +25,9 @@ int cli_option(int argc, char **argv, int *i, const char *name, const char *shor
 
 /* True for --help and -h. */
 int cli_is_help(const char *arg);
+/* text (one paragraph) wrapped at 76 columns, indented by two spaces (help
+ * texts). */
+void cli_print_wrapped(FILE *out, const char *text);
 
 /* Parses a pid (decimal, 1..UINT32_MAX); 0 on success. */
 int cli_parse_pid(const char *s, uint32_t *pid);

@@ -74,30 +74,10 @@ static const char archive_examples[] =
 	"  " CLI_PROG " stragglers bug-1234.tar.zst\n"
 	"  tar --zstd -xOf bug-1234.tar.zst MANIFEST.json | jq .\n";
 
-/* text (one paragraph) wrapped at 76 columns, indented by two spaces. */
-static void print_wrapped(FILE *out, const char *text)
-{
-	const char *p = text;
-	while (*p) {
-		size_t len = strlen(p), cut = len;
-		if (len > 74) {
-			cut = 74;
-			while (cut && p[cut] != ' ')
-				cut--;
-			if (!cut)
-				cut = strcspn(p, " ");
-		}
-		fprintf(out, "  %.*s\n", (int)cut, p);
-		p += cut;
-		while (*p == ' ')
-			p++;
-	}
-}
-
 static void print_help(FILE *out)
 {
 	fputs(archive_help, out);
-	print_wrapped(out, redact_help_text);
+	cli_print_wrapped(out, redact_help_text);
 	fputs(archive_examples, out);
 }
 

@@ -6,7 +6,9 @@
  * cannot corrupt the channel. */
 #include "cli.h"
 #include "commands.h"
+#include "mcp_redact.h"
 #include "mcp_server.h"
+#include "redact.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -14,7 +16,7 @@
 #include <unistd.h>
 
 static const char mcp_help[] =
-	"usage: " CLI_PROG " mcp ROOT... [--max-tokens N]\n"
+	"usage: " CLI_PROG " mcp ROOT... [--max-tokens N] [--redact | --redact-all]\n"
 	"\n"
 	"A Model Context Protocol server on standard input and output (newline-\n"
 	"delimited JSON-RPC; logs on standard error) for an LLM agent: Claude Code,\n"
@@ -42,16 +44,27 @@ static const char mcp_help[] =
 	"\n"
 	"options:\n"
 	"  --max-tokens N  the most any call may ask for (256-8000, default 8000)\n"
+	"  --redact        serve what '" CLI_PROG " archive --redact' would show: every\n"
+	"                  trace a tool reads is a redacted copy (made once per file,\n"
+	"                  kept open and unlinked, never on disk past its making), one\n"
+	"                  secret for the server, so a value has the same token in\n"
+	"                  every trace and every call; the outputs name a trace as\n"
+	"                  the client did\n"
+	"  --redact-all    --redact, and the settings that explain behaviour too\n"
 	"\n"
 	"examples:\n"
 	"  " CLI_PROG " mcp /data/traces\n"
-	"  claude mcp add flightrec -- " CLI_PROG " mcp $PWD/traces\n";
+	"  claude mcp add flightrec -- " CLI_PROG " mcp $PWD/traces\n"
+	"  " CLI_PROG " mcp --redact ~/bug-reports   (a hosted model sees no secrets)\n"
+	"\n"
+	"redaction:\n";
 
 int cmd_mcp(int argc, char **argv, FILE *out, FILE *errout)
 {
 	const char **roots = calloc((size_t)argc, sizeof(*roots));
 	size_t n = 0;
 	unsigned cap = MCP_MAX_TOKENS;
+	int redact = 0, redact_all = 0;
 	if (!roots) {
 		fprintf(errout, CLI_PROG " mcp: out of memory\n");
 		return CLI_FAIL;
@@ -60,8 +73,12 @@ int cmd_mcp(int argc, char **argv, FILE *out, FILE *errout)
 		int m;
 		if (cli_is_help(argv[i])) {
 			fputs(mcp_help, out);
+			cli_print_wrapped(out, redact_help_text);
 			free(roots);
 			return CLI_OK;
+		} else if (!strcmp(argv[i], "--redact") || !strcmp(argv[i], "--redact-all")) {
+			redact = 1;
+			redact_all |= !strcmp(argv[i], "--redact-all");
 		} else if ((m = cli_uint_option(argc, argv, &i, "--max-tokens", "mcp", 256,
 						 MCP_MAX_TOKENS, &cap, errout))) {
 			if (m < 0) {
@@ -90,17 +107,25 @@ int cmd_mcp(int argc, char **argv, FILE *out, FILE *errout)
 		return CLI_FAIL;
 	}
 	free(roots);
+	struct mcp_redact *red = NULL;
+	if (redact && !(red = mcp_redact_new(&r, redact_all, err, sizeof(err)))) {
+		fprintf(errout, CLI_PROG " mcp: %s\n", err);
+		mcp_roots_free(&r);
+		return CLI_FAIL;
+	}
 	fflush(out);
 	int proto = dup(fileno(out));
 	if (proto < 0 || (out == stdout && dup2(fileno(errout), STDOUT_FILENO) < 0)) {
 		fprintf(errout, CLI_PROG " mcp: cannot set up standard output\n");
+		mcp_redact_free(red);
 		mcp_roots_free(&r);
 		return CLI_FAIL;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	struct mcp_ctx ctx = { .roots = &r, .cap_tokens = cap };
+	struct mcp_ctx ctx = { .roots = &r, .cap_tokens = cap, .redact = red };
 	int rc = mcp_serve(STDIN_FILENO, proto, &ctx);
 	close(proto);
+	mcp_redact_free(red);
 	mcp_roots_free(&r);
 	return rc ? CLI_FAIL : CLI_OK;
 }

@@ -4,6 +4,7 @@
 #include "mcp_tools.h"
 #include "commands.h"
 #include "mcp_json.h"
+#include "mcp_redact.h"
 #include "mcp_result.h"
 #include "mcp_tool_defs.h"
 #include "out_common.h"
@@ -25,7 +26,22 @@ struct run {
 
 typedef int (*cmd_fn)(int argc, char **argv, FILE *out, FILE *errout);
 
-static int run_cmd(cmd_fn cmd, char **argv, struct run *r)
+/* --redact: the copies' paths in what a command printed become the
+ * client's names for the traces. */
+static int rename_copies(const struct mcp_redact *m, char **text, size_t *len)
+{
+	size_t n;
+	int json = *len && (**text == '{' || **text == '[');
+	char *named = mcp_redact_names(m, *text, *len, json, &n);
+	if (!named)
+		return -1;
+	free(*text);
+	*text = named;
+	*len = n;
+	return 0;
+}
+
+static int run_cmd(const struct mcp_ctx *c, cmd_fn cmd, char **argv, struct run *r)
 {
 	memset(r, 0, sizeof(*r));
 	int argc = 0;
@@ -44,6 +60,12 @@ static int run_cmd(cmd_fn cmd, char **argv, struct run *r)
 	r->rc = cmd(argc, argv, o, e);
 	fclose(o);
 	fclose(e);
+	if (c->redact && (rename_copies(c->redact, &r->out, &r->out_len) ||
+			  rename_copies(c->redact, &r->err, &r->err_len))) {
+		free(r->out);
+		free(r->err);
+		return -1;
+	}
 	return 0;
 }
 
@@ -168,8 +190,18 @@ static int push_paths(struct call *k, struct argv *a, const char *name)
 		if (!real)
 			return bad(k, "'%.200s' is not a trace file under the allowed roots (list_traces "
 				   "lists them)%s", v->items[i]->str, "");
-		push(a, real);
+		if (!k->c->redact) {
+			push(a, real);
+			free(real);
+			continue;
+		}
+		size_t n = 0;
+		const char *const *copies = mcp_redact_copy(k->c->redact, real, &n, k->why, sizeof(k->why));
 		free(real);
+		if (!copies)
+			return -1;
+		for (size_t j = 0; j < n; j++)
+			push(a, copies[j]);
 	}
 	return 0;
 }
@@ -208,11 +240,11 @@ static struct mj *text_and_json(struct call *k, cmd_fn cmd, struct argv *a, cons
 	push(&aj, json_a);
 	if (json_b)
 		push(&aj, json_b);
-	if (a->oom || aj.oom || run_cmd(cmd, a->v, &t)) {
+	if (a->oom || aj.oom || run_cmd(k->c, cmd, a->v, &t)) {
 		argv_free(&aj);
 		return NULL;
 	}
-	if (t.rc || run_cmd(cmd, aj.v, &j)) {
+	if (t.rc || run_cmd(k->c, cmd, aj.v, &j)) {
 		struct mj *e = mcp_error_result(k->def->name, t.err[0] ? t.err : "the command failed", 0);
 		run_free(&t);
 		argv_free(&aj);
@@ -340,14 +372,14 @@ static struct mj *t_list_findings(struct call *k)
 	}
 	struct run t, j;
 	push(&a, "--json");
-	if (a.oom || run_cmd(cmd_findings, a.v, &j)) {
+	if (a.oom || run_cmd(k->c, cmd_findings, a.v, &j)) {
 		argv_free(&a);
 		return NULL;
 	}
 	a.n--;
 	free(a.v[a.n]);
 	a.v[a.n] = NULL;
-	if (j.rc || run_cmd(cmd_findings, a.v, &t)) {
+	if (j.rc || run_cmd(k->c, cmd_findings, a.v, &t)) {
 		struct mj *e = mcp_error_result(k->def->name, j.err, 0);
 		run_free(&j);
 		argv_free(&a);
@@ -483,7 +515,7 @@ static struct mj *t_hot_paths(struct call *k)
 	push(&a, "-o");
 	push(&a, "-");
 	struct run f;
-	if (a.oom || run_cmd(cmd_flame, a.v, &f)) {
+	if (a.oom || run_cmd(k->c, cmd_flame, a.v, &f)) {
 		argv_free(&a);
 		return NULL;
 	}
@@ -558,7 +590,7 @@ static struct mj *t_explain(struct call *k)
 	push_int(&a, "--pid", arg(k, "pid"));
 	push_int(&a, "--top", arg(k, "limit"));
 	struct run t;
-	if (a.oom || run_cmd(cmd_explain, a.v, &t)) {
+	if (a.oom || run_cmd(k->c, cmd_explain, a.v, &t)) {
 		argv_free(&a);
 		return NULL;
 	}
@@ -633,7 +665,7 @@ static struct mj *t_query_events(struct call *k)
 	if (!stacks || !stacks->boolean)
 		push(&a, "--no-stacks");
 	struct run d;
-	if (a.oom || run_cmd(cmd_dump, a.v, &d)) {
+	if (a.oom || run_cmd(k->c, cmd_dump, a.v, &d)) {
 		argv_free(&a);
 		return NULL;
 	}

@@ -16,6 +16,7 @@ struct mcp_ctx {
 	const struct mcp_roots *roots;
 	unsigned cap_tokens;     /* the server's --max-tokens (at most 8000) */
 	int structured;          /* the client's era has structuredContent */
+	struct mcp_redact *redact; /* --redact: the copies served, or NULL */
 };
 
 #define MCP_DEFAULT_TOKENS 2000

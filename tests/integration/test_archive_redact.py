@@ -4,7 +4,11 @@ name, paths and arguments hold known secrets is recorded with real probes
 shown to be in the trace, and after `archive --redact` none of them is anywhere in the
 archive: not in its raw bytes, not in the decompressed tar, not in any
 member's raw bytes nor in any of its chunks once decompressed.  The host is
-a token, and the redacted copy answers as the trace does."""
+a token, and the redacted copy answers as the trace does.  `mcp --redact`
+serves the same: no secret in any answer of any tool on the trace or on an
+archive of it that was not redacted, while the same calls without
+--redact show them; a trace is named as the client named it, and one host
+token serves the whole session."""
 import io
 import json
 import os
@@ -131,6 +135,78 @@ class ArchiveRedact(frtest.Case):
         heavy = lambda st: sum(n for f, n in st.items() if "compute_heavy" in f)
         self.assertGreater(heavy(a), 0, a)
         self.assertEqual(heavy(a), heavy(b))
+
+
+def mcp_session(root, calls, *flags):
+    """The answers (one JSON text each) of an MCP server on root to calls,
+    a list of (tool, arguments), after the handshake."""
+    lines = [json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})]
+    for i, (tool, args) in enumerate(calls, 1):
+        lines.append(json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                 "params": {"name": tool, "arguments": args}}))
+    p = subprocess.run([frtest.ANALYZE, "mcp", root, *flags], input="\n".join(lines) + "\n",
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise AssertionError(f"mcp exited {p.returncode}: {p.stderr}")
+    answers = {}
+    for line in p.stdout.splitlines():
+        m = json.loads(line)
+        if m.get("id"):
+            answers[m["id"]] = line
+    if sorted(answers) != list(range(1, len(calls) + 1)):
+        raise AssertionError(f"answers for {sorted(answers)} of {len(calls)} calls: {p.stdout[:2000]}")
+    return [answers[i] for i in range(1, len(calls) + 1)]
+
+
+class McpRedact(frtest.Case):
+    CALLS = [("open_traces", {"traces": ["run.frec"], "max_tokens": 8000}),
+             ("get_summary", {"traces": ["run.frec"], "max_tokens": 8000}),
+             ("hot_paths", {"traces": ["run.frec"], "kind": "cpu", "max_tokens": 8000}),
+             ("query_events", {"traces": ["run.frec"], "max_tokens": 8000}),
+             ("open_traces", {"traces": ["plain.tar.zst"], "max_tokens": 8000}),
+             ("get_summary", {"traces": ["plain.tar.zst"], "max_tokens": 8000})]
+
+    @classmethod
+    def setUpClass(cls):
+        ArchiveRedact.setUpClass.__func__(cls)
+        # an archive that was not redacted: the server redacts its member
+        frtest.analyze("archive", cls.trace, "-o", os.path.join(cls.dir, "plain.tar.zst"),
+                       "--force")
+
+    def test_without_redact_the_secrets_show(self):
+        """Not vacuous: the same calls, served as they are, show secrets."""
+        hits = set()
+        for a in mcp_session(self.dir, self.CALLS):
+            hits.update(found(a.encode()))
+        print(f"served without --redact: {sorted(hits)}")
+        # (the environment, MASTER_ADDR's host among it, is in no tool's answer)
+        self.assertLessEqual({USER, PROJECT, ARG}, hits)
+
+    def test_redact_serves_no_secret(self):
+        answers = mcp_session(self.dir, self.CALLS, "--redact")
+        for (tool, args), a in zip(self.CALLS, answers):
+            self.assertEqual(found(a.encode()), [], f"{tool} {args}: {a[:3000]}")
+            self.assertNotIn('"isError":true', a, f"{tool}: {a[:2000]}")
+            self.assertNotIn("/proc/self/fd/", a, f"{tool}: a copy's path shows")
+        files = [json.loads(a)["result"]["structuredContent"]["data"]["files"][0]
+                 for a in (answers[0], answers[4])]
+        self.assertEqual(files[0]["path"], "run.frec")
+        self.assertEqual(files[1]["path"], "plain.tar.zst:run.frec")
+        # one secret for the session: the same host token in both copies
+        self.assertRegex(files[0]["host"], r"^<h:[0-9a-f]+>$")
+        self.assertEqual(files[0]["host"], files[1]["host"])
+        # the copies answer as the trace does: the same events
+        plain = json.loads(mcp_session(self.dir, self.CALLS[:1])[0])
+        self.assertEqual(plain["result"]["structuredContent"]["data"]["files"][0]["events"],
+                         files[0]["events"])
+
+    def test_redact_in_help(self):
+        h = frtest.analyze("mcp", "--help").stdout
+        self.assertIn("--redact", h)
+        self.assertIn("Raw user stacks", h)
 
 
 if __name__ == "__main__":
