@@ -162,9 +162,19 @@ typedef void (*frec_evict_fn)(void *ctx, const uint8_t *raw, size_t len);
 
 struct frec_ring_opts {
 	size_t bytes;          /* compressed EVENTS bytes kept (at least one chunk) */
+	/* Exited processes whose metadata may wait for their exits to leave
+	 * the window (0: FREC_RING_EXITED_DEFAULT(bytes)); past it the oldest
+	 * events leave sooner (format/SPEC.md section 8.1). */
+	size_t max_exited;
 	frec_evict_fn evicted; /* on the writer thread; may be NULL */
 	void *ctx;
 };
+
+/* An exited process's metadata is about 4 KiB compressed (process,
+ * threads, environment, mappings; measured under churn): the default lets
+ * the waiting ones weigh about as much as the events, and never fewer than
+ * 1,024. */
+#define FREC_RING_EXITED_DEFAULT(bytes) ((bytes) / 4096 > 1024 ? (bytes) / 4096 : 1024)
 
 int frec_writer_open_ring(const struct frec_writer_opts *opts,
 			  const struct frec_ring_opts *ring, struct frec_writer **out,
@@ -259,6 +269,7 @@ struct frec_ring_stats {
 	uint64_t meta_processes;          /* FR_REC_PROCESS records among them */
 	uint64_t retire_waiting;          /* exited processes whose exit is still in the window */
 	uint64_t pids_retired, records_retired, compactions;
+	uint64_t chunks_evicted_exited;   /* of chunks_evicted: early, for max_exited */
 };
 void frec_writer_ring_stats(struct frec_writer *w, struct frec_ring_stats *out);
 

@@ -65,6 +65,8 @@ int frec_writer_open_ring(const struct frec_writer_opts *opts,
 		return -1;
 	}
 	w->ring->cap = ring ? ring->bytes : 0;
+	w->ring->max_exited = ring && ring->max_exited ? ring->max_exited
+						       : FREC_RING_EXITED_DEFAULT(w->ring->cap);
 	w->ring->evicted = ring ? ring->evicted : NULL;
 	w->ring->ctx = ring ? ring->ctx : NULL;
 	if (wr_start_thread(w, err) < 0) {
@@ -201,6 +203,28 @@ static void evict_oldest(struct frec_writer *w)
 		seal_rescue(w);
 }
 
+/* Under churn the events of a long window name more exited processes than
+ * their metadata is worth (each weighs far more than its few events): with
+ * over max_exited waiting, the chunks up to the exit of the oldest half of
+ * them leave now, so those can retire.  The window then covers the latest
+ * max_exited / 2 exits at least; chunks a trigger holds stay.  Returns
+ * whether any left. */
+static int evict_for_exited(struct frec_writer *w, uint64_t since)
+{
+	struct wr_ring *r = w->ring;
+	uint64_t until = r->retire[r->n_retire - r->max_exited / 2 - 1].exit_ns;
+	uint64_t gone = 0;
+	while (r->ev_head != r->ev_tail && r->ev_head->first_ts <= until &&
+	       !(since && r->ev_head->last_ts >= since)) {
+		evict_oldest(w);
+		gone++;
+	}
+	pthread_mutex_lock(&w->mu);
+	r->st.chunks_evicted_exited += gone;
+	pthread_mutex_unlock(&w->mu);
+	return gone != 0;
+}
+
 int wr_ring_add(struct frec_writer *w, const struct sealed *c)
 {
 	struct wr_ring *r = w->ring;
@@ -235,8 +259,13 @@ int wr_ring_add(struct frec_writer *w, const struct sealed *c)
 		while (r->st.event_bytes - held > r->cap && r->ev_head != r->ev_tail &&
 		       !(since && r->ev_head->last_ts >= since))
 			evict_oldest(w);
+		if (r->n_retire > r->max_exited && evict_for_exited(w, since)) {
+			wr_ring_compact(w, 1);
+			goto compacted;
+		}
 	}
 	wr_ring_compact(w, 0);
+compacted:
 	pthread_mutex_lock(&w->mu);
 	w->st.chunks_written++;
 	w->st.records_written += c->record_count;

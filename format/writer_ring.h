@@ -31,6 +31,7 @@ struct ring_retire {
 
 struct wr_ring {
 	size_t cap;
+	size_t max_exited; /* frec_ring_opts.max_exited, the default applied */
 	uint64_t hold_since; /* under the writer's mu: frec_writer_ring_hold */
 	frec_evict_fn evicted;
 	void *ctx;

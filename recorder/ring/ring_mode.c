@@ -284,9 +284,11 @@ void ring_mode_report(const struct ring_mode *m, const struct frec_ring_stats *r
 		sn->suppressed_total, sn->suppressed_total == 1 ? "" : "s", events, output, cpu_s,
 		lifetime_s, lifetime_s > 0 ? 100.0 * cpu_s / lifetime_s : 0.0);
 	fprintf(stderr, "flightrec: ring mode: memory at the end: %.1f MiB of events (%" PRIu64
-		" chunks; %" PRIu64 " left the ring), %.1f MiB of metadata, %.1f MiB of records of "
+		" chunks; %" PRIu64 " left the ring, %" PRIu64 " of them early so that exited "
+		"processes could retire), %.1f MiB of metadata, %.1f MiB of records of "
 		"the %zu allocations live at the window's start\n", rs->event_bytes / 1048576.0,
-		rs->event_chunks, rs->chunks_evicted, rs->meta_bytes / 1048576.0,
+		rs->event_chunks, rs->chunks_evicted, rs->chunks_evicted_exited,
+		rs->meta_bytes / 1048576.0,
 		m->live.bytes_held / 1048576.0, m->live.table.count);
 	/* what bounds the memory of a long run: the metadata kept is that of
 	 * the processes alive or still in the window, not of every one seen */

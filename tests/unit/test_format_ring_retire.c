@@ -2,8 +2,11 @@
  * exited process's exit event has left the ring, its process, mapping and
  * code-object records leave what is kept, and the next snapshot, while a
  * live process's records, a reused pid's new process and the files' records
- * stay; clock anchors older than the window go but the latest.  Counts are
- * exact: the test builds every chunk itself. */
+ * stay; clock anchors older than the window go but the latest.  Under
+ * churn (churn_bound): with more exited processes waiting than max_exited,
+ * the oldest events leave sooner, so at most max_exited wait and the latest
+ * half of them keep their metadata; a ring without the bound keeps them all.
+ * Counts are exact: the test builds every chunk itself. */
 #include "test_format_util.h"
 
 #include <fcntl.h>
@@ -103,8 +106,70 @@ static void snap(struct frec_writer *w, const char *path)
 	CHECK(frec_writer_snapshot(w, &s, &res, &err) == 0);
 }
 
+/* n processes start, each with its process and mapping records, and exit
+ * (one small events chunk each), retired as the tracking thread would;
+ * what waits and what a snapshot holds, with max_exited. */
+static void churn_bound(size_t max_exited, uint32_t n, struct frec_ring_stats *rs,
+			struct counts *held, const char *snap_name)
+{
+	struct frec_writer_opts o;
+	frec_writer_opts_default(&o);
+	o.schema = fr_schema_table(&o.n_schema);
+	o.codec = FR_CODEC_NONE;
+	o.chunk_bytes = CHUNK;
+	/* the events never fill the ring: only the bound moves its window */
+	struct frec_ring_opts ro = { .bytes = 1u << 24, .max_exited = max_exited };
+	struct frec_writer *w;
+	struct frec_error err;
+	CHECK(frec_writer_open_ring(&o, &ro, &w, &err) == 0);
+	if (!w)
+		return;
+	struct frec_builder *meta = frec_builder_new(w, FR_CHUNK_META);
+	struct frec_builder *ev = frec_builder_new(w, FR_CHUNK_EVENTS);
+	uint64_t t = ts_base;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t pid = 100 + 4 * i; /* pid & 3 == 0: counted together */
+		put_process(meta, pid, t);
+		put_mapping(meta, pid, t);
+		frec_builder_flush(meta);
+		put_exit(ev, pid, t + 1);
+		frec_builder_flush(ev);
+		struct frec_retired gone = { pid, t + 1 };
+		CHECK(frec_writer_ring_retire(w, &gone, 1) == 0);
+		t += 10;
+	}
+	/* one more events chunk: the writer sees the last retirement before it */
+	put_filler(ev, t);
+	frec_builder_flush(ev);
+	snap(w, tu_path(snap_name)); /* queued behind all of it */
+	frec_writer_ring_stats(w, rs);
+	count_in(tu_path(snap_name), held);
+	frec_builder_free(meta);
+	frec_builder_free(ev);
+	CHECK(frec_writer_close(w, NULL, NULL, 0, &err) == 0);
+}
+
 int main(void)
 {
+	struct frec_ring_stats cs;
+	struct counts ch;
+	churn_bound(8, 40, &cs, &ch, "churn-bound.frec");
+	/* at most 8 wait; the chunks up to the oldest half's exits left early */
+	CHECK(cs.retire_waiting <= 8);
+	CHECK(cs.chunks_evicted_exited > 0);
+	CHECK_EQ_U64(cs.chunks_evicted, cs.chunks_evicted_exited);
+	CHECK_EQ_U64(cs.pids_retired + cs.retire_waiting, 40);
+	/* every process still waiting keeps its records, and at least the
+	 * latest half of the bound does */
+	CHECK_EQ_U64(ch.process[0], cs.retire_waiting);
+	CHECK_EQ_U64(ch.mapping[0], cs.retire_waiting);
+	CHECK(cs.retire_waiting >= 4);
+	/* the control: the default bound (1,024) lets all 40 wait */
+	churn_bound(0, 40, &cs, &ch, "churn-unbound.frec");
+	CHECK_EQ_U64(cs.retire_waiting, 40);
+	CHECK_EQ_U64(cs.chunks_evicted, 0);
+	CHECK_EQ_U64(ch.process[0], 40);
+
 	struct frec_writer_opts o;
 	frec_writer_opts_default(&o);
 	o.schema = fr_schema_table(&o.n_schema);
