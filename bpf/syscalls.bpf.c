@@ -72,6 +72,10 @@ struct {
  * make each probed call pay a second event. */
 #define FR_NR_URETPROBE 335
 #define FR_NR_UPROBE 336
+/* exit and exit_group never return: no duration to measure, and an entry
+ * left for a dead thread is what a later thread of the same id would read */
+#define FR_NR_EXIT 60
+#define FR_NR_EXIT_GROUP 231
 
 /* Which x86-64 calls take an fd first, and which a byte count third. */
 static __always_inline __u32 syscall_arg_flags(__u32 nr)
@@ -142,7 +146,8 @@ int BPF_PROG(fr_sys_enter, struct pt_regs *regs, long id)
 	__u32 tid = (__u32)pid_tgid;
 	struct sys_entry ent = {};
 
-	if (id == FR_NR_URETPROBE || id == FR_NR_UPROBE)
+	if (id == FR_NR_URETPROBE || id == FR_NR_UPROBE || id == FR_NR_EXIT ||
+	    id == FR_NR_EXIT_GROUP)
 		return 0;
 	if (!fr_is_traced(pid_tgid >> 32))
 		return 0;
@@ -171,6 +176,16 @@ int BPF_PROG(fr_sys_exit, struct pt_regs *regs, long ret)
 	if (!ent)
 		return 0;
 	now = bpf_ktime_get_ns();
+	/* An entry older than this thread was left by a thread of the same id
+	 * that died inside its call (SIGKILL in a read): a new thread's first
+	 * exit (its return from clone) must not close it.  Under process churn
+	 * pids come round within minutes (pid_max 32768), and each such event
+	 * carried a time minutes old, pinning the flight recorder's window. */
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	if (ent->ts_ns < BPF_CORE_READ(task, start_time)) {
+		bpf_map_delete_elem(&fr_sys_inflight, &tid);
+		return 0;
+	}
 	dur = now - ent->ts_ns;
 	/* which file an fd names: whatever --syscall-min-us says */
 	if (ent->path && ret >= 0)
