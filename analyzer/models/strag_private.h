@@ -42,8 +42,8 @@ struct model_stragglers {
 	struct stragglers_result result;
 };
 
-/* strag_stats.c: median of v[0..n) (sorts v; 0 when n is 0), and the
- * median absolute deviation (sorts and overwrites v). */
+/* strag_stats.c: median of v[0..n) (reorders v; 0 when n is 0), and the
+ * median absolute deviation (reorders and overwrites v). */
 double strag_median(double *v, size_t n);
 double strag_mad(double *v, size_t n);
 
