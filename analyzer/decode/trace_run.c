@@ -13,6 +13,7 @@
 #include "grow.h"
 #include "fr_family.h"
 #include "align.h"
+#include "ts_progress.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,32 +349,45 @@ static int finish_file(struct trace_set *ts, uint32_t file_index, struct frec_er
 
 int trace_set_run(struct trace_set *ts, struct frec_error *err)
 {
+	struct ts_progress pg;
+	ts_progress_init(&pg);
+	int rc = -1;
 	/* every file's metadata first: a dwarf-mode stack is resolved as pass 2
 	 * reads it, against the mappings, unwind images and code objects */
-	for (size_t i = 0; i < ts->n_files; i++)
+	for (size_t i = 0; i < ts->n_files; i++) {
 		if (read_pass1(ts, (uint32_t)i, err))
-			return -1;
+			goto out;
+		ts_progress_step(&pg, "metadata", i + 1, ts->n_files, "files");
+	}
 	/* the final clock before any event reaches a model */
 	for (size_t i = 0; i < ts->n_files; i++)
 		set_ranks(&ts->files[i]);
 	if (trace_set_align_pass(ts, err))
-		return -1;
+		goto out;
+	ts_progress_step(&pg, "clocks aligned", ts->n_files, ts->n_files, "files");
 	struct ts_prefetch *pf = ts_prefetch_start(ts, 0);
-	for (size_t i = 0; i < ts->n_files; i++)
+	for (size_t i = 0; i < ts->n_files; i++) {
 		if (read_pass2(ts, pf, (uint32_t)i, err)) {
 			ts_prefetch_stop(pf);
-			return -1;
+			goto out;
 		}
+		ts_progress_step(&pg, "events", i + 1, ts->n_files, "files");
+	}
 	ts_prefetch_stop(pf);
 	trace_set_put_slot(ts, TS_SLOT_RESOLVE_SYMBOLIZER, NULL, NULL);
 	for (size_t i = 0; i < ts->n_files; i++)
 		if (finish_file(ts, (uint32_t)i, err))
-			return -1;
+			goto out;
 	free(ts->scratch);
 	ts->scratch = NULL;
 	ts->scratch_cap = 0;
-	for (size_t i = 0; i < ts->n_models; i++)
+	for (size_t i = 0; i < ts->n_models; i++) {
 		if (ts->models[i].ops->finish(ts->models[i].state, ts, err))
-			return -1;
-	return 0;
+			goto out;
+		ts_progress_step(&pg, "models", i + 1, ts->n_models, "models");
+	}
+	rc = 0;
+out:
+	ts_progress_end(&pg, ts->n_files);
+	return rc;
 }
