@@ -33,10 +33,12 @@
 #include "trace_set.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char export_help[] =
 	"usage: " CLI_PROG " export clickhouse FILE... --url URL [--database DB] [--create]\n"
@@ -215,18 +217,31 @@ out:
 }
 
 /* Per recording: CPU samples and GPU memory in use at the peak as flame
- * would fold them for that trace alone (a set's trees merge its files). */
+ * would fold them for that trace alone (a set's trees merge its files).
+ * The trace is opened again from its bytes (trace_file_fd: the file, or an
+ * archive member's anonymous copy), so archives work as files do.
+ * -2 after printing a line to errout. */
 static int put_file_stacks(struct ch_export *x, uint32_t i, void *cpu, void *mem, FILE *errout)
 {
 	struct trace_set *one = NULL;
 	if (!cpu) {
-		const char *path = trace_set_file(x->ts, i)->path;
-		if (!(one = cli_open(&path, 1, errout)))
+		const struct trace_file *f = trace_set_file(x->ts, i);
+		struct frec_error err = { .offset = -1 };
+		int fd = trace_file_fd(f);
+		if (fd < 0) {
+			fprintf(errout, CLI_PROG ": %s: cannot open again: %s\n", f->path, strerror(errno));
 			return -2;
+		}
+		const char *name = f->path;
+		int rc = trace_set_open_fds(&fd, &name, 1, &one, &err);
+		close(fd);
+		if (rc) {
+			cli_print_error(errout, &err);
+			return -2;
+		}
 		struct model_opts mo = { 0 };
 		cpu = trace_set_use_model(one, "cpu", &mo);
 		mem = cpu ? trace_set_use_model(one, "mem", &mo) : NULL;
-		struct frec_error err = { .offset = -1 };
 		if (!mem) {
 			snprintf(x->t->err, sizeof(x->t->err), "out of memory");
 			trace_set_free(one);
@@ -292,12 +307,8 @@ static int export_all(struct ch_export *x, struct export_args *a, unsigned jobs,
 	free(reply);
 	if (a->create && create_tables(t))
 		goto fail;
-	if (delete_previous(t, x)) {
-		if (!a->create && strstr(t->err, "doesn't exist"))
-			strncat(t->err, " (pass --create to create the tables)",
-				sizeof(t->err) - strlen(t->err) - 1);
+	if (delete_previous(t, x))
 		goto fail;
-	}
 	if (ch_put_findings(x, model_findings_result(findings)) ||
 	    ch_put_stragglers(x, model_stragglers_result(strag)) ||
 	    ch_put_rdma(x, model_rdma_result(rdma)) ||
@@ -319,6 +330,9 @@ static int export_all(struct ch_export *x, struct export_args *a, unsigned jobs,
 		a->url, a->database, t->rows, x->n_files, x->n_files == 1 ? "" : "s", x->job_id);
 	return CLI_OK;
 fail:
+	if (!a->create && strstr(t->err, "doesn't exist"))
+		strncat(t->err, " (pass --create to create the tables)",
+			sizeof(t->err) - strlen(t->err) - 1);
 	fprintf(errout, CLI_PROG " export: %s\n", t->err[0] ? t->err : "failed");
 	return CLI_FAIL;
 }

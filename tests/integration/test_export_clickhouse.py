@@ -21,6 +21,7 @@ line naming the URL and a non-zero exit.
 
 Not a test of the analyses themselves (test_stragglers, test_ring,
 test_rdma do that)."""
+import hashlib
 import json
 import os
 import re
@@ -213,8 +214,8 @@ class ExportClickhouse(frtest.Case):
             server.stop()
             shutil.rmtree(server.dir, ignore_errors=True)
 
-    def export_all(self):
-        for files in self.sets:
+    def export_all(self, sets=None):
+        for files in sets or self.sets:
             p = export(self.server.url, files, "--create")
             self.assertIn(" rows of ", p.stderr)
 
@@ -224,10 +225,14 @@ class ExportClickhouse(frtest.Case):
                  "failed_allocations", "rdma_connections")}
 
     def job_of(self, trace):
-        rows = self.server.query(f"SELECT job_id, recording_id FROM flightrec.recordings "
-                                 f"WHERE file = {sql_str(os.path.basename(trace))}")
-        self.assertEqual(len(rows), 1, rows)
-        return rows[0]["job_id"], rows[0]["recording_id"]
+        """(job id, recording id) of a trace: its id as CLICKHOUSE.md defines
+        it, the SHA-256 of the 128-byte file header"""
+        with open(trace, "rb") as f:
+            rid = hashlib.sha256(f.read(128)).hexdigest()[:32]
+        rows = self.server.query(f"SELECT job_id, file FROM flightrec.recordings "
+                                 f"WHERE recording_id = '{rid}'")
+        self.assertEqual(len(rows), 1, (trace, rows))
+        return rows[0]["job_id"], rid
 
     def test_1_export_and_queries(self):
         srv = self.server
@@ -245,7 +250,29 @@ class ExportClickhouse(frtest.Case):
         for t, n in before.items():
             if t != "failed_allocations":
                 self.assertGreater(n, 0, t)
-        self.export_all()
+        # again, the two nodes now as one archive of them: the same
+        # recordings (ids from the file headers), so the same counts
+        archive = os.path.join(os.path.dirname(self.strag[0]), "job.tar.zst")
+        frtest.analyze("archive", *self.strag, "-o", archive)
+        self.export_all([[archive], [self.oom], [self.rdma]])
+        self.assertEqual(self.counts(), before)
+
+        # an insert the server refuses (a table of another shape): one line,
+        # non-zero, and the recording is not listed; fixed and exported
+        # again, every count is back
+        srv.query("DROP TABLE flightrec.rdma_connections")
+        srv.query("CREATE TABLE flightrec.rdma_connections (recording_id String, "
+                  "start DateTime, other UInt8) ENGINE = MergeTree() "
+                  "PARTITION BY toYYYYMM(start) ORDER BY recording_id")
+        p = export(srv.url, [self.rdma], "--create", check=False)
+        self.assertNotEqual(p.returncode, 0)
+        lines = p.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn(srv.url, lines[0])
+        self.assertIn("rdma_connections", lines[0])
+        self.assertEqual(self.counts()["recordings"], 3)
+        srv.query("DROP TABLE flightrec.rdma_connections")
+        self.export_all([[self.rdma]])
         self.assertEqual(self.counts(), before)
 
         # the file name with a tab, a line break, quotes and a backslash
@@ -291,6 +318,14 @@ class ExportClickhouse(frtest.Case):
             self.assertEqual(got[kind][0], n, kind)
             self.assertAlmostEqual(got[kind][1], cost, delta=0.002, msg=kind)
         self.assertIn("oom", got)
+        # each finding's where and evidence, strings as the analyzer wrote them
+        for files in self.sets:
+            fj = json.loads(frtest.analyze("findings", "--json", *files).stdout)
+            job, _ = self.job_of(files[0])
+            rows = srv.query(f"SELECT kind, frames, evidence FROM flightrec.findings "
+                             f"WHERE job_id = '{job}' AND listed = 1 ORDER BY position")
+            self.assertEqual([(r["kind"], r["frames"], r["evidence"]) for r in rows],
+                             [(f["kind"], f["where"], f["evidence"]) for f in fj["findings"]])
 
         # the OOM: its top holder and bytes as `memory --json` says
         mj = json.loads(frtest.analyze("memory", "--json", self.oom).stdout)
