@@ -39,32 +39,23 @@ static int cmp_str(const void *a, const void *b)
 
 void ch_job_id(const char *const *ids, size_t n, char out[CH_ID_LEN + 1])
 {
+	/* sorted ids, each CH_ID_LEN hex digits and a comma, hashed as one
+	 * stream: the job's id whatever order its traces were given in */
 	const char **s = malloc((n ? n : 1) * sizeof(*s));
-	char *joined = malloc(n * (CH_ID_LEN + 1) + 1);
+	struct sha256_ctx c;
 	uint8_t d[32];
-	if (!s || !joined) {
-		/* the ids in their given order: still stable for the same command */
-		free(s);
-		free(joined);
-		s = NULL;
-		joined = NULL;
-	}
-	size_t len = 0;
+	sha256_init(&c);
 	if (s) {
 		memcpy(s, ids, n * sizeof(*s));
 		qsort(s, n, sizeof(*s), cmp_str);
-		for (size_t i = 0; i < n; i++) {
-			memcpy(joined + len, s[i], CH_ID_LEN);
-			len += CH_ID_LEN;
-			joined[len++] = ',';
-		}
-		sha256(joined, len, d);
-	} else {
-		sha256(ids[0], CH_ID_LEN, d);
 	}
+	for (size_t i = 0; i < n; i++) {
+		sha256_update(&c, s ? s[i] : ids[i], CH_ID_LEN);
+		sha256_update(&c, ",", 1);
+	}
+	sha256_final(&c, d);
 	hex_id(d, out);
 	free(s);
-	free(joined);
 }
 
 static uint64_t start_s(const struct ch_export *x, uint32_t file)
