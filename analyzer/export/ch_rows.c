@@ -514,9 +514,11 @@ int ch_put_stacks(const struct ch_export *x, uint32_t file, const char *kind, co
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	if (!f || flame_write_folded(tree, f) || fclose(f)) {
-		if (f && text)
-			free(text);
+	int wrc = f ? flame_write_folded(tree, f) : -1;
+	if (f && fclose(f))
+		wrc = -1;
+	if (wrc) {
+		free(text);
 		snprintf(x->t->err, sizeof(x->t->err), "out of memory");
 		return -1;
 	}
