@@ -23,6 +23,8 @@ int cmd_findings(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_summary(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_explain(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_diff(int argc, char **argv, FILE *out, FILE *errout);
+/* export clickhouse (analyzer/export/ holds the writer) */
+int cmd_export(int argc, char **argv, FILE *out, FILE *errout);
 /* in analyzer/mcp/ (it runs the commands above) */
 int cmd_mcp(int argc, char **argv, FILE *out, FILE *errout);
 

@@ -29,6 +29,7 @@ static const struct {
 	{ "summary", cmd_summary, "the whole recording in 2,000 tokens (md or json) for a person or an LLM" },
 	{ "explain", cmd_explain, "one function's story: CPU share, callers, callees, CUDA, memory, findings" },
 	{ "diff", cmd_diff, "two recordings compared: step time, findings, functions that changed" },
+	{ "export", cmd_export, "export clickhouse: findings, stragglers, stacks ... into ClickHouse tables" },
 	{ "mcp", cmd_mcp, "an MCP server on stdio for LLM agents, over the commands above" },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -5,14 +5,17 @@
  * snapshot texts) reach every writer as given.  Runs findings (text and
  * --json), summary (md and json), memory/cuda/stragglers/rdma --json,
  * timeline, report, flame svg and html, sqlite into a scratch file (then
- * PRAGMA integrity_check), and archive --redact (the redactor rewrites every
- * record), then `check` on that archive.
+ * PRAGMA integrity_check), export clickhouse (to the transport below), and
+ * archive --redact (the redactor rewrites every record), then `check` on
+ * that archive.
  *
  * Oracles (fuzz_check.h): JSON outputs parse as JSON; the report and flame
  * documents are printable ASCII with their inline data valid JSON that
  * ends where the script does (a string cannot close the element); text
  * outputs carry no control characters; the database passes its integrity
- * check; a trace that opens gives an archive that opens. */
+ * check; a trace that opens gives an archive that opens; every row export
+ * clickhouse would send is one JSON object per line. */
+#include "ch_http.h"
 #include "commands.h"
 #include "fuzz_check.h"
 #include "fuzz_input.h"
@@ -88,6 +91,31 @@ static int run(cmd_fn cmd, int argc, char **argv, enum oracle oracle, const char
 	return rc;
 }
 
+/* export clickhouse's transport here (in place of ch_http_none.c): every
+ * statement succeeds (a SELECT answers 0: no mutation pending), and each
+ * INSERT's body must be JSONEachRow, one JSON object per line. */
+int ch_http_available(void)
+{
+	return 1;
+}
+
+int ch_http_post(const char *url, const char *query, const char *body, size_t len,
+		 char **reply, char *err, size_t errlen)
+{
+	(void)url; (void)err; (void)errlen;
+	if (strncmp(query, "INSERT ", 7) == 0) {
+		if (!len || body[len - 1] != '\n') {
+			fprintf(stderr, "fuzz check failed: export clickhouse: %s: a batch not ending "
+				"in a line break\n", query);
+			abort();
+		}
+		fuzz_check_jsonl(body, len, query);
+	}
+	if (reply)
+		*reply = strdup("0\n");
+	return 0;
+}
+
 static char scratch_dir[512];
 
 static void scratch_remove(void)
@@ -154,6 +182,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *sqlite[] = { "sqlite", p, "-o", db, "--force" };
 	char *archive[] = { "archive", p, "-o", tar, "--redact", "--force" };
 	char *check_trace[] = { "check", p }, *check_archive[] = { "check", tar };
+	char *export_ch[] = { "export", "clickhouse", p, "--url", "http://fuzz.invalid:1", "--create" };
 #define RUN(cmd, argv, oracle) run(cmd, (int)(sizeof(argv) / sizeof(argv[0])), argv, oracle, \
 				   #argv)
 	RUN(cmd_findings, findings, TEXT);
@@ -172,6 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (RUN(cmd_sqlite, sqlite, NONE) == 0)
 		check_db(db);
 	unlink(db);
+	RUN(cmd_export, export_ch, NONE);
 	int trace_rc = RUN(cmd_check, check_trace, NONE);
 	if (RUN(cmd_archive, archive, NONE) == 0) {
 		int archive_rc = RUN(cmd_check, check_archive, NONE);
