@@ -3,11 +3,15 @@
 
 #include <string.h>
 
-/* Launcher variables worth keeping: rank identity and placement. */
+/* Launcher variables worth keeping: rank identity and placement (the Slurm
+ * ids and POD_NAMESPACE name the job and pod the analyzer reports; the
+ * cgroup path cannot hold a namespace, and Slurm's cgroup not the global
+ * task id). */
 static const char *const env_keys[] = {
 	"RANK=", "LOCAL_RANK=", "WORLD_SIZE=", "LOCAL_WORLD_SIZE=", "GROUP_RANK=",
 	"MASTER_ADDR=", "MASTER_PORT=", "CUDA_VISIBLE_DEVICES=", "OMPI_COMM_WORLD_RANK=",
-	"OMPI_COMM_WORLD_SIZE=", "SLURM_PROCID=", "SLURM_NTASKS=", "TORCHELASTIC_RUN_ID=",
+	"OMPI_COMM_WORLD_SIZE=", "SLURM_PROCID=", "SLURM_NTASKS=", "SLURM_JOB_ID=",
+	"SLURM_STEP_ID=", "SLURM_LOCALID=", "SLURM_NODEID=", "POD_NAMESPACE=", "TORCHELASTIC_RUN_ID=",
 	"NCCL_SOCKET_IFNAME=", "NCCL_IB_HCA=",
 };
 
