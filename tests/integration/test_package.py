@@ -46,7 +46,8 @@ class Package(frtest.Case):
         listed = {n: run(["dpkg", "-L", n]).stdout.split() for n in PACKAGES}
         for path in ("/usr/bin/flightrec", "/usr/share/man/man1/flightrec.1",
                      "/usr/share/bash-completion/completions/flightrec",
-                     "/usr/share/doc/flightrec/SPEC.md"):
+                     "/usr/share/doc/flightrec/SPEC.md",
+                     "/usr/share/doc/flightrec/RECORDS.md"):
             self.assertIn(path, listed["flightrec"])
             self.assertTrue(os.path.exists(path), path)
         for path in ("/usr/bin/flightrec-analyze", "/usr/share/man/man1/flightrec-analyze.1",
