@@ -217,6 +217,19 @@ int ch_put_findings(const struct ch_export *x, const struct findings_result *r)
 
 /* ---- stragglers, collectives, steps -------------------------------------- */
 
+/* A row of one rank: the job's columns, then the rank's recording, rank,
+ * host and pid (stragglers, collectives and rank_steps all start so). */
+static void rank_row_begin(struct ch_batch *b, const struct ch_export *x,
+			   const struct nccl_rank *rk)
+{
+	ch_row_begin(b);
+	job_cols(b, x);
+	ch_str(b, "recording_id", rec_id(x, rk->file_index));
+	ch_i64(b, "rank", rk->rank);
+	ch_str(b, "host", rk->host);
+	ch_u64(b, "pid", rk->pid);
+}
+
 static int put_ranks(struct ch_batch *b, const struct ch_export *x, const struct stragglers_result *r)
 {
 	const struct nccl_result *nc = r->nccl;
@@ -224,12 +237,7 @@ static int put_ranks(struct ch_batch *b, const struct ch_export *x, const struct
 		const struct straggler_row *row = &r->rows[i];
 		const struct nccl_rank *rk = &nc->ranks[row->rank_index];
 		int is = r->verdict.found && r->verdict.rank_index == row->rank_index;
-		ch_row_begin(b);
-		job_cols(b, x);
-		ch_str(b, "recording_id", rec_id(x, rk->file_index));
-		ch_i64(b, "rank", rk->rank);
-		ch_str(b, "host", rk->host);
-		ch_u64(b, "pid", rk->pid);
+		rank_row_begin(b, x, rk);
 		ch_u64(b, "steps", row->steps);
 		ch_f64(b, "mean_step_ms", row->mean_step_ms, row->mean_step_ms < 0);
 		ch_f64(b, "mean_wait_ms", row->mean_wait_ms, row->steps == 0);
@@ -279,12 +287,7 @@ static int put_collectives(struct ch_batch *b, const struct ch_export *x, const 
 			int has = call->instance != NCCL_NONE && call->instance < nc->n_instances;
 			struct nccl_member me = { .rank_index = (uint32_t)i, .call_index = (uint32_t)c };
 			int64_t ready = nccl_member_ready_ns(nc, &me);
-			ch_row_begin(b);
-			job_cols(b, x);
-			ch_str(b, "recording_id", rec_id(x, rk->file_index));
-			ch_i64(b, "rank", rk->rank);
-			ch_str(b, "host", rk->host);
-			ch_u64(b, "pid", rk->pid);
+			rank_row_begin(b, x, rk);
 			ch_i64(b, "step", call->step);
 			ch_u64(b, "seq", call->seq);
 			ch_str(b, "op", nccl_op_name(call->func));
@@ -320,12 +323,7 @@ static int put_steps(struct ch_batch *b, const struct ch_export *x, const struct
 		int rc = 0;
 		for (size_t s = 0; !rc && s < rk->n_steps; s++) {
 			int64_t dur = (int64_t)(rk->step_end_ns[s] - rk->step_begin_ns[s]);
-			ch_row_begin(b);
-			job_cols(b, x);
-			ch_str(b, "recording_id", rec_id(x, rk->file_index));
-			ch_i64(b, "rank", rk->rank);
-			ch_str(b, "host", rk->host);
-			ch_u64(b, "pid", rk->pid);
+			rank_row_begin(b, x, rk);
 			ch_u64(b, "step", s);
 			ch_i64(b, "duration_ns", dur);
 			ch_i64(b, "wait_ns", wait[s]);
