@@ -73,7 +73,13 @@ struct {
 #define FR_NR_URETPROBE 335
 #define FR_NR_UPROBE 336
 /* exit and exit_group never return: no duration to measure, and an entry
- * left for a dead thread is what a later thread of the same id would read */
+ * left for a dead thread is what the next thread given its id would close
+ * at its first system-call exit (its return from clone).  Under churn pids
+ * come round within minutes (pid_max 32768), and each such event carried a
+ * time minutes old, pinning the flight recorder's window.  They are the
+ * only calls a thread never leaves: one killed inside a read leaves it
+ * with -ERESTARTSYS on its way out (bpf.test_pid_reuse), so nothing here
+ * checks an entry's owner on every exit. */
 #define FR_NR_EXIT 60
 #define FR_NR_EXIT_GROUP 231
 
@@ -176,16 +182,6 @@ int BPF_PROG(fr_sys_exit, struct pt_regs *regs, long ret)
 	if (!ent)
 		return 0;
 	now = bpf_ktime_get_ns();
-	/* An entry older than this thread was left by a thread of the same id
-	 * that died inside its call (SIGKILL in a read): a new thread's first
-	 * exit (its return from clone) must not close it.  Under process churn
-	 * pids come round within minutes (pid_max 32768), and each such event
-	 * carried a time minutes old, pinning the flight recorder's window. */
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	if (ent->ts_ns < BPF_CORE_READ(task, start_time)) {
-		bpf_map_delete_elem(&fr_sys_inflight, &tid);
-		return 0;
-	}
 	dur = now - ent->ts_ns;
 	/* which file an fd names: whatever --syscall-min-us says */
 	if (ent->path && ret >= 0)

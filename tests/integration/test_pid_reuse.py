@@ -7,7 +7,10 @@ a new process, with a time from before it was born; a stream of those
 pinned the flight recorder's window and kept every exited process's
 metadata.  samples/pid_reuse makes the kernel hand one pid out twice
 (clone3 with set_tid), in two shapes: A exits (exit_group), or A is killed
-in a blocking read (which the kernel does close, with -ERESTARTSYS)."""
+in a blocking read (which the kernel does close, with -ERESTARTSYS: why
+exit and exit_group are the only calls the probe leaves unrecorded).
+B's sleep is checked for being recorded whole (nanosleep never returns
+early), a lower bound that load only moves further away."""
 import json
 import os
 import re
