@@ -28,6 +28,7 @@ enum fr_rec_type {
 	FR_EV_RDMA_CQE = 10,    /* struct fr_ev_rdma_cqe: one completion returned */
 	FR_EV_STEP = 11,        /* struct fr_ev_step: a --step-marker call */
 	FR_EV_FD_PATH = 12,     /* struct fr_ev_fd_path: which file an fd names */
+	FR_EV_SCHED = 13,       /* struct fr_ev_sched: off-CPU time in a system call */
 
 	/* ring buffer only, never in a file */
 	FR_RING_USTACK = 0xff00,  /* struct fr_ring_ustack: trailer of its event's ring record */
@@ -93,6 +94,7 @@ enum fr_probe_id {
 	FR_PROBE_NCCL = 4,
 	FR_PROBE_RDMA = 5,
 	FR_PROBE_STEP = 6,
+	FR_PROBE_SCHED = 7,
 	FR_PROBE_MAX = 16,
 };
 
@@ -328,6 +330,38 @@ struct fr_ev_step {
 };
 FR_STATIC_ASSERT(sizeof(struct fr_ev_step) == 32, "fr_ev_step");
 
+/* ---- scheduler (probe family sched) --------------------------------------- */
+
+/* waker_flags of struct fr_ev_sched */
+enum fr_sched_flags {
+	/* the wake-up came from an interrupt on an idle CPU (a timer, a disk
+	 * or network completion).  An interrupt on a busy CPU names the task
+	 * it interrupted as the waker: that cannot be told apart here */
+	FR_SCHEDF_WAKER_IRQ = 1 << 0,
+	FR_SCHEDF_NO_WAKER = 1 << 1, /* no wake-up seen (it began before attach) */
+};
+
+/* A system call of a traced thread in which the thread was off its CPU,
+ * blocked (not preempted), for at least --sched-min-us in all.  c.ts_ns is
+ * when it first left the CPU in that call, duration_ns the time it spent
+ * off CPU in it (blocks times), the waker the task whose wake-up ended its
+ * last block, and the stack the user stack of the call. */
+struct fr_ev_sched {
+	struct fr_ev_common c;
+	fr_u32 cpu;          /* the CPU it returned from the call on */
+	fr_u32 stack_id;     /* user stack of the call */
+	fr_u64 duration_ns;  /* off CPU, summed over its blocks */
+	fr_u32 waker_pid;    /* 0: none seen, or the idle task (FR_SCHEDF_WAKER_IRQ) */
+	fr_u32 waker_tid;
+	fr_s32 nr;           /* x86-64 system call number */
+	fr_u16 state;        /* task state of its last block: 1 interruptible, 2 uninterruptible ... */
+	fr_u16 waker_flags;  /* enum fr_sched_flags */
+	fr_u32 blocks;       /* times it left the CPU blocked in the call */
+	fr_u32 _pad;
+	char waker_comm[16];
+};
+FR_STATIC_ASSERT(sizeof(struct fr_ev_sched) == 80, "fr_ev_sched");
+
 /* ---- RDMA verbs (probe family rdma) ------------------------------------- */
 
 enum fr_rdma_func {
@@ -452,6 +486,7 @@ FR_STATIC_ASSERT(offsetof(struct fr_ev_cuda, stack_id) == FR_EV_STACK_ID_OFFSET,
 FR_STATIC_ASSERT(offsetof(struct fr_ev_nccl, stack_id) == FR_EV_STACK_ID_OFFSET, "stack_id");
 FR_STATIC_ASSERT(offsetof(struct fr_ev_rdma_ctrl, stack_id) == FR_EV_STACK_ID_OFFSET, "stack_id");
 FR_STATIC_ASSERT(offsetof(struct fr_ev_step, stack_id) == FR_EV_STACK_ID_OFFSET, "stack_id");
+FR_STATIC_ASSERT(offsetof(struct fr_ev_sched, stack_id) == FR_EV_STACK_ID_OFFSET, "stack_id");
 #endif
 
 #ifndef __bpf__

@@ -653,6 +653,7 @@ static int cmd_record(int argc, char **argv)
 		.stack_dwarf = o->stack_dwarf,
 		.stack_kib = o->stack_kib,
 		.syscall_min_ns = o->syscall_min_ns,
+		.sched_min_ns = o->sched_min_ns,
 		.syscall_stacks = o->syscall_stacks,
 		.launch_stack_every = o->launch_stack_every,
 		.ustack_dynptr = o->stack_dwarf && bpf_kernel_has_dynptr_read(),

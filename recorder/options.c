@@ -74,6 +74,9 @@ void record_usage(FILE *out)
 "                        (default 64; launches are frequent)\n"
 "      --syscall-min-us N  drop (in the kernel) system calls shorter than N us\n"
 "      --no-syscall-stacks do not record a user stack with each system call\n"
+"      --sched-min-us N  record (sched family) only off-CPU blocks of at least\n"
+"                        N us (default 1000: shorter ones are dropped in the\n"
+"                        kernel)\n"
 "      --stack MODE      how user stacks are taken (default dwarf):\n"
 "                          fp     frame-pointer walk in the kernel (cheap; stops\n"
 "                                 at code built without frame pointers, such as\n"
@@ -199,6 +202,7 @@ enum {
 	OPT_CACHE_DIR,
 	OPT_CACHE_MAX,
 	OPT_NO_CACHE,
+	OPT_SCHED_MIN_US,
 };
 
 /* A size with a unit: 256M, 1G, 512K, 1048576 (bytes). */
@@ -380,6 +384,7 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		{"pid", required_argument, 0, 'p'},
 		{"cgroup", required_argument, 0, 'G'},
 		{"syscall-min-us", required_argument, 0, OPT_SYSCALL_MIN_US},
+		{"sched-min-us", required_argument, 0, OPT_SCHED_MIN_US},
 		{"no-syscall-stacks", no_argument, 0, OPT_NO_SYSCALL_STACKS},
 		{"stack", required_argument, 0, OPT_STACK},
 		{"buffer-mib", required_argument, 0, OPT_RING_MIB},
@@ -420,6 +425,7 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 	o->freq_hz = 99;
 	o->probes = probes_selectable();
 	o->launch_stack_every = 64;
+	o->sched_min_ns = 1000000;
 	o->rdma_counters_dir = "/sys/class/infiniband";
 	o->syscall_stacks = true;
 	o->stack_kib = 16;
@@ -483,6 +489,11 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 			if (parse_uint(optarg, "--syscall-min-us", 3600000000ul, &v))
 				return -1;
 			o->syscall_min_ns = (uint64_t)v * 1000;
+			break;
+		case OPT_SCHED_MIN_US:
+			if (parse_uint(optarg, "--sched-min-us", 3600000000ul, &v))
+				return -1;
+			o->sched_min_ns = (uint64_t)v * 1000;
 			break;
 		case OPT_NO_SYSCALL_STACKS:
 			o->syscall_stacks = false;

@@ -21,6 +21,7 @@ struct record_opts {
 	unsigned probes;           /* PROBE_BIT of each family chosen (fr_family.h) */
 	bool probes_given;
 	uint64_t syscall_min_ns;
+	uint64_t sched_min_ns;     /* --sched-min-us: shortest off-CPU block recorded */
 	bool syscall_stacks;
 	bool stack_dwarf;          /* --stack dwarf */
 	unsigned stack_kib;        /* --stack-size: bytes of user stack copied */

@@ -45,13 +45,18 @@ static const char flame_help[] =
 	"                                in dwarf stack mode a call shorter than 1 ms\n"
 	"                                takes a stack one in 64, the others count\n"
 	"                                under [no stack]\n"
+	"                     offcpu     nanoseconds blocked off CPU per stack (probe\n"
+	"                                sched): each system call in which a thread\n"
+	"                                waited --sched-min-us or more in all, the\n"
+	"                                call as the leaf ('[off-cpu] read'), the\n"
+	"                                time off CPU, not the call's whole duration\n"
 	"  --pid PID        only samples of process PID\n"
 	"  --hide-interpreter  leave out CPython's own frames between two Python\n"
 	"                   frames (_PyEval_*, *vectorcall*, PyObject_Call ...), as\n"
 	"                   py-spy shows stacks; native frames of other code stay\n"
 	"  --format FMT     folded (default): one line per stack, root first,\n"
 	"                   frames joined by ';', a space, the value (samples for\n"
-	"                   cpu, bytes for mem-*, nanoseconds for cuda and syscalls);\n"
+	"                   cpu, bytes for mem-*, nanoseconds for the others);\n"
 	"                   svg: interactive standalone SVG; html: a page holding it;\n"
 	"                   pprof: gzip'd profile.proto for go tool pprof, Pyroscope,\n"
 	"                   Parca (samples labelled pid, thread, process, rank, host;\n"
@@ -76,6 +81,7 @@ static const char flame_help[] =
 	"  " CLI_PROG " flame run.frec | flamegraph.pl > cpu.svg\n"
 	"  " CLI_PROG " flame run.frec --format pprof -o cpu.pb.gz && go tool pprof -top cpu.pb.gz\n"
 	"  " CLI_PROG " flame run.frec --kind cuda --format speedscope -o cuda.speedscope.json\n"
+	"  " CLI_PROG " flame run.frec --kind offcpu --format svg -o blocked.svg\n"
 	"  " CLI_PROG " flame run.frec --kind mem-inuse --format html -o peak.html\n"
 	"  " CLI_PROG " flame run.frec --kind mem-inuse --at 42.5 > at42.folded\n"
 	"  " CLI_PROG " flame run.frec --kind mem-alloc --pid 4242 | flamegraph.pl --countname bytes > alloc.svg\n";
@@ -86,7 +92,8 @@ struct flame_args {
 	struct flame_request q;
 };
 
-static const char *const flame_kinds[] = { "cpu", "mem-inuse", "mem-alloc", "cuda", "syscalls", NULL };
+static const char *const flame_kinds[] = { "cpu", "mem-inuse", "mem-alloc", "cuda", "syscalls", "offcpu",
+					    NULL };
 static const char *const flame_formats[] = { "folded", "svg", "html", "pprof", "speedscope", NULL };
 
 static int one_of(const char *v, const char *const *list)
@@ -148,7 +155,7 @@ static int flame_parse(int argc, char **argv, struct flame_args *a, FILE *out, F
 	}
 	if (!one_of(q->kind, flame_kinds)) {
 		fprintf(errout, CLI_PROG " flame: unknown --kind '%s' (expected cpu, mem-inuse, mem-alloc, "
-			"cuda or syscalls)\n", q->kind);
+			"cuda, syscalls or offcpu)\n", q->kind);
 		return CLI_USAGE;
 	}
 	if (!one_of(q->format, flame_formats)) {
@@ -215,11 +222,12 @@ static int flame_mem(const struct flame_request *q, struct trace_set *ts, FILE *
 	return out_flame_mem(q, r, ts, out, errout) ? CLI_FAIL : CLI_OK;
 }
 
-/* Time in CUDA API calls or in system calls. */
+/* Time in CUDA API calls, in system calls, or blocked in them. */
 static int flame_calls(const struct flame_request *q, struct trace_set *ts, FILE *out, FILE *errout)
 {
-	int cuda = strcmp(q->kind, "cuda") == 0;
-	void *state = flame_run(ts, cuda ? "cuda_time" : "syscall_time", q, errout);
+	int cuda = strcmp(q->kind, "cuda") == 0, offcpu = strcmp(q->kind, "offcpu") == 0;
+	void *state = flame_run(ts, cuda ? "cuda_time" : offcpu ? "offcpu_time" : "syscall_time",
+				q, errout);
 	if (!state)
 		return CLI_FAIL;
 	const struct call_time_result *r = model_call_time_result(state);
@@ -229,8 +237,8 @@ static int flame_calls(const struct flame_request *q, struct trace_set *ts, FILE
 			snprintf(of_pid, sizeof(of_pid), " of pid %u", q->pid);
 		fprintf(errout, CLI_PROG ": %s: no %s events%s in this trace, so --kind %s has "
 			"nothing to show (was the %s probe attached? see '" CLI_PROG " info')\n",
-			trace_set_file(ts, 0)->path, cuda ? "CUDA" : "system call", of_pid, q->kind,
-			cuda ? "cuda" : "syscalls");
+			trace_set_file(ts, 0)->path, cuda ? "CUDA" : offcpu ? "off-CPU" : "system call",
+			of_pid, q->kind, cuda ? "cuda" : offcpu ? "sched" : "syscalls");
 		return CLI_FAIL;
 	}
 	return out_flame_calls(q, r, ts, out, errout) ? CLI_FAIL : CLI_OK;

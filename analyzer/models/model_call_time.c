@@ -28,18 +28,19 @@ struct pending {
 
 struct model_call_time {
 	struct model_opts opts;
-	int cuda;                  /* 1: cuda_time, 0: syscall_time */
+	int cuda;                  /* 1: cuda_time, 0: syscall_time or offcpu_time */
+	int offcpu;                /* 1: offcpu_time (FR_EV_SCHED) */
 	struct stack_profile rows;
 	struct hmap thread_at;     /* (file, tid) -> index into threads */
 	struct pending *threads;
 	size_t n_threads, cap_threads;
 	const char *func_names[CUDA_FUNC_LIMIT];
-	char (*sys_names)[40];     /* "[syscall] read", by number */
+	char (*sys_names)[40];     /* "[syscall] read" ("[off-cpu] read"), by number */
 	const char **sys_name_ptrs;
 	struct call_time_result result;
 };
 
-static void *create(const struct model_opts *opts, int cuda)
+static void *create(const struct model_opts *opts, int cuda, int offcpu)
 {
 	struct model_call_time *m = calloc(1, sizeof(*m));
 	if (!m)
@@ -47,6 +48,7 @@ static void *create(const struct model_opts *opts, int cuda)
 	if (opts)
 		m->opts = *opts;
 	m->cuda = cuda;
+	m->offcpu = offcpu;
 	stack_profile_init(&m->rows);
 	hmap_init(&m->thread_at);
 	return m;
@@ -54,12 +56,17 @@ static void *create(const struct model_opts *opts, int cuda)
 
 static void *cuda_create(const struct model_opts *opts)
 {
-	return create(opts, 1);
+	return create(opts, 1, 0);
 }
 
 static void *sys_create(const struct model_opts *opts)
 {
-	return create(opts, 0);
+	return create(opts, 0, 0);
+}
+
+static void *offcpu_create(const struct model_opts *opts)
+{
+	return create(opts, 0, 1);
 }
 
 static uint16_t rec_type(const struct fr_rec_hdr *rec)
@@ -127,7 +134,17 @@ static int feed(void *state, uint32_t file_index, const struct fr_rec_hdr *rec)
 			m->result.launches++;
 			m->result.launches_with_stack += !(ev.flags & FR_CUDAF_UNSAMPLED);
 		}
-	} else if (!m->cuda && type == FR_EV_SYSCALL) {
+	} else if (m->offcpu && type == FR_EV_SCHED) {
+		struct fr_ev_sched ev;
+		memcpy(&ev, rec, sizeof(ev));
+		if (m->opts.filter_pid && ev.c.pid != m->opts.pid)
+			return 0;
+		pid = ev.c.pid;
+		tid = ev.c.tid;
+		stack = ev.stack_id;
+		leaf = ev.nr >= 0 && (uint32_t)ev.nr < SYSCALLS_MAX_NR ? (uint32_t)ev.nr : SYSCALLS_MAX_NR;
+		dur = ev.duration_ns;
+	} else if (!m->cuda && !m->offcpu && type == FR_EV_SYSCALL) {
 		struct fr_ev_syscall ev;
 		memcpy(&ev, rec, sizeof(ev));
 		if (m->opts.filter_pid && ev.c.pid != m->opts.pid)
@@ -160,14 +177,15 @@ static int leaf_names(struct model_call_time *m)
 	m->sys_name_ptrs = calloc(SYSCALLS_MAX_NR + 1, sizeof(*m->sys_name_ptrs));
 	if (!m->sys_names || !m->sys_name_ptrs)
 		return -1;
+	const char *tag = m->offcpu ? "[off-cpu]" : "[syscall]";
 	for (uint32_t nr = 0; nr <= SYSCALLS_MAX_NR; nr++) {
 		const char *name = nr < SYSCALLS_MAX_NR ? syscall_name(nr) : NULL;
 		if (name)
-			snprintf(m->sys_names[nr], sizeof(m->sys_names[nr]), "[syscall] %.28s", name);
+			snprintf(m->sys_names[nr], sizeof(m->sys_names[nr]), "%s %.28s", tag, name);
 		else if (nr < SYSCALLS_MAX_NR)
-			snprintf(m->sys_names[nr], sizeof(m->sys_names[nr]), "[syscall] %u", nr);
+			snprintf(m->sys_names[nr], sizeof(m->sys_names[nr]), "%s %u", tag, nr);
 		else
-			snprintf(m->sys_names[nr], sizeof(m->sys_names[nr]), "[syscall] %u+", nr);
+			snprintf(m->sys_names[nr], sizeof(m->sys_names[nr]), "%s %u+", tag, nr);
 		m->sys_name_ptrs[nr] = m->sys_names[nr];
 	}
 	p->leaf_names = m->sys_name_ptrs;
@@ -185,7 +203,7 @@ static int finish(void *state, struct trace_set *ts, struct frec_error *err)
 	stack_profile_sort(p);
 	p->count_type = "calls";
 	p->count_unit = "count";
-	p->value_type = m->cuda ? "cuda_api" : "syscall";
+	p->value_type = m->cuda ? "cuda_api" : m->offcpu ? "offcpu" : "syscall";
 	p->value_unit = "nanoseconds";
 	if (leaf_names(m) || !(m->result.tree = flame_tree_new()))
 		goto oom;
@@ -249,6 +267,14 @@ const struct model_ops model_cuda_time_ops = {
 const struct model_ops model_syscall_time_ops = {
 	.name = "syscall_time",
 	.create = sys_create,
+	.feed = feed,
+	.finish = finish,
+	.destroy = destroy,
+};
+
+const struct model_ops model_offcpu_time_ops = {
+	.name = "offcpu_time",
+	.create = offcpu_create,
 	.feed = feed,
 	.finish = finish,
 	.destroy = destroy,

@@ -13,7 +13,11 @@
  *
  * System calls: the recorder keeps those of at least --syscall-min-us;
  * in dwarf stack mode a call takes a stack when it lasts 1 ms or more and
- * one call in 64 otherwise; calls without one count under "[no stack]". */
+ * one call in 64 otherwise; calls without one count under "[no stack]".
+ *
+ * Off-CPU ("offcpu_time", the sched family): the time a thread spent
+ * blocked in each system call of at least --sched-min-us off CPU, by the
+ * call's stack, "[off-cpu] NAME" as the leaf; every such call has a stack. */
 #ifndef FLIGHTREC_MODEL_CALL_TIME_H
 #define FLIGHTREC_MODEL_CALL_TIME_H
 
@@ -24,6 +28,7 @@
 
 extern const struct model_ops model_cuda_time_ops;
 extern const struct model_ops model_syscall_time_ops;
+extern const struct model_ops model_offcpu_time_ops;
 
 struct call_time_result {
 	struct flame_tree *tree;        /* owned by the model; NULL before finish */

@@ -21,6 +21,7 @@ const struct model_ops *const analyzer_models[] = {
 	&model_cuda_ops,
 	&model_cuda_time_ops,
 	&model_syscall_time_ops,
+	&model_offcpu_time_ops,
 	&model_rdma_ops,
 	&model_nccl_ops,
 	&model_stragglers_ops,

@@ -156,5 +156,6 @@ extern const struct fr_family fr_family_cuda;
 extern const struct fr_family fr_family_nccl;
 extern const struct fr_family fr_family_rdma;
 extern const struct fr_family fr_family_step;
+extern const struct fr_family fr_family_sched;
 
 #endif

@@ -31,6 +31,8 @@ static int knob_value(const char *name, const struct probes_config *o, uint64_t 
 		/* syscalls.bpf.c */
 		{ "fr_syscall_min_ns", sizeof(uint64_t), o->syscall_min_ns },
 		{ "fr_syscall_stacks", sizeof(bool), o->syscall_stacks },
+		/* sched.bpf.c */
+		{ "fr_sched_min_ns", sizeof(uint64_t), o->sched_min_ns },
 		/* cuda.bpf.c */
 		{ "fr_launch_stack_every", sizeof(uint32_t), o->launch_stack_every },
 	};

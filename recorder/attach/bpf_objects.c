@@ -11,12 +11,14 @@
 #include "nccl.skel.h"
 #include "proc.skel.h"
 #include "rdma.skel.h"
+#include "sched.skel.h"
 #include "step.skel.h"
 #include "syscalls.skel.h"
 #include "cpu_dynptr.skel.h"
 #include "cuda_dynptr.skel.h"
 #include "nccl_dynptr.skel.h"
 #include "rdma_dynptr.skel.h"
+#include "sched_dynptr.skel.h"
 #include "step_dynptr.skel.h"
 #include "syscalls_dynptr.skel.h"
 #pragma GCC diagnostic pop
@@ -37,6 +39,7 @@ static const struct {
 	{ FR_PROBE_NCCL, fr_nccl_bpf__elf_bytes, fr_nccl_dynptr_bpf__elf_bytes },
 	{ FR_PROBE_RDMA, fr_rdma_bpf__elf_bytes, fr_rdma_dynptr_bpf__elf_bytes },
 	{ FR_PROBE_STEP, fr_step_bpf__elf_bytes, fr_step_dynptr_bpf__elf_bytes },
+	{ FR_PROBE_SCHED, fr_sched_bpf__elf_bytes, fr_sched_dynptr_bpf__elf_bytes },
 };
 
 const void *bpf_object_elf(enum fr_probe_id id, bool dynptr, size_t *size)

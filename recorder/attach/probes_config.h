@@ -19,6 +19,7 @@ struct probes_config {
 	bool ustack_dynptr;         /* dwarf: load the one-copy variants
 				       (bpf_objects.h) where a family has one */
 	uint64_t syscall_min_ns;
+	uint64_t sched_min_ns;
 	bool syscall_stacks;
 	unsigned launch_stack_every; /* cuda: one launch in N takes a stack */
 };

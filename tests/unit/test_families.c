@@ -36,7 +36,7 @@ static void test_schema(void)
 	static const uint16_t every_type[] = {
 		FR_EV_CPU_SAMPLE, FR_EV_SYSCALL, FR_EV_PROC_FORK, FR_EV_PROC_EXEC,
 		FR_EV_PROC_EXIT, FR_EV_CUDA, FR_EV_NCCL, FR_EV_RDMA_CTRL,
-		FR_EV_RDMA_POST, FR_EV_RDMA_CQE, FR_EV_STEP, FR_EV_FD_PATH,
+		FR_EV_RDMA_POST, FR_EV_RDMA_CQE, FR_EV_STEP, FR_EV_FD_PATH, FR_EV_SCHED,
 		FR_REC_PROCESS, FR_REC_MAPPING, FR_REC_STACK, FR_REC_DSO,
 		FR_REC_CLOCK, FR_REC_STATS, FR_REC_SCHEMA, FR_REC_THREAD,
 		FR_REC_PROC_ENV, FR_REC_ATTACH, FR_REC_RDMA_COUNTERS,
@@ -128,7 +128,7 @@ static void test_families(void)
 {
 	size_t n;
 	const struct fr_family *const *fams = fr_families(&n);
-	CHECK_EQ_U64(n, 7);
+	CHECK_EQ_U64(n, 8);
 	for (size_t i = 0; i < n; i++) {
 		const struct fr_family *f = fams[i];
 		CHECK(fr_family_by_id(f->id) == f);
