@@ -123,10 +123,20 @@ static int nccl_spans(struct fx_proc *p, struct trace_set *ts, struct symbolizer
 	return rc;
 }
 
+static int offcpu_cmp(const void *a, const void *b)
+{
+	const struct fx_offcpu *x = a, *y = b;
+	if (x->t0 != y->t0)
+		return x->t0 < y->t0 ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
 void fx_sort_events(struct fx_proc *p)
 {
 	if (p->n)
 		qsort(p->ev, p->n, sizeof(*p->ev), ev_cmp);
+	if (p->n_offcpu)
+		qsort(p->offcpu, p->n_offcpu, sizeof(*p->offcpu), offcpu_cmp);
 	fx_nccl_prepare(p);
 }
 

@@ -449,7 +449,19 @@ static void worker_bound(struct finding *f, const struct fx_waker *w, size_t ste
 	int own = 0;
 	for (size_t i = 0; i < f->n_pids; i++)
 		own |= f->pids[i] == w->pid;
-	if (own)
+	if (w->woken && own)
+		snprintf(f->evidence, sizeof(f->evidence), "the training thread waited for its "
+			 "loader thread (tid %u), woken by it: %" PRIu64 " waits of at least 0.2 ms, "
+			 "%.1f ms per step; the scheduler saw that thread wake it at the end of %" PRIu64
+			 " of them, %.1f ms blocked off CPU in those; ", w->tid, w->waits, per,
+			 w->matched, ms(w->blocked_ns));
+	else if (w->woken)
+		snprintf(f->evidence, sizeof(f->evidence), "the training thread waited for its "
+			 "loader worker process (pid %u, thread %u), woken by it: %" PRIu64 " waits of "
+			 "at least 0.2 ms, %.1f ms per step; the scheduler saw that process wake it at "
+			 "the end of %" PRIu64 " of them, %.1f ms blocked off CPU in those; ", w->pid,
+			 w->tid, w->waits, per, w->matched, ms(w->blocked_ns));
+	else if (own)
 		snprintf(f->evidence, sizeof(f->evidence), "the training thread waited for its "
 			 "loader thread (tid %u): %" PRIu64 " waits of at least 0.2 ms, %.1f ms per "
 			 "step, %" PRIu64 " of them ended right after that thread handed over (a write "
@@ -843,7 +855,12 @@ static void steps_from_nccl(struct fx_state *m)
 			continue;
 		struct fx_proc *p = &m->procs[at];
 		if (strcmp(p->steps_from, "marker")) {
-			p->steps = rk->n_steps;
+			/* every period of the rank's collectives is a step: the
+			 * straggler model's steps begin at a collective's exit, so
+			 * they leave out the first, which no collective opens */
+			size_t whole = s->nccl->step_source == NCCL_STEPS_PERIOD && s->nccl->period
+				? rk->n_calls / s->nccl->period : 0;
+			p->steps = whole > rk->n_steps ? whole : rk->n_steps;
 			p->steps_from = "collective_period";
 			p->step_ms = p->step_regular = 0; /* not read here */
 		}

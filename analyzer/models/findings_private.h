@@ -127,6 +127,15 @@ struct fx_wait {
 };
 #define FX_WAIT_MIN_NS 200000ull
 
+/* A system call of one thread spent off CPU (FR_EV_SCHED): who woke it. */
+struct fx_offcpu {
+	uint64_t t0;          /* its first block */
+	uint64_t off_ns;
+	uint32_t tid, waker_pid, waker_tid;
+	uint16_t nr;
+	uint16_t waker_irq;
+};
+
 struct fx_proc {
 	uint32_t file, pid;
 	struct fx_ev *ev;
@@ -154,6 +163,8 @@ struct fx_proc {
 	uint32_t streams, devices; /* fx_streams_of() */
 	struct fx_nccl *nccl;     /* FXE_NCCL's splits, bytes indexes them */
 	size_t n_nccl, cap_nccl;
+	struct fx_offcpu *offcpu; /* sorted by t0 with the events (fx_sort_events) */
+	size_t n_offcpu, cap_offcpu;
 };
 
 struct fx_state {
@@ -163,6 +174,7 @@ struct fx_state {
 	size_t n_procs, cap_procs;
 	struct hmap proc_index;   /* (file, pid) -> index */
 	uint64_t cuda_events, syscalls, samples, nccl_events, rdma_events, fd_paths;
+	uint64_t offcpu_events;   /* FR_EV_SCHED: the sched family was recorded */
 	char **paths;             /* FXE_FDPATH's names */
 	size_t n_paths, cap_paths;
 	struct findings_result result;
@@ -206,10 +218,15 @@ void fx_steps_of(struct fx_proc *p);
 int fx_streams_of(struct fx_proc *p);
 
 /* findings_waker.c: the thread that ended most of p's dataloader waits
- * (pid 0: none ended half of them), with the waits' count and time. */
+ * (pid 0: none ended half of them), with the waits' count and time.  From
+ * the scheduler's wake-ups where the sched family was recorded (woken:
+ * matched counts the waits it woke, blocked_ns their time off CPU), else
+ * from the system calls that handed input over. */
 struct fx_waker {
 	uint32_t pid, tid;
 	uint64_t waits, matched, wait_ns;
+	int woken;
+	uint64_t blocked_ns;
 };
 int fx_find_waker(const struct fx_state *m, const struct fx_proc *p, struct fx_waker *out);
 

@@ -1,12 +1,16 @@
 /* Who a waiting training thread waited for (fx_find_waker,
  * findings_private.h): a DataLoader's worker process feeding it through a
- * pipe, a pin-memory thread signalling a condition variable.  Read from
- * system calls alone (no scheduler events are recorded): a wait for input
- * ends when another thread hands the input over, so the thread whose
+ * pipe, a pin-memory thread signalling a condition variable.
+ *
+ * Where the sched family was recorded, the scheduler says it: the wait's
+ * system call has an off-CPU event naming the task whose wake-up ended its
+ * last block.  Otherwise it is read from system calls alone: a wait for
+ * input ends when another thread hands the input over, so the thread whose
  * handing-over call (write, writev, sendto, sendmsg into the pipe or
  * socket, futex to wake a waiter) entered latest inside the wait, before
- * it ended, is taken for the one that ended it.  The thread that does so
- * for at least half of the waits is the waker; none otherwise. */
+ * it ended, is taken for the one that ended it.  Either way, the thread
+ * that ended at least half of the waits is the waker; none otherwise.
+ * A wake-up from an interrupt (a timer) names no thread. */
 #include "findings_private.h"
 #include "hmap.h"
 
@@ -38,12 +42,66 @@ static const struct fx_ev *latest_in(const struct fx_proc *q, const struct fx_wa
 	return NULL;
 }
 
+/* The off-CPU event of wait w's system call, or NULL: the thread's, of the
+ * same call number, its first block inside the wait. */
+static const struct fx_offcpu *offcpu_of(const struct fx_proc *p, const struct fx_wait *w)
+{
+	size_t lo = 0, hi = p->n_offcpu; /* first event at or after w->t0 */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->offcpu[mid].t0 < w->t0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < p->n_offcpu && p->offcpu[i].t0 <= w->t1; i++)
+		if (p->offcpu[i].tid == w->tid && p->offcpu[i].nr == w->what)
+			return &p->offcpu[i];
+	return NULL;
+}
+
+static int find_woken(const struct fx_proc *p, struct fx_waker *out)
+{
+	struct hmap votes; /* (pid, tid) -> waits it woke */
+	hmap_init(&votes);
+	out->woken = 1;
+	for (size_t i = 0; i < p->n_dl_waits; i++) {
+		const struct fx_offcpu *o = offcpu_of(p, &p->dl_waits[i]);
+		if (!o || o->waker_irq || !o->waker_tid)
+			continue;
+		uint64_t *v = hmap_slot(&votes, o->waker_pid, o->waker_tid, NULL);
+		if (!v) {
+			hmap_free(&votes);
+			return -1;
+		}
+		if (++*v > out->matched) {
+			out->matched = *v;
+			out->pid = o->waker_pid;
+			out->tid = o->waker_tid;
+		}
+	}
+	hmap_free(&votes);
+	if (out->matched)
+		for (size_t i = 0; i < p->n_dl_waits; i++) {
+			const struct fx_offcpu *o = offcpu_of(p, &p->dl_waits[i]);
+			if (o && o->waker_pid == out->pid && o->waker_tid == out->tid && !o->waker_irq)
+				out->blocked_ns += o->off_ns;
+		}
+	return 0;
+}
+
 int fx_find_waker(const struct fx_state *m, const struct fx_proc *p, struct fx_waker *out)
 {
 	*out = (struct fx_waker){ 0 };
 	for (size_t i = 0; i < p->n_dl_waits; i++)
 		out->wait_ns += p->dl_waits[i].t1 - p->dl_waits[i].t0;
 	out->waits = p->n_dl_waits;
+	if (m->offcpu_events) {
+		int rc = find_woken(p, out);
+		if (2 * out->matched < out->waits || !out->matched)
+			out->pid = out->tid = 0, out->matched = 0, out->blocked_ns = 0;
+		return rc;
+	}
 	struct hmap votes; /* (pid, tid) -> waits it ended */
 	hmap_init(&votes);
 	int rc = 0;

@@ -182,6 +182,29 @@ static int fx_feed(void *state, uint32_t file, const struct fr_rec_hdr *rec)
 		};
 		return p ? fx_push(p, &e) : -1;
 	}
+	case FR_EV_SCHED: {
+		struct fr_ev_sched ev;
+		memcpy(&ev, rec, sizeof(ev));
+		m->offcpu_events++;
+		struct fx_proc *p = fx_proc_get(m, file, pid);
+		if (!p)
+			return -1;
+		if (p->n_offcpu == p->cap_offcpu) {
+			size_t cap = p->cap_offcpu ? 2 * p->cap_offcpu : 64;
+			struct fx_offcpu *g = realloc(p->offcpu, cap * sizeof(*g));
+			if (!g)
+				return -1;
+			p->offcpu = g;
+			p->cap_offcpu = cap;
+		}
+		p->offcpu[p->n_offcpu++] = (struct fx_offcpu){
+			.t0 = ev.c.ts_ns, .off_ns = ev.duration_ns, .tid = ev.c.tid,
+			.waker_pid = ev.waker_pid, .waker_tid = ev.waker_tid,
+			.nr = ev.nr >= 0 && ev.nr < 0xffff ? (uint16_t)ev.nr : 0xffff,
+			.waker_irq = (ev.waker_flags & FR_SCHEDF_WAKER_IRQ) != 0,
+		};
+		return 0;
+	}
 	case FR_EV_CPU_SAMPLE: {
 		struct fr_ev_cpu_sample ev;
 		memcpy(&ev, rec, sizeof(ev));
@@ -290,6 +313,7 @@ static void fx_destroy(void *state)
 		free(m->procs[i].idle);
 		free(m->procs[i].mark_ts);
 		free(m->procs[i].dl_waits);
+		free(m->procs[i].offcpu);
 		free(m->procs[i].nccl);
 		hmap_free(&m->procs[i].where);
 	}

@@ -161,9 +161,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_nccl(name, slow, gbps=None):
+def run_nccl(name, slow, gbps=None, watchdog=False):
     """Records 4 ranks of nccl_train in one file; returns (findings JSON,
-    text, {rank: pid})."""
+    text, {rank: pid}).  watchdog: on the asynchronous NCCL, each rank's
+    collective returns once enqueued and the rank polls cudaEventQuery on
+    an event recorded after it every millisecond until it completes (a
+    watchdog's way; the cuda family is recorded too)."""
     d = frtest.workdir("findings_nccl_" + name)
     trace = os.path.join(d, "job.frec")
     train = [frtest.sample("nccl_train"), "--steps", str(NCCL_STEPS),
@@ -173,7 +176,12 @@ def run_nccl(name, slow, gbps=None):
     env = dict(os.environ, FLIGHTREC_FAKE_NCCL_TIMEOUT_S="60")
     if gbps:
         env["FLIGHTREC_FAKE_NCCL_GBPS"] = str(gbps)
-    cmd = [frtest.FLIGHTREC, "record", "-o", trace, "--probes", "cpu,syscalls,nccl", "--",
+    probes = "cpu,syscalls,nccl"
+    if watchdog:
+        env["FLIGHTREC_FAKE_NCCL_ASYNC"] = "1"
+        train += ["--wait", "query"]
+        probes += ",cuda"
+    cmd = [frtest.FLIGHTREC, "record", "-o", trace, "--probes", probes, "--",
            frtest.sample("launch_ranks"), "--ranks", "4",
            "--master", f"127.0.0.1:{free_port()}", "--"] + train
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
@@ -190,6 +198,7 @@ class FindingsNccl(frtest.Case):
     def check_costs(self, js, ranks):
         self.assertEqual(sorted(int(p) for p in js["gpu_idle_ms"]), sorted(ranks.values()), js)
         self.assertEqual(js["steps_from"], "collective_period", js)
+        self.assertEqual(js["steps"], NCCL_STEPS, js)
         kinds = {n["kind"] for n in js["not_evaluated"]}
         self.assertNotIn("nccl_wait", kinds)
         self.assertNotIn("nccl_exchange", kinds)  # every rank is in the trace: split
@@ -243,6 +252,19 @@ class FindingsNccl(frtest.Case):
         self.check_costs(js, ranks)
         self.assertEqual(js["findings"], [], js)
         self.assertIn("no finding above 3%", text)
+
+    def test_async_watchdog_healthy_job_has_no_finding(self):
+        # the watchdog's event polls are not host_sync, nor its queries work
+        js, text, ranks = run_nccl("watchdog_healthy", slow=False, watchdog=True)
+        self.check_costs(js, ranks)
+        self.assertEqual(js["findings"], [], js)
+        self.assertIn("no finding above 3%", text)
+
+    def test_async_watchdog_straggler(self):
+        js, text, ranks = run_nccl("watchdog_straggler", slow=True, watchdog=True)
+        self.check_costs(js, ranks)
+        self.assertEqual(js["findings"][0]["kind"], "straggler", js["findings"])
+        self.check_straggler(js, ranks)
 
 
 class FindingsRdma(frtest.Case):

@@ -30,17 +30,21 @@ SHAPE_KINDS = {"per-op-sync": "host_sync", "checkpoint": "sync_checkpoint",
                "loader-proc": "dataloader", "pin-thread": "dataloader"}
 
 
-def run_shape(name, args):
+def run_shape(name, args, sched=True):
     """Records train_shapes ARGS; returns (findings JSON, truth in ms by
-    kind, the truth line's loader pid and tid, text output)."""
+    kind, the truth line's loader pid and tid, text output).  sched: with
+    the sched family (the loader named by the scheduler's wake-ups), else
+    without (named from the system calls that handed input over)."""
     d = frtest.workdir("findings_shape_" + name)
     trace = os.path.join(d, "run.frec")
-    p = frtest.record(trace, ["--probes", "cpu,syscalls,cuda", "--freq", "999"],
+    probes = "cpu,syscalls,cuda" + (",sched" if sched else "")
+    p = frtest.record(trace, ["--probes", probes, "--freq", "999"],
                       ["--", frtest.sample("train_shapes"), "--steps", str(SHAPE_STEPS),
                        "--dir", d] + args)
     line = [ln for ln in p.stdout.splitlines() if ln.startswith("truth ")][-1]
     truth = {SHAPE_KIND_OF[k[:-3]]: float(v) for k, v in re.findall(r"(\w+_ms)=(\S+)", line)}
     loader = {k: int(v) for k, v in re.findall(r"(loader_\w+)=(\d+)", line)}
+    loader["sched"] = sched
     js = json.loads(frtest.analyze("findings", trace, "--json").stdout)
     text = frtest.analyze("findings", trace).stdout
     return js, truth, loader, text
@@ -68,6 +72,11 @@ class FindingsShapes(frtest.Case):
                               f["evidence"], f)
             else:
                 self.assertIn(f"loader thread (tid {loader['loader_tid']})", f["evidence"], f)
+            if loader["sched"]:
+                self.assertIn("woken by it", f["evidence"], f)
+                self.assertIn("the scheduler saw", f["evidence"], f)
+            else:
+                self.assertIn("ended right after", f["evidence"], f)
             self.assertNotIn("num_workers>0", f["fix"], f)
         else:
             self.assertIn(SHAPE_CULPRIT[kind], f["where"], f)
@@ -116,7 +125,8 @@ class FindingsShapes(frtest.Case):
                 # an 8 MiB checkpoint: 48 MiB and fsync take seconds on a busy
                 # disk and leave the other cause under the 3% threshold
                 args = SHAPE_ARGS[pair[0]] + SHAPE_ARGS[pair[1]] + ["--ckpt-mib", "8"]
-                js, truth, loader, text = run_shape("_".join(pair), args)
+                # without the sched family: the loader named from system calls
+                js, truth, loader, text = run_shape("_".join(pair), args, sched=False)
                 self.check_steps(js, text)
                 kinds = [SHAPE_KINDS[s] for s in pair if s in SHAPE_KINDS]
                 for kind in kinds:
