@@ -174,8 +174,9 @@ static inline void findings_launch_body(struct synth *s, uint64_t base, enum lau
  * T + compute_ms[r]; the last to enter does at L = T + max compute_ms;
  * every rank leaves at L + exchange_ms, and the next step starts then.
  * So each rank's time in the call is its wait (L - its entry) and the
- * exchange, exactly.  The NCCL period (one collective a step) gives 9
- * steps: the first collective ends no step.
+ * exchange, exactly.  The NCCL period (one collective a step) gives 10
+ * steps (the stragglers model's 9 begin at a collective's exit: the first
+ * collective ends none of them).
  *   DDP_STRAGGLER     compute 10, 10.5, 16, 11 ms, exchange 0.2 ms (steps
  *                     of 16.2 ms): rank 2 is the straggler, 5 ms later
  *                     than the second latest in every collective.  The
