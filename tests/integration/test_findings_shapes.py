@@ -11,7 +11,8 @@ test_findings.BAND (30%) of the sample's own measure (its truth line), 20
 steps counted from the synchronizing calls; dataloader names the loader
 process (pid) or thread (tid) the truth line gives and does not advise
 num_workers>0; a clean run of each shape has no finding above the
-threshold.  Recorded with --probes cpu,syscalls,cuda --freq 999."""
+threshold.  Recorded with --probes cpu,syscalls,cuda,sched --freq 999 (the
+pairs without sched)."""
 import json
 import os
 import re
