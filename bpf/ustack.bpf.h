@@ -303,6 +303,33 @@ struct stack_copy {
 	__u32 at; /* where the bytes start in s->tail */
 };
 
+/* Each thread's stack top: the address past the last byte the recorder's
+ * unwind of one of its copies read, when that unwind reached the outermost
+ * frame (recorder/drain/drain.c writes it).  The outermost frames of a
+ * thread never move, so a later stack of the thread needs no byte above it:
+ * its copy stops there (FR_USTACK_BOUNDED) instead of taking --stack-size
+ * bytes, and a call from a shallow stack copies a few hundred bytes, not
+ * 16 KiB.  A bounded copy whose unwind then falls short makes the recorder
+ * forget the top (counted): the thread's next copies are whole again. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);   /* pid_tgid */
+	__type(value, __u64); /* the stack top */
+} fr_ustack_tops SEC(".maps");
+
+/* The bytes to copy from sp: want, or less where the thread's top is known
+ * (the copy then flagged FR_USTACK_BOUNDED). */
+static __always_inline __u32 ustack_bound(struct fr_ustack_scratch *s, __u64 pid_tgid, __u32 want)
+{
+	__u64 *top = bpf_map_lookup_elem(&fr_ustack_tops, &pid_tgid);
+	__u64 sp = s->hdr.regs[7];
+	if (!top || *top <= sp || *top - sp >= want)
+		return want;
+	s->hdr.flags |= FR_USTACK_BOUNDED;
+	return (__u32)(*top - sp);
+}
+
 /* One page (or the part of one up to a page boundary) of the user stack: a
  * read that faults fails whole, so the copy stops at the first unmapped page
  * (the stack's end) and keeps what it read. */
@@ -433,7 +460,8 @@ __attribute__((noinline)) int fr_fill_ustack_user(struct fr_ustack_scratch *s, _
 		at = FR_USTACK_STACK_AT_MAX;
 	struct stack_copy c = {
 		.s = s, .sp = s->hdr.regs[7], .at = at,
-		.want = fr_ustack_bytes > FR_USTACK_MAX ? FR_USTACK_MAX : fr_ustack_bytes,
+		.want = ustack_bound(s, pid_tgid, fr_ustack_bytes > FR_USTACK_MAX ? FR_USTACK_MAX
+									  : fr_ustack_bytes),
 	};
 	copy_stack(&c);
 	__u32 off = c.off;
@@ -471,7 +499,8 @@ __attribute__((noinline)) int fr_ustack_want(struct fr_ustack_scratch *s)
 	if (!s)
 		return 0;
 	__u64 sp = s->hdr.regs[7];
-	__u32 want = fr_ustack_bytes > FR_USTACK_MAX ? FR_USTACK_MAX : fr_ustack_bytes;
+	__u32 want = ustack_bound(s, bpf_get_current_pid_tgid(),
+				  fr_ustack_bytes > FR_USTACK_MAX ? FR_USTACK_MAX : fr_ustack_bytes);
 	if (bpf_find_vma(bpf_get_current_task_btf(), sp, vma_end_of, &v, 0) || v.end <= sp)
 		return 0;
 	if (v.end - sp < want) {

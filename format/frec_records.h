@@ -264,6 +264,9 @@ enum fr_ustack_flags {
 	FR_USTACK_SPARSE = 1 << 4,      /* only what the recorder's unwind read is kept: the
 					   other stack bytes and registers are zero, the copy
 					   ends after the last byte read (format 1.2) */
+	FR_USTACK_BOUNDED = 1 << 5,     /* copied only up to the thread's stack top as the
+					   recorder's unwind of an earlier copy found it (a
+					   depth hint), not --stack-size bytes */
 };
 
 /* A raw user stack (--stack dwarf), referenced by stack_id like

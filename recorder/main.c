@@ -151,6 +151,22 @@ static void add_loss(struct recorder_stats *st, struct fr_probe_stats *ps, unsig
 }
 
 /* Per-probe counters and losses, as written in STATS records and END. */
+/* STATS entries that count something other than events (RECORDS.md,
+ * FR_REC_STATS): never added to the events' total. */
+static bool counts_no_events(const char *name)
+{
+	return !strcmp(name, "rdma_idle_polls") || !strcmp(name, "ustack_behind") ||
+	       !strcmp(name, "ustack_bounded") || !strcmp(name, "ustack_short");
+}
+
+/* FLIGHTREC_USTACK_BOUND=0: --stack dwarf copies always take --stack-size
+ * bytes, never cut at their thread's stack top (to compare). */
+static bool ustack_bound_on(void)
+{
+	const char *env = getenv("FLIGHTREC_USTACK_BOUND");
+	return !(env && !strcmp(env, "0"));
+}
+
 static void collect_stats(void *ctx, struct recorder_stats *st)
 {
 	struct recording *r = ctx;
@@ -199,6 +215,16 @@ static void collect_stats(void *ctx, struct recorder_stats *st)
 		memset(ps, 0, sizeof(*ps));
 		snprintf(ps->name, sizeof(ps->name), "ustack_behind");
 		ps->events = sink ? atomic_load(&sink->whole_behind) : 0;
+		/* not events either: raw stacks the kernel cut at their thread's
+		 * stack top, and those of them whose unwind fell short */
+		ps = &st->probes[st->n_probes++];
+		memset(ps, 0, sizeof(*ps));
+		snprintf(ps->name, sizeof(ps->name), "ustack_bounded");
+		ps->events = sink ? atomic_load(&sink->bounded) : 0;
+		ps = &st->probes[st->n_probes++];
+		memset(ps, 0, sizeof(*ps));
+		snprintf(ps->name, sizeof(ps->name), "ustack_short");
+		ps->events = sink ? atomic_load(&sink->bounded_short) : 0;
 	}
 	ps = &st->probes[st->n_probes++];
 	memset(ps, 0, sizeof(*ps));
@@ -506,11 +532,14 @@ static int finish(struct recording *r, uint64_t start_ns)
 			struct ustack_sparse_stats ss = ustack_sparse_stats(r->sparse);
 			fprintf(stderr, "; %llu copies sparse, %llu whole, %.1f%% of their stack "
 				"bytes kept, %llu unwinders made; %llu copies whole because the "
-				"drain was behind", (unsigned long long)ss.sparse,
+				"drain was behind; %llu copies cut at their thread's stack top, %llu of "
+				"them short", (unsigned long long)ss.sparse,
 				(unsigned long long)ss.whole,
 				ss.bytes_in ? 100.0 * (double)ss.bytes_kept / (double)ss.bytes_in : 0.0,
 				(unsigned long long)ss.rebuilds,
-				(unsigned long long)atomic_load(&sink->whole_behind));
+				(unsigned long long)atomic_load(&sink->whole_behind),
+				(unsigned long long)atomic_load(&sink->bounded),
+				(unsigned long long)atomic_load(&sink->bounded_short));
 		}
 		fprintf(stderr, "\n");
 		print_cache_summary(r);
@@ -532,8 +561,7 @@ static int finish(struct recording *r, uint64_t start_ns)
 		uint64_t total = 0;
 		for (uint32_t i = 0; i < st.n_probes; i++)
 			if (strcmp(st.probes[i].name, "writer") && strcmp(st.probes[i].name, "mmap") &&
-			    strcmp(st.probes[i].name, "rdma_idle_polls") &&
-			    strcmp(st.probes[i].name, "ustack_behind"))
+			    !counts_no_events(st.probes[i].name))
 				total += st.probes[i].events;
 		ring_mode_report(&r->ring_mode, &rs, total, r->opts.output,
 				 (end.cpu_user_ns + end.cpu_sys_ns) / 1e9, (mono_ns() - r->born_ns) / 1e9);
@@ -554,15 +582,15 @@ static int finish(struct recording *r, uint64_t start_ns)
 		fprintf(stderr, "flightrec: wrote %s: ", r->opts.output);
 		for (uint32_t i = 0; i < st.n_probes; i++) {
 			const char *nm = st.probes[i].name;
-			if (!strcmp(nm, "writer") || !strcmp(nm, "mmap") || !strcmp(nm, "rdma_idle_polls") ||
-			    !strcmp(nm, "ustack_behind"))
+			if (!strcmp(nm, "writer") || !strcmp(nm, "mmap") || counts_no_events(nm))
 				continue;
 			total += st.probes[i].events;
 		}
 		fprintf(stderr, "%" PRIu64 " events (", total);
 		for (uint32_t i = 0, first = 1; i < st.n_probes; i++) {
 			if (!strcmp(st.probes[i].name, "writer") ||
-			    !strcmp(st.probes[i].name, "ustack_behind")) /* on the dwarf line */
+			    (counts_no_events(st.probes[i].name) &&
+			     strcmp(st.probes[i].name, "rdma_idle_polls"))) /* on the dwarf line */
 				continue;
 			fprintf(stderr, "%s%s %" PRIu64, first ? "" : ", ",
 				!strcmp(st.probes[i].name, "mmap") ? "mappings" : st.probes[i].name,
@@ -819,6 +847,7 @@ static int cmd_record(int argc, char **argv)
 		.syms = &r->syms,
 		.python = r->python_on ? &r->python : NULL,
 		.sparse = r->sparse,
+		.ustack_tops_fd = ustack_bound_on() ? bpf_probes_ustack_tops_fd(&r->probes) : -1,
 		.rdma_dp = track_cfg.rdma_dp,
 		.rdma_ctrl = bpf_probes_uprobes(&r->probes, FR_PROBE_RDMA),
 		.dsos = &r->dsos,

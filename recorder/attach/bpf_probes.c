@@ -25,7 +25,7 @@
  * others before they load. */
 static const char *const shared_maps[] = {
 	"fr_events", "fr_pids", "fr_drops", "fr_ustack_scratch", "fr_fp_scratch", "fr_py_procs",
-	"fr_py_tstate",
+	"fr_py_tstate", "fr_ustack_tops",
 };
 
 enum stage { STAGE_OPEN, STAGE_LOAD, STAGE_ATTACH };
@@ -551,4 +551,11 @@ uint64_t bpf_probes_rdma_empty_polls(const struct bpf_probes *p)
 int bpf_probes_py_procs_fd(const struct bpf_probes *p)
 {
 	return p->py_procs_fd;
+}
+
+int bpf_probes_ustack_tops_fd(const struct bpf_probes *p)
+{
+	struct bpf_object *obj = p->objs[FR_PROBE_PROC];
+	struct bpf_map *m = obj ? bpf_object__find_map_by_name(obj, "fr_ustack_tops") : NULL;
+	return m ? bpf_map__fd(m) : -1;
 }

@@ -89,6 +89,9 @@ void bpf_probes_count_drop(struct bpf_probes *p, enum fr_probe_id probe,
 			   enum fr_drop_reason reason, uint64_t at_ns);
 /* The map the Python frame walker reads per-process settings from. */
 int bpf_probes_py_procs_fd(const struct bpf_probes *p);
+/* The map of each thread's stack top that bounds --stack dwarf copies
+ * (bpf/ustack.bpf.h: fr_ustack_tops), -1 when not loaded. */
+int bpf_probes_ustack_tops_fd(const struct bpf_probes *p);
 /* The per-call entry map (fr_<family>_calls: struct call_key ->
  * struct call_state, bpf/call_state.h) of a loaded uprobe family, for
  * reading the calls in flight (inflight.c); -1 when the family is not

@@ -6,6 +6,7 @@
 #include "attach/rdma_datapath.h"
 #include "verbs_abi.h"
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <pthread.h>
@@ -34,6 +35,11 @@ struct drain {
 	drain_proc_cb on_proc;
 	void *on_proc_ctx;
 	struct python_state *python;     /* told about code objects in stacks */
+	/* fr_ustack_tops (bpf/ustack.bpf.h), -1: copies never bounded; and
+	 * the tops written, so an unchanged one costs no system call (a
+	 * direct-mapped cache: bounded, whatever the churn of threads) */
+	int tops_fd;
+	struct top_slot { uint64_t key, top; } tops[1024];
 	/* rdma: attach the data path as soon as a context's ops table is seen
 	 * (setup to first post can take 2 ms); NULL without rdma probes */
 	struct uprobe_family *rdma_dp;
@@ -116,6 +122,23 @@ static void sink_kernel_ips(void *ctx, const uint64_t *ips, uint16_t n)
 			fresh[k++] = ips[i];
 	if (k)
 		sym_collector_push(d->syms, 0, fresh, k, NULL, 0);
+}
+
+static void sink_stack_top(void *ctx, uint32_t pid, uint32_t tid, uint64_t top)
+{
+	struct drain *d = ctx;
+	uint64_t key = (uint64_t)pid << 32 | tid;
+	struct top_slot *slot = &d->tops[(key * 0x9e3779b97f4a7c15ull) >> 54];
+	if (top) {
+		if (slot->key == key && slot->top == top)
+			return;
+		if (bpf_map_update_elem(d->tops_fd, &key, &top, BPF_ANY) == 0)
+			*slot = (struct top_slot){ key, top };
+	} else {
+		bpf_map_delete_elem(d->tops_fd, &key);
+		if (slot->key == key)
+			*slot = (struct top_slot){ 0, 0 };
+	}
 }
 
 static bool sink_behind(void *ctx)
@@ -390,6 +413,9 @@ int drain_start(const struct drain_config *cfg, struct drain **out, struct frec_
 	d->sink.py_code = sink_py_code;
 	d->sink.kernel_ips = sink_kernel_ips;
 	d->sink.ctx = d;
+	d->tops_fd = cfg->ustack_tops_fd;
+	if (cfg->sparse && cfg->ustack_tops_fd >= 0)
+		d->sink.stack_top = sink_stack_top;
 	if (cfg->sparse) {
 		int ferr = ring_fill_open(&d->fill, cfg->ring_fd);
 		if (!ferr) {

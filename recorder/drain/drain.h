@@ -52,6 +52,9 @@ struct drain_config {
 	struct sym_collector *syms;         /* told about every new stack */
 	struct python_state *python;        /* told about code objects in stacks */
 	struct ustack_sparse *sparse;       /* --stack dwarf's sparse copies */
+	/* fr_ustack_tops: each thread's stack top its sparse plans find, which
+	 * bounds the kernel's later copies of that thread; -1: never bounded */
+	int ustack_tops_fd;
 	/* rdma: the data path is attached as soon as a context's ops table is
 	 * seen (setup to first post can take 2 ms) */
 	struct uprobe_family *rdma_dp;

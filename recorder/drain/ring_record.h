@@ -42,6 +42,13 @@ struct ring_sink {
 	bool (*behind)(void *ctx);
 	/* raw stacks written whole because the drain was behind */
 	atomic_uint_fast64_t whole_behind;
+	/* told each thread's stack top a planned copy found (top), or that a
+	 * copy bounded by the last one fell short (0: forget it); NULL: copies
+	 * are never bounded (bpf/ustack.bpf.h: fr_ustack_tops) */
+	void (*stack_top)(void *ctx, uint32_t pid, uint32_t tid, uint64_t top);
+	/* raw stacks the kernel cut at their thread's top (FR_USTACK_BOUNDED),
+	 * and of them the ones whose unwind then fell short */
+	atomic_uint_fast64_t bounded, bounded_short;
 	uint32_t ustacks; /* FR_REC_USTACK records written (their ids count up) */
 	atomic_uint_fast64_t events[FR_PROBE_MAX]; /* delivered, per probe */
 	/* losses here, per probe and reason (FR_DROP_MALFORMED, FR_DROP_NO_MEMORY) */

@@ -200,12 +200,11 @@ static bool new_mapping_of(struct ustack_sparse *s, struct sparse_proc *pr, uint
 
 static bool unwind(struct ustack_sparse *s, struct sparse_proc *pr, uint32_t tid,
 		   const uint64_t regs[FR_USTACK_REGS], const uint8_t *stack, uint32_t stack_len,
-		   uint32_t *regs_used)
+		   uint32_t *regs_used, enum uw_end *end)
 {
-	enum uw_end end;
 	struct uw_use use = { .read_map = s->read_map };
 	uw_unwind_traced(pr->uw, tid, regs, stack, stack_len, &use, s->frames, UW_MAX_FRAMES,
-			 &end);
+			 end);
 	*regs_used = use.regs_used;
 	return use.complete;
 }
@@ -213,6 +212,11 @@ static bool unwind(struct ustack_sparse *s, struct sparse_proc *pr, uint32_t tid
 /* The copy cut after its last byte read: a 16 KiB copy is mostly unread
  * past its few frames, so this is scanned a word at a time (byte by byte it
  * cost three times the unwind itself). */
+/* Bytes a bounded copy takes past the last byte an unwind read: the
+ * outermost frame's own CFI reads nothing above its return address, and
+ * the margin covers a rule reaching a word or two further. */
+#define USTACK_TOP_MARGIN 64
+
 static uint32_t kept_len(const uint8_t *map, uint32_t len)
 {
 	while (len % 8 && !map[len - 1])
@@ -234,8 +238,10 @@ static uint32_t kept_len(const uint8_t *map, uint32_t len)
 bool ustack_sparse_plan(struct ustack_sparse *s, uint32_t pid, uint32_t tid,
 			const uint64_t regs[FR_USTACK_REGS], const uint8_t *stack,
 			uint32_t stack_len, uint32_t *keep_len, const uint8_t **keep,
-			uint32_t *regs_used)
+			uint32_t *regs_used, uint64_t *top)
 {
+	enum uw_end end = UW_END_STOPPED;
+	*top = 0;
 	s->stats.bytes_in += stack_len;
 	if (!s->read_map || stack_len > s->read_map_cap) { /* never NULL, even for 0 bytes */
 		size_t cap = stack_len ? stack_len : 1;
@@ -248,15 +254,19 @@ bool ustack_sparse_plan(struct ustack_sparse *s, uint32_t pid, uint32_t tid,
 	struct sparse_proc *pr = proc_of(s, pid);
 	if (!pr || (new_mapping_of(s, pr, pid) && build(s, pr, pid)))
 		goto whole;
-	bool done = unwind(s, pr, tid, regs, stack, stack_len, regs_used);
+	bool done = unwind(s, pr, tid, regs, stack, stack_len, regs_used, &end);
 	if (!done && stale(s, pr)) {
 		if (build(s, pr, pid))
 			goto whole;
-		done = unwind(s, pr, tid, regs, stack, stack_len, regs_used);
+		done = unwind(s, pr, tid, regs, stack, stack_len, regs_used, &end);
 	}
 	if (!done)
 		goto whole;
 	uint32_t len = kept_len(s->read_map, stack_len);
+	/* the outermost frame reached inside the copy: nothing above the last
+	 * byte read belongs to any later stack of this thread either */
+	if (end == UW_END_OUTERMOST && len)
+		*top = regs[7] + len + USTACK_TOP_MARGIN;
 	*keep_len = len;
 	*keep = s->read_map;
 	s->stats.sparse++;

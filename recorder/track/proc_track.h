@@ -36,7 +36,9 @@ typedef void (*track_new_file_fn)(void *ctx, struct frec_builder *b,
 /* What FR_REC_STATS and END report: events and losses per probe, losses
  * per (probe, reason), the recorder's CPU time. */
 struct recorder_stats {
-	struct fr_probe_stats probes[FR_PROBE_MAX];
+	/* a family each, and the counters that are not families (writer,
+	 * mmap, rdma_idle_polls, ustack_*) */
+	struct fr_probe_stats probes[FR_PROBE_MAX + 8];
 	uint32_t n_probes;
 	struct fr_drop_count drops[FR_DROP_COUNTS_MAX];
 	uint32_t n_drops;

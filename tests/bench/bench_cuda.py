@@ -11,7 +11,9 @@ tests/bench/cuda_callbench (mean over PAIRS calls, median over RUNS runs):
                pointer read at return, caller's stack, per-thread pairing);
                and the same with --stack dwarf (16 KiB of stack per call; one
                copy, straight into the ring, where the kernel has the dynptr
-               read, and "two copies" with FLIGHTREC_USTACK_DYNPTR=0),
+               read, and "two copies" with FLIGHTREC_USTACK_DYNPTR=0; each
+               copy cut at the thread's stack top once the recorder has
+               unwound one, and "whole copies" with FLIGHTREC_USTACK_BOUND=0),
                and dwarf with the syscalls family on too (what the job pays
                for system-call tracing next to the cuda probes; the kernel's
                uretprobe system call of each return is not recorded)
@@ -47,7 +49,10 @@ import time
 
 # The runs that take their environment from here: the two-copy dwarf path
 # (FLIGHTREC_USTACK_DYNPTR=0) beside the one-copy path this kernel may have.
-ENV = {"flightrec_dwarf_two_copies": dict(os.environ, FLIGHTREC_USTACK_DYNPTR="0")}
+# And dwarf copies of --stack-size bytes every time (FLIGHTREC_USTACK_BOUND=0)
+# beside copies cut at the thread's stack top.
+ENV = {"flightrec_dwarf_two_copies": dict(os.environ, FLIGHTREC_USTACK_DYNPTR="0"),
+       "flightrec_dwarf_unbounded": dict(os.environ, FLIGHTREC_USTACK_BOUND="0")}
 
 
 def ns_per_pair(cmd, env=None):
@@ -148,6 +153,9 @@ def main():
         "flightrec_dwarf_two_copies": [rec, "record", "-q", "-o", os.path.join(tmp, "t.frec"),
                                        "--probes", "cuda", "--stack", "dwarf", "--lib",
                                        f"cuda={lib}", "--"] + bench,
+        "flightrec_dwarf_unbounded": [rec, "record", "-q", "-o", os.path.join(tmp, "u.frec"),
+                                      "--probes", "cuda", "--stack", "dwarf", "--lib",
+                                      f"cuda={lib}", "--"] + bench,
         "flightrec_dwarf_syscalls": [rec, "record", "-q", "-o", os.path.join(tmp, "s.frec"),
                                      "--probes", "cuda,syscalls", "--stack", "dwarf",
                                      "--lib", f"cuda={lib}", "--"] + bench,
@@ -166,6 +174,7 @@ def main():
                      ("flightrec", "flightrec, --stack fp"),
                      ("flightrec_dwarf", "flightrec, --stack dwarf"),
                      ("flightrec_dwarf_two_copies", "  same, two copies"),
+                     ("flightrec_dwarf_unbounded", "  same, 16 KiB every copy"),
                      ("flightrec_dwarf_syscalls", "  same, with syscalls")):
         ratio = over[k] / over["floor"] if over["floor"] > 0 and k != "bare" else float("nan")
         print("%-28s %12.1f %14.1f %10.2f" % (label, med[k], over[k], ratio))

@@ -1,11 +1,16 @@
-/* make_sparse_trace IN OUT [none]: a copy of a --stack dwarf trace whose raw stacks
+/* make_sparse_trace IN OUT [none] [bound]: a copy of a --stack dwarf trace whose raw stacks
  * (FR_REC_USTACK) are rewritten sparse by the recorder's own planner
  * (recorder/symbols/ustack_sparse.c), given the trace's unwind images and every
  * mapping it records, as the analyzer sees them.  Every other record is
  * copied as it is.  For tests/integration/test_ustack_sparse.py: the copy
  * must decode to the same stacks as the original.  Prints how many copies
  * became sparse, stayed whole, and their stack bytes before and after.
- * "none" writes the chunks uncompressed (the fuzz corpus's form). */
+ * "none" writes the chunks uncompressed (the fuzz corpus's form).  "bound"
+ * also cuts each copy at its thread's stack top as the planner found it in
+ * an earlier copy, as the kernel does with the recorder's hints
+ * (fr_ustack_tops, bpf/ustack.bpf.h), and forgets a top when a copy cut
+ * there does not unwind to its outermost frame; it prints how many copies
+ * it cut and how many of those fell short. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +21,26 @@
 #include "symbols/ustack_sparse.h"
 
 #define CHUNK_TYPES 4
+
+/* "bound": each thread's stack top so far (a test's few threads). */
+#define MAX_TOPS 4096
+static struct { uint32_t pid, tid; uint64_t top; } tops[MAX_TOPS];
+static size_t n_tops;
+static int bound;
+static unsigned long long bounded, bounded_short;
+
+static uint64_t *top_of(uint32_t pid, uint32_t tid, int add)
+{
+	for (size_t i = 0; i < n_tops; i++)
+		if (tops[i].pid == pid && tops[i].tid == tid)
+			return &tops[i].top;
+	if (!add || n_tops == MAX_TOPS)
+		return NULL;
+	tops[n_tops].pid = pid;
+	tops[n_tops].tid = tid;
+	tops[n_tops].top = 0;
+	return &tops[n_tops++].top;
+}
 
 static int fail(const char *what)
 {
@@ -68,10 +93,32 @@ static int rewrite_ustack(struct ustack_sparse *sp, struct frec_builder *b,
 	const uint8_t *p = (const uint8_t *)rec;
 	uint32_t keep_len, regs_used;
 	const uint8_t *keep;
-	if (head > rec->size || u.stack_len > rec->size - head || (u.flags & FR_USTACK_SPARSE) ||
-	    !ustack_sparse_plan(sp, u.pid, u.tid, u.regs, p + head, u.stack_len, &keep_len, &keep,
-				&regs_used))
+	uint64_t top = 0, *known = bound ? top_of(u.pid, u.tid, 0) : NULL;
+	if (head > rec->size || u.stack_len > rec->size - head || (u.flags & FR_USTACK_SPARSE))
 		return frec_builder_append(b, rec, rec->size, ts);
+	if (known && *known > u.regs[7] && *known - u.regs[7] < u.stack_len) {
+		u.stack_len = (uint32_t)(*known - u.regs[7]);
+		u.flags |= FR_USTACK_BOUNDED;
+		bounded++;
+	}
+	bool planned = ustack_sparse_plan(sp, u.pid, u.tid, u.regs, p + head, u.stack_len,
+					  &keep_len, &keep, &regs_used, &top);
+	if ((u.flags & FR_USTACK_BOUNDED) && !top) {
+		bounded_short++; /* the recorder forgets the top, as here */
+		*known = 0;
+	}
+	if (bound && top) {
+		uint64_t *t = top_of(u.pid, u.tid, 1);
+		if (t)
+			*t = top;
+	}
+	if (!planned && !(u.flags & FR_USTACK_BOUNDED))
+		return frec_builder_append(b, rec, rec->size, ts);
+	if (!planned) { /* written whole, as the kernel cut it */
+		keep_len = u.stack_len;
+		keep = NULL;
+		regs_used = ~0u;
+	}
 	uint32_t size = (uint32_t)((head + keep_len + 7) & ~(size_t)7);
 	uint8_t *out = frec_builder_reserve(b, size);
 	if (!out)
@@ -79,13 +126,13 @@ static int rewrite_ustack(struct ustack_sparse *sp, struct frec_builder *b,
 	memset(out, 0, size);
 	memcpy(out, p, head);
 	for (uint32_t i = 0; i < keep_len; i++)
-		out[head + i] = keep[i] ? p[head + i] : 0;
+		out[head + i] = !keep || keep[i] ? p[head + i] : 0;
 	for (int i = 0; i < FR_USTACK_REGS; i++)
 		if (!(regs_used & 1u << i))
 			u.regs[i] = 0;
 	u.h.size = size;
 	u.stack_len = keep_len;
-	u.flags |= FR_USTACK_SPARSE;
+	u.flags |= keep ? FR_USTACK_SPARSE : 0;
 	memcpy(out, &u, sizeof(u));
 	frec_builder_commit(b, ts);
 	return 0;
@@ -93,8 +140,17 @@ static int rewrite_ustack(struct ustack_sparse *sp, struct frec_builder *b,
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "none")))
-		return fail("usage: make_sparse_trace IN OUT [none]");
+	int none = 0;
+	for (int i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "none"))
+			none = 1;
+		else if (!strcmp(argv[i], "bound"))
+			bound = 1;
+		else
+			argc = 0;
+	}
+	if (argc < 3)
+		return fail("usage: make_sparse_trace IN OUT [none] [bound]");
 	struct frec_error err;
 	struct frec_reader *r, *r2;
 	if (frec_open(argv[1], &r, &err) || frec_open(argv[1], &r2, &err))
@@ -111,7 +167,7 @@ int main(int argc, char **argv)
 	struct frec_writer_opts opts;
 	frec_writer_opts_default(&opts);
 	opts.schema = fr_schema_table(&opts.n_schema);
-	if (argc == 4)
+	if (none)
 		opts.codec = FR_CODEC_NONE;
 	struct frec_writer *w;
 	if (frec_writer_open(argv[2], &info, &opts, &w, &err))
@@ -145,9 +201,10 @@ int main(int argc, char **argv)
 	if (frec_writer_close(w, frec_end(r2), probes, n_probes, &err))
 		return fail("cannot close the output");
 	struct ustack_sparse_stats st = ustack_sparse_stats(sp);
-	printf("sparse %llu whole %llu bytes_in %llu bytes_kept %llu\n",
+	printf("sparse %llu whole %llu bytes_in %llu bytes_kept %llu bounded %llu bounded_short %llu\n",
 	       (unsigned long long)st.sparse, (unsigned long long)st.whole,
-	       (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_kept);
+	       (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_kept, bounded,
+	       bounded_short);
 	ustack_sparse_free(sp);
 	dso_table_destroy(&dsos);
 	frec_close(r);
