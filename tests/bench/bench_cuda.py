@@ -17,8 +17,12 @@ tests/bench/cuda_callbench (mean over PAIRS calls, median over RUNS runs):
                and dwarf with the syscalls family on too (what the job pays
                for system-call tracing next to the cuda probes; the kernel's
                uretprobe system call of each return is not recorded)
+  perf         perf probe on the same four places (entry and return of both
+               functions) recorded by perf record -g, and --call-graph dwarf
+               (perf's own stack modes for uprobes), when perf is installed
 The ratio that matters is (flightrec - bare) / (floor - bare): the cuda
-family's cost over the floor.  Target: at most 1.15.
+family's cost over the floor.  Goals: the fp pair at most perf -g's, the
+dwarf pair at most 1.3x the fp pair.
 
 Then one more run of the floor and of each flightrec variant with the
 kernel's BPF run-time statistics on (BPF_ENABLE_STATS, for that run only):
@@ -61,6 +65,25 @@ def ns_per_pair(cmd, env=None):
     if not m:
         raise RuntimeError(f"{cmd}: {p.stdout} {p.stderr}")
     return float(m.group(1))
+
+
+PERF_EVENTS = ["probe_libcudart:cudaMalloc", "probe_libcudart:cudaMalloc_ret__return",
+               "probe_libcudart:cudaFree", "probe_libcudart:cudaFree_ret__return"]
+
+
+def perf_probes(lib):
+    """perf probe on both functions' entry and return; the perf record
+    commands' event arguments, or None when perf cannot."""
+    import shutil
+    if not shutil.which("perf"):
+        return None
+    subprocess.run(["perf", "probe", "-q", "-d", "probe_libcudart:*"], capture_output=True)
+    for spec in ("cudaMalloc", "cudaMalloc_ret=cudaMalloc%return", "cudaFree",
+                 "cudaFree_ret=cudaFree%return"):
+        if subprocess.run(["perf", "probe", "-q", "-x", lib, "-a", spec],
+                          capture_output=True).returncode:
+            return None
+    return [x for e in PERF_EVENTS for x in ("-e", e)]
 
 
 def enable_prog_stats():
@@ -160,6 +183,14 @@ def main():
                                      "--probes", "cuda,syscalls", "--stack", "dwarf",
                                      "--lib", f"cuda={lib}", "--"] + bench,
     }
+    events = perf_probes(lib)
+    if events:
+        # -B -N: perf 6.1 aborts collecting build-ids at the end of such a run
+        for k, mode in (("perf_probe_g", ["-g"]), ("perf_probe_dwarf", ["--call-graph", "dwarf"])):
+            cmds[k] = ["perf", "record", "-q", "-B", "-N", "-o", os.path.join(tmp, k + ".data")] + \
+                mode + events + ["--"] + bench
+    else:
+        print("(no perf probe rows: perf is missing or cannot probe %s)" % lib)
     res = {"bare": []}
     res.update({k: [] for k in cmds})
     for i in range(a.runs):
@@ -175,9 +206,20 @@ def main():
                      ("flightrec_dwarf", "flightrec, --stack dwarf"),
                      ("flightrec_dwarf_two_copies", "  same, two copies"),
                      ("flightrec_dwarf_unbounded", "  same, 16 KiB every copy"),
-                     ("flightrec_dwarf_syscalls", "  same, with syscalls")):
+                     ("flightrec_dwarf_syscalls", "  same, with syscalls"),
+                     ("perf_probe_g", "perf probe, perf record -g"),
+                     ("perf_probe_dwarf", "  same, --call-graph dwarf")):
+        if k not in med:
+            continue
         ratio = over[k] / over["floor"] if over["floor"] > 0 and k != "bare" else float("nan")
         print("%-28s %12.1f %14.1f %10.2f" % (label, med[k], over[k], ratio))
+    if "perf_probe_g" in med and over["perf_probe_g"] > 0 and over["flightrec"] > 0:
+        print("fp pair / perf -g pair: %.2fx (goal <= 1); dwarf pair / fp pair: %.2fx (goal <= 1.3)"
+              % (over["flightrec"] / over["perf_probe_g"], over["flightrec_dwarf"] / over["flightrec"]))
+    if events:
+        subprocess.run(["perf", "probe", "-q", "-d", "probe_libcudart:*"], capture_output=True)
+        for k in ("perf_probe_g", "perf_probe_dwarf"):
+            cmds.pop(k, None)  # no BPF programs of theirs to read
     progs = {}
     fd = None if a.no_prog_stats else enable_prog_stats()
     if fd is not None:
@@ -204,7 +246,11 @@ def main():
     with open(path, "w") as f:
         json.dump({"runs": res, "median_ns_per_pair": med, "prog_ns_per_call": progs,
                    "ratio_over_floor": over["flightrec"] / over["floor"] if over["floor"] > 0 else None,
-                   "ratio_over_floor_dwarf": over["flightrec_dwarf"] / over["floor"] if over["floor"] > 0 else None},
+                   "ratio_over_floor_dwarf": over["flightrec_dwarf"] / over["floor"] if over["floor"] > 0 else None,
+                   "ratio_fp_over_perf_g": over["flightrec"] / over["perf_probe_g"]
+                   if over.get("perf_probe_g", 0) > 0 else None,
+                   "ratio_dwarf_over_fp": over["flightrec_dwarf"] / over["flightrec"]
+                   if over["flightrec"] > 0 else None},
                   f, indent=1)
     print("results: " + path)
 

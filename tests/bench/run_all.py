@@ -6,13 +6,16 @@ own table as it goes, then a summary; writes BUILD/bench/run_all.txt (all of
 it) and BUILD/bench/run_all.json (the summary).  It never fails on a number:
 a bench that cannot run (a missing tool) is reported and skipped.
 
-  per-call cost        bench_cuda.py     cudaMalloc+cudaFree over the floor
+  per-call cost        bench_cuda.py     cudaMalloc+cudaFree over the floor, beside
+                                         perf probe with -g and --call-graph dwarf
                        bench_probes.py   NCCL, verbs, kernel-launch calls
   bytes per sample     bench_sample_bytes.py   torch loop, flightrec vs perf -g
   start-up             bench_startup.py  import torch bare / perf -g / flightrec,
                                          the fixed part beside perf archive
   --pid attach         bench_cache.py    torch loop, recorder CPU, cache
   99 Hz slowdown       bench_recorder.py fixed work, flightrec vs perf -g
+  training step        bench_torch_step.py  a PyTorch loop's step: bare / flightrec
+                                         default probes / perf record -g
   drain keeps up       bench_drain.py    rate held with no loss, the cuda storm,
                                          fp / dwarf sparse / dwarf whole
   many ranks           bench_ranks.py    stragglers/report/sqlite at 64..1024
@@ -39,6 +42,7 @@ def benches(quick):
         ("startup", ["bench_startup.py", "--runs", "2" if quick else "5"]),
         ("cache", ["bench_cache.py", "--runs", "1" if quick else "3"]),
         ("recorder", ["bench_recorder.py", "--runs", "2" if quick else "5"]),
+        ("torch_step", ["bench_torch_step.py", "--runs", "2" if quick else "5"]),
         ("drain", ["bench_drain.py", "--runs", "1" if quick else "3"]),
         ("ranks", ["bench_ranks.py"] + (["--ranks", "64,256"] if quick else [])),
     ]
@@ -72,6 +76,10 @@ def summary(outdir, texts):
     rows.append(("cudaMalloc+cudaFree, --probes cuda --stack fp, over the floor",
                  fmt(get(cuda, "ratio_over_floor"), "{:.2f}", "x"), "floor = bare uprobes", "<= 1.15x"))
     rows.append(("same, --stack dwarf (the default)", fmt(get(cuda, "ratio_over_floor_dwarf"), "{:.2f}", "x"), "", ""))
+    rows.append(("fp pair / perf probe -g pair (added cost)", fmt(get(cuda, "ratio_fp_over_perf_g"), "{:.2f}", "x"),
+                 "perf probe + record -g", "<= 1x"))
+    rows.append(("dwarf pair / fp pair (added cost)", fmt(get(cuda, "ratio_dwarf_over_fp"), "{:.2f}", "x"),
+                 "", "<= 1.3x"))
     bytes_txt = texts.get("sample_bytes", "")
     # bench_sample_bytes prints a table: its header, then a row per tool and run
     marg = [l.rstrip() for l in bytes_txt.splitlines()
@@ -92,6 +100,13 @@ def summary(outdir, texts):
                  fmt((fx.get("flightrec_trace_bytes") or 0) / 1048576 or None, "{:.1f}", " MiB"),
                  "perf archive: %s" % fmt((fx.get("perf_archive_bytes") or 0) / 1048576 or None,
                                           "{:.1f}", " MiB"), "stated"))
+    ts = load(os.path.join(outdir, "torch_step.json"))
+    rows.append(("PyTorch training step, flightrec default probes",
+                 "%s (%s bare)" % (fmt(get(ts, "median_ms", "flightrec"), "{:.1f}", " ms"),
+                                   fmt(get(ts, "x_bare", "flightrec"), "{:.3f}", "x")),
+                 "perf -g: %s (%s)" % (fmt(get(ts, "median_ms", "perf"), "{:.1f}", " ms"),
+                                       fmt(get(ts, "x_bare", "perf"), "{:.3f}", "x")),
+                 "<= perf"))
     cache = load(os.path.join(outdir, "bench_cache.json"))
     pid = get(cache, "pid_attach", "default") or {}
     def med_cpu(rows_):
