@@ -1,5 +1,5 @@
-/* `flightrec-analyze timeline`: Chrome trace event JSON for ui.perfetto.dev
- * from one or many trace files.  Parses options and streams the events
+/* `flightrec-analyze timeline`: Chrome trace event JSON or Perfetto's
+ * protobuf trace for ui.perfetto.dev from one or many trace files.  Parses options and streams the events
  * through the writer (out_timeline.c) in one pass: the decoder aligns the
  * files' clocks before it (align.h).  Not the layout: see out_timeline.h. */
 #include "cli.h"
@@ -15,11 +15,12 @@
 #include <string.h>
 
 static const char timeline_help[] =
-	"usage: " CLI_PROG " timeline FILE... -o OUT.json [--from S] [--to S] [--pid PID]\n"
-	"                            [--rank R]\n"
+	"usage: " CLI_PROG " timeline FILE... -o OUT [--format json|perfetto] [--from S]\n"
+	"                            [--to S] [--pid PID] [--rank R]\n"
 	"\n"
 	"Write the traces (one file per node, aligned on one clock) as Chrome\n"
-	"trace event JSON, which ui.perfetto.dev and chrome://tracing open: one\n"
+	"trace event JSON, which ui.perfetto.dev and chrome://tracing open, or as\n"
+	"Perfetto's own protobuf trace (--format perfetto): one\n"
 	"track per process (named with host and rank), CUDA calls, system calls,\n"
 	"NCCL calls and every other probed call (e.g. ibv_create_qp) as slices on\n"
 	"their thread, RDMA work requests as async\n"
@@ -30,7 +31,13 @@ static const char timeline_help[] =
 	"the earliest event.\n"
 	"\n"
 	"options:\n"
-	"  -o, --output OUT.json  where to write ('-' for standard output)\n"
+	"  -o, --output OUT  where to write ('-' for standard output)\n"
+	"  --format FMT     json (default): Chrome trace event JSON, times in\n"
+	"                   microseconds; perfetto: a perfetto.protos.Trace\n"
+	"                   (.pftrace) for ui.perfetto.dev and trace_processor,\n"
+	"                   ns times, GPU memory as counter tracks in bytes, and\n"
+	"                   no 256 MB limit: the one for a long or many-rank\n"
+	"                   recording\n"
 	"  --from S, --to S  only the events that meet the window [S, S'] in\n"
 	"                   seconds from the earliest event (the times the whole\n"
 	"                   file shows: a window's events keep their times); each\n"
@@ -41,6 +48,7 @@ static const char timeline_help[] =
 	"examples:\n"
 	"  " CLI_PROG " timeline run.frec -o run.json    # then open it in ui.perfetto.dev\n"
 	"  " CLI_PROG " timeline node*.frec -o job.json\n"
+	"  " CLI_PROG " timeline node*.frec --format perfetto -o job.pftrace\n"
 	"  " CLI_PROG " timeline node*.frec --rank 3 --from 120 --to 125 -o r3.json\n";
 
 /* "S" as ns; 0, or CLI_USAGE after saying why. */
@@ -57,9 +65,10 @@ static int parse_seconds(const char *opt, const char *v, int64_t *ns, FILE *erro
 	return 0;
 }
 
-/* Takes --from/--to/--pid/--rank out of argv (into q), leaving the rest
- * for cli_parse_file_output; 0 or CLI_USAGE. */
-static int timeline_filter(int *argc, char **argv, struct out_timeline_filter *q, FILE *errout)
+/* Takes --from/--to/--pid/--rank/--format out of argv (into q and *format),
+ * leaving the rest for cli_parse_file_output; 0 or CLI_USAGE. */
+static int timeline_filter(int *argc, char **argv, struct out_timeline_filter *q,
+			   enum out_timeline_format *format, FILE *errout)
 {
 	int n = 1, from = 0, to = 0;
 	q->to_ns = INT64_MAX;
@@ -77,6 +86,18 @@ static int timeline_filter(int *argc, char **argv, struct out_timeline_filter *q
 					  is_from ? &q->from_ns : &q->to_ns, errout))
 				return CLI_USAGE;
 			*(is_from ? &from : &to) = 1;
+			i++;
+		} else if (strcmp(a, "--format") == 0) {
+			const char *v = i + 1 < *argc ? argv[i + 1] : NULL;
+			if (v && !strcmp(v, "json")) {
+				*format = OUT_TIMELINE_JSON;
+			} else if (v && !strcmp(v, "perfetto")) {
+				*format = OUT_TIMELINE_PERFETTO;
+			} else {
+				fprintf(errout, CLI_PROG " timeline: --format takes json or perfetto%s%s%s\n",
+					v ? ", not '" : "", v ? v : "", v ? "'" : "");
+				return CLI_USAGE;
+			}
 			i++;
 		} else if (strcmp(a, "--rank") == 0) {
 			char *end;
@@ -121,15 +142,16 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 {
 	struct cli_file_output fo;
 	struct out_timeline_filter q = { 0 };
+	enum out_timeline_format format = OUT_TIMELINE_JSON;
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args) {
 		fprintf(errout, CLI_PROG " timeline: out of memory\n");
 		return CLI_FAIL;
 	}
 	memcpy(args, argv, (size_t)argc * sizeof(*args));
-	int rc = timeline_filter(&argc, args, &q, errout);
+	int rc = timeline_filter(&argc, args, &q, &format, errout);
 	if (!rc)
-		rc = cli_parse_file_output(argc, args, "timeline", timeline_help, "OUT.json", 0, &fo,
+		rc = cli_parse_file_output(argc, args, "timeline", timeline_help, "OUT", 0, &fo,
 					   out, errout);
 	free(args);
 	if (rc)
@@ -145,7 +167,7 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 	struct frec_error err = { .offset = -1 };
 	struct out_timeline *t = NULL;
 	rc = CLI_FAIL;
-	if (out_timeline_begin(ts, dst.f, &q, &t, &err) || trace_set_run(ts, &err) ||
+	if (out_timeline_begin(ts, dst.f, format, &q, &t, &err) || trace_set_run(ts, &err) ||
 	    out_timeline_end(t, ts, &err)) {
 		cli_print_error(errout, &err);
 	} else {
@@ -161,11 +183,12 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 			fprintf(errout, CLI_PROG ": %s: %" PRIu64 " events outside --from/--to, --pid or "
 				"--rank left out\n", fo.output, s->filtered);
 		off_t bytes = dst.is_file ? ftello(dst.f) : -1;
-		if (bytes > 0 && (uint64_t)bytes > timeline_big_bytes())
+		if (format == OUT_TIMELINE_JSON && bytes > 0 && (uint64_t)bytes > timeline_big_bytes())
 			fprintf(errout, CLI_PROG ": %s is %.1f MB: chrome://tracing refuses JSON past "
-				"256 MB and ui.perfetto.dev runs out of memory not far above; write a "
-				"window (--from SEC --to SEC) or some processes (--pid PID, --rank R), "
-				"and see the time range with 'info'\n", fo.output, (double)bytes / 1e6);
+				"256 MB and ui.perfetto.dev runs out of memory not far above; write "
+				"Perfetto's own format (--format perfetto -o OUT.pftrace), a window "
+				"(--from SEC --to SEC) or some processes (--pid PID, --rank R), and see "
+				"the time range with 'info'\n", fo.output, (double)bytes / 1e6);
 		rc = CLI_OK;
 	}
 	rc = cli_dest_close(&dst, rc, errout);

@@ -1,8 +1,10 @@
-/* The Chrome trace JSON writer (see out_timeline.h for the layout).  The
- * only strings from the trace it writes are process names, host names and
- * command lines, in the metadata events, always through out_json_str.
- * Not for analyses. */
+/* The timeline writer (see out_timeline.h for the layout): what goes on
+ * the timeline, handed to the emitter of the format asked for
+ * (out_timeline_emit.h).  The only strings from the trace it passes on are
+ * process names, host names and command lines, in the metadata.  Not for
+ * analyses. */
 #include "out_timeline.h"
+#include "out_timeline_emit.h"
 #include "cuda_funcs.h"
 #include "model_findings.h"
 #include "model_mem.h"
@@ -20,8 +22,8 @@
 /* Recent X slices kept per thread for the nesting check. */
 #define RECENT 32
 #define PID_BITS 22 /* Linux pid_max is at most 2^22 */
-#define STEPS_TID_BIT ((uint64_t)1 << 31)
-#define IDLE_TID_BIT ((uint64_t)1 << 32) /* the "GPU idle" track of a process */
+#define STEPS_TID_BIT TL_STEPS_TID_BIT
+#define IDLE_TID_BIT TL_IDLE_TID_BIT /* the "GPU idle" track of a process */
 
 struct thread_state {
 	int64_t start[RECENT], end[RECENT]; /* ns from the origin */
@@ -31,13 +33,13 @@ struct thread_state {
 };
 
 struct out_timeline {
-	FILE *out;
+	void *em;                  /* the format's emitter */
+	const struct tl_emit *ops;
 	struct trace_set *ts;
 	int64_t origin_ns;
 	int64_t *offsets;
 	size_t n_files;
 	int clock_set;             /* origin and offsets taken (set_clock) */
-	int first;                 /* no event written yet (comma handling) */
 	uint64_t next_async_id;
 	struct hmap thread_idx;    /* (file << 32 | pid, tid) -> index + 1 */
 	struct thread_state *threads;
@@ -56,22 +58,6 @@ struct out_timeline {
 static uint64_t jpid(uint32_t fi, uint32_t pid)
 {
 	return (uint64_t)fi << PID_BITS | (pid & ((1u << PID_BITS) - 1));
-}
-
-/* "12.345" microseconds from ns (exact, no floating point). */
-static void put_us(FILE *f, int64_t ns)
-{
-	if (ns < 0) {
-		fputc('-', f);
-		ns = ns == INT64_MIN ? INT64_MAX : -ns;
-	}
-	fprintf(f, "%" PRId64 ".%03d", ns / 1000, (int)(ns % 1000));
-}
-
-static void sep(struct out_timeline *t)
-{
-	fputs(t->first ? "\n" : ",\n", t->out);
-	t->first = 0;
 }
 
 /* The files' offsets and the origin, at the first event: the decoder has
@@ -203,31 +189,17 @@ static int slice(struct out_timeline *t, uint32_t fi, uint32_t pid, uint32_t tid
 	struct thread_state *th = thread_of(t, fi, pid, tid);
 	if (!th)
 		return -1;
-	FILE *f = t->out;
 	if (claim_x(th, s, e)) {
-		sep(t);
-		fprintf(f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"%s\",\"pid\":%" PRIu64
-			",\"tid\":%" PRIu64 ",\"ts\":", cat, name, jpid(fi, pid), jpid(fi, tid));
-		put_us(f, s);
-		fputs(",\"dur\":", f);
-		put_us(f, e - s);
-		fprintf(f, ",\"args\":{%s}}", args);
+		t->ops->slice(t->em, cat, name, jpid(fi, pid), jpid(fi, tid), s, e - s, args);
 		t->stats.slices++;
 		return 0;
 	}
-	uint64_t id = ++t->next_async_id;
-	sep(t);
-	fprintf(f, "{\"ph\":\"b\",\"cat\":\"%s.overlap\",\"name\":\"%s\",\"id\":\"0x%" PRIx64
-		"\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":", cat, name, id,
-		jpid(fi, pid), jpid(fi, tid));
-	put_us(f, s);
-	fprintf(f, ",\"args\":{%s%s\"tid\":%u}}", args, args[0] ? "," : "", tid);
-	sep(t);
-	fprintf(f, "{\"ph\":\"e\",\"cat\":\"%s.overlap\",\"name\":\"%s\",\"id\":\"0x%" PRIx64
-		"\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":", cat, name, id,
-		jpid(fi, pid), jpid(fi, tid));
-	put_us(f, e);
-	fputs("}", f);
+	char ocat[48], id[24], oargs[256];
+	snprintf(ocat, sizeof(ocat), "%s.overlap", cat);
+	snprintf(id, sizeof(id), "0x%" PRIx64, ++t->next_async_id);
+	snprintf(oargs, sizeof(oargs), "%s%s\"tid\":%u", args, args[0] ? "," : "", tid);
+	t->ops->async(t->em, 1, ocat, name, id, jpid(fi, pid), jpid(fi, tid), s, oargs);
+	t->ops->async(t->em, 0, ocat, name, id, jpid(fi, pid), jpid(fi, tid), e, NULL);
 	t->stats.demoted++;
 	return 0;
 }
@@ -278,11 +250,9 @@ static int counter_value(struct out_timeline *t, uint32_t fi, uint32_t pid, int3
 	if (*last && ts < (int64_t)(*last - 1))
 		ts = (int64_t)(*last - 1);
 	*last = (uint64_t)ts + 1;
-	sep(t);
-	fprintf(t->out, "{\"ph\":\"C\",\"name\":\"GPU memory in use (%s %d)\",\"pid\":%" PRIu64
-		",\"tid\":%" PRIu64 ",\"ts\":", kind, device, jpid(fi, pid), jpid(fi, pid));
-	put_us(t->out, ts);
-	fprintf(t->out, ",\"args\":{\"bytes\":%" PRIu64 "}}", bytes);
+	char name[64];
+	snprintf(name, sizeof(name), "GPU memory in use (%s %d)", kind, device);
+	t->ops->counter(t->em, name, jpid(fi, pid), ts, bytes);
 	t->stats.counters++;
 	return 0;
 }
@@ -341,14 +311,10 @@ static int feed_step(struct out_timeline *t, uint32_t fi, uint32_t pid, uint32_t
 			*start = (uint64_t)now + 1;
 			return 0;
 		}
-		sep(t);
-		fprintf(t->out, "{\"ph\":\"X\",\"cat\":\"step\",\"name\":\"step %" PRIu64
-			"\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":", *no,
-			jpid(fi, pid), STEPS_TID_BIT | jpid(fi, pid));
-		put_us(t->out, s);
-		fputs(",\"dur\":", t->out);
-		put_us(t->out, now - s);
-		fputs(",\"args\":{}}", t->out);
+		char name[32];
+		snprintf(name, sizeof(name), "step %" PRIu64, *no);
+		t->ops->slice(t->em, "step", name, jpid(fi, pid), STEPS_TID_BIT | jpid(fi, pid), s,
+			      now - s, "");
 		++*no;
 		t->stats.steps++;
 	}
@@ -406,23 +372,23 @@ static int on_event(void *ctx, const struct ev_item *e)
 		int64_t at = rel(t, fi, ev.c.ts_ns);
 		if (!keep(t, fi, ev.c.pid, at, at))
 			return 0;
-		sep(t);
-		if (completes)
-			fprintf(t->out, "{\"ph\":\"b\",\"cat\":\"rdma\",\"name\":\"qp %u\",\"id\":\"%u:%u:0x%"
-				PRIx64 "\",", ev.qp_num, fi, ev.qp_num, ev.wr_id);
-		else
-			fprintf(t->out, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"rdma\",\"name\":\"qp %u %s\",",
-				ev.qp_num, ev.flags & FR_RDMA_POST_FAILED ? "post failed" : "unsignaled post");
-		fprintf(t->out, "\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":",
-			jpid(fi, ev.c.pid), jpid(fi, ev.c.tid));
-		put_us(t->out, rel(t, fi, ev.c.ts_ns));
-		fprintf(t->out, ",\"args\":{\"wr_id\":\"0x%" PRIx64 "\",\"opcode\":%u,\"bytes\":%" PRIu64
-			",\"recv\":%s,\"result\":%d}}", ev.wr_id, ev.opcode, ev.bytes,
-			ev.flags & FR_RDMA_POST_RECV ? "true" : "false", ev.result);
-		if (completes)
+		char name[64], id[64];
+		snprintf(args, sizeof(args), "\"wr_id\":\"0x%" PRIx64 "\",\"opcode\":%u,\"bytes\":%" PRIu64
+			 ",\"recv\":%s,\"result\":%d", ev.wr_id, ev.opcode, ev.bytes,
+			 ev.flags & FR_RDMA_POST_RECV ? "true" : "false", ev.result);
+		if (completes) {
+			snprintf(name, sizeof(name), "qp %u", ev.qp_num);
+			snprintf(id, sizeof(id), "%u:%u:0x%" PRIx64, fi, ev.qp_num, ev.wr_id);
+			t->ops->async(t->em, 1, "rdma", name, id, jpid(fi, ev.c.pid), jpid(fi, ev.c.tid),
+				      at, args);
 			t->stats.async++;
-		else
+		} else {
+			snprintf(name, sizeof(name), "qp %u %s", ev.qp_num,
+				 ev.flags & FR_RDMA_POST_FAILED ? "post failed" : "unsignaled post");
+			t->ops->instant(t->em, "rdma", name, jpid(fi, ev.c.pid), jpid(fi, ev.c.tid), at,
+					args);
 			t->stats.instants++;
+		}
 		return 0;
 	}
 	case FR_EV_RDMA_CQE: {
@@ -432,13 +398,13 @@ static int on_event(void *ctx, const struct ev_item *e)
 		int64_t at = rel(t, fi, ev.c.ts_ns);
 		if (!keep(t, fi, ev.c.pid, at, at))
 			return 0;
-		sep(t);
-		fprintf(t->out, "{\"ph\":\"e\",\"cat\":\"rdma\",\"name\":\"qp %u\",\"id\":\"%u:%u:0x%" PRIx64
-			"\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":", ev.qp_num, fi, ev.qp_num,
-			ev.wr_id, jpid(fi, ev.c.pid), jpid(fi, ev.c.tid));
-		put_us(t->out, rel(t, fi, ev.c.ts_ns));
-		fprintf(t->out, ",\"args\":{\"status\":\"%s\",\"byte_len\":%u}}", status ? status : "unknown",
-			ev.byte_len);
+		char name[32], id[64];
+		snprintf(name, sizeof(name), "qp %u", ev.qp_num);
+		snprintf(id, sizeof(id), "%u:%u:0x%" PRIx64, fi, ev.qp_num, ev.wr_id);
+		snprintf(args, sizeof(args), "\"status\":\"%s\",\"byte_len\":%u",
+			 status ? status : "unknown", ev.byte_len);
+		t->ops->async(t->em, 0, "rdma", name, id, jpid(fi, ev.c.pid), jpid(fi, ev.c.tid), at,
+			      args);
 		t->stats.async++;
 		return 0;
 	}
@@ -464,8 +430,9 @@ static int on_event(void *ctx, const struct ev_item *e)
 	return slice(t, fi, e->pid, e->tid, name, e->family->name, e->ts_ns, e->duration_ns, "");
 }
 
-int out_timeline_begin(struct trace_set *ts, FILE *out, const struct out_timeline_filter *filter,
-		       struct out_timeline **tp, struct frec_error *err)
+int out_timeline_begin(struct trace_set *ts, FILE *out, enum out_timeline_format format,
+		       const struct out_timeline_filter *filter, struct out_timeline **tp,
+		       struct frec_error *err)
 {
 	struct out_timeline *t = calloc(1, sizeof(*t));
 	if (!t)
@@ -473,9 +440,7 @@ int out_timeline_begin(struct trace_set *ts, FILE *out, const struct out_timelin
 	if (filter)
 		t->filter = *filter;
 	hmap_init(&t->before_from);
-	t->out = out;
 	t->ts = ts;
-	t->first = 1;
 	t->n_files = trace_set_count(ts);
 	hmap_init(&t->thread_idx);
 	hmap_init(&t->inuse_ts);
@@ -496,11 +461,11 @@ int out_timeline_begin(struct trace_set *ts, FILE *out, const struct out_timelin
 		goto oom;
 	}
 	model_mem_on_change(mem, timeline_mem_change, t);
-	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"flightrec-analyze timeline\","
-	      "\"time\":\"microseconds from the earliest event, all files on one clock\","
-	      "\"cpu_samples\":\"omitted (see flame / report)\","
-	      "\"overlap\":\"slices that do not nest on their thread are async, category *.overlap\"},"
-	      "\"traceEvents\":[", out);
+	t->em = format == OUT_TIMELINE_PERFETTO ? tl_perfetto_new(out, &t->ops) : tl_json_new(out, &t->ops);
+	if (!t->em) {
+		out_timeline_free(t);
+		goto oom;
+	}
 	*tp = t;
 	return 0;
 oom:
@@ -511,14 +476,7 @@ oom:
 static void meta_event(struct out_timeline *t, const char *what, uint64_t pid, uint64_t tid,
 		       const char *key, const char *value, int64_t number, int is_number)
 {
-	sep(t);
-	fprintf(t->out, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64
-		",\"ts\":0,\"args\":{\"%s\":", what, pid, tid, key);
-	if (is_number)
-		fprintf(t->out, "%" PRId64, number);
-	else
-		out_json_str(t->out, value);
-	fputs("}}", t->out);
+	t->ops->meta(t->em, what, pid, tid, key, value, number, is_number);
 }
 
 static void name_process(struct out_timeline *t, uint32_t fi, const struct trace_file *f,
@@ -553,20 +511,20 @@ static void gpu_idle_slices(struct out_timeline *t)
 			int64_t s = rel(t, p->file, iv->start_ns), e = rel(t, p->file, iv->end_ns);
 			if (!keep(t, p->file, p->pid, s, e))
 				continue;
-			sep(t);
-			fprintf(t->out, "{\"ph\":\"X\",\"cat\":\"gpu_idle\",\"name\":\"%s\",\"pid\":%"
-				PRIu64 ",\"tid\":%" PRIu64 ",\"ts\":",
-				cause == FIND_KINDS ? "unexplained" : finding_kind_name(cause),
-				jpid(p->file, p->pid), IDLE_TID_BIT | jpid(p->file, p->pid));
-			put_us(t->out, s);
-			fputs(",\"dur\":", t->out);
-			put_us(t->out, e - s);
-			fputs(",\"args\":{", t->out);
+			char args[64 * (FIND_IDLE_KINDS + 1)];
+			size_t n = 0;
 			for (int c = 0; c < FIND_IDLE_KINDS; c++)
-				if (iv->kind_ns[c])
-					fprintf(t->out, "\"%s_ms\":%.3f,", finding_kind_name((enum finding_kind)c),
-						(double)iv->kind_ns[c] / 1e6);
-			fprintf(t->out, "\"unexplained_ms\":%.3f}}", (double)iv->unexplained_ns / 1e6);
+				if (iv->kind_ns[c] && n < sizeof(args))
+					n += (size_t)snprintf(args + n, sizeof(args) - n, "\"%s_ms\":%.3f,",
+							      finding_kind_name((enum finding_kind)c),
+							      (double)iv->kind_ns[c] / 1e6);
+			if (n < sizeof(args))
+				snprintf(args + n, sizeof(args) - n, "\"unexplained_ms\":%.3f",
+					 (double)iv->unexplained_ns / 1e6);
+			t->ops->slice(t->em, "gpu_idle",
+				      cause == FIND_KINDS ? "unexplained" : finding_kind_name(cause),
+				      jpid(p->file, p->pid), IDLE_TID_BIT | jpid(p->file, p->pid), s, e - s,
+				      args);
 			t->stats.gpu_idle++;
 		}
 	}
@@ -648,8 +606,8 @@ int out_timeline_end(struct out_timeline *t, struct trace_set *ts, struct frec_e
 		meta_event(t, "thread_sort_index", jpid(p->file, p->pid),
 			   IDLE_TID_BIT | jpid(p->file, p->pid), "sort_index", NULL, -2, 1);
 	}
-	fputs("\n]}\n", t->out);
-	if (fflush(t->out) || ferror(t->out)) {
+	errno = 0;
+	if (t->ops->end(t->em)) {
 		frec_error_set(err, "timeline", -1, EIO, "write failed: %s", strerror(errno ? errno : EIO));
 		return -1;
 	}
@@ -673,6 +631,8 @@ void out_timeline_free(struct out_timeline *t)
 	hmap_free(&t->before_from);
 	free(t->threads);
 	free(t->offsets);
+	if (t->em)
+		t->ops->free(t->em);
 	free(t);
 }
 

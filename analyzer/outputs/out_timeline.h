@@ -63,13 +63,22 @@ struct out_timeline_filter {
 	int64_t rank;
 };
 
+enum out_timeline_format {
+	OUT_TIMELINE_JSON = 0,
+	/* Perfetto's own protobuf trace (perfetto.protos.Trace: TracePacket,
+	 * TrackDescriptor, TrackEvent; out_perfetto.c): the same tracks,
+	 * slices and counters, ns resolution, and no 256 MB string limit */
+	OUT_TIMELINE_PERFETTO = 1,
+};
+
 /* Registers the streaming writer with ts (before trace_set_run; it asks
  * for the nccl model, which aligns the files' clocks, the mem model,
  * whose ledger gives the memory counters, and the findings model, whose
  * idle intervals it draws at the end) and writes the document's head
  * to out.  filter may be NULL. */
-int out_timeline_begin(struct trace_set *ts, FILE *out, const struct out_timeline_filter *filter,
-		       struct out_timeline **t, struct frec_error *err);
+int out_timeline_begin(struct trace_set *ts, FILE *out, enum out_timeline_format format,
+		       const struct out_timeline_filter *filter, struct out_timeline **t,
+		       struct frec_error *err);
 
 /* After trace_set_run: the last steps, the process and thread names, the
  * document's tail.  Returns 0 or -1 (err filled: write failed). */

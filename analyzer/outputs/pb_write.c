@@ -57,6 +57,12 @@ void pb_uint(struct pb_buf *b, uint32_t field, uint64_t v)
 	varint(b, v);
 }
 
+void pb_uint_set(struct pb_buf *b, uint32_t field, uint64_t v)
+{
+	tag(b, field, WIRE_VARINT);
+	varint(b, v);
+}
+
 void pb_int(struct pb_buf *b, uint32_t field, int64_t v)
 {
 	pb_uint(b, field, (uint64_t)v);

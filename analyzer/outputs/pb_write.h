@@ -24,6 +24,9 @@ void pb_uint(struct pb_buf *b, uint32_t field, uint64_t v);
 /* int64 as a plain varint (negative: ten bytes) */
 void pb_int(struct pb_buf *b, uint32_t field, int64_t v);
 void pb_bool(struct pb_buf *b, uint32_t field, int v);
+/* field as a varint even when zero: a proto2 optional field whose presence
+ * says something (a counter that went to 0, an event at time 0) */
+void pb_uint_set(struct pb_buf *b, uint32_t field, uint64_t v);
 /* length-delimited: bytes, a string (empty strings kept: string_table[0]),
  * a nested message (sub's bytes), packed varints */
 void pb_bytes(struct pb_buf *b, uint32_t field, const void *data, size_t len);

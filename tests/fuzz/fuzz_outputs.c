@@ -177,6 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *memory[] = { "memory", p, "--json" }, *cuda[] = { "cuda", p, "--json" };
 	char *stragglers[] = { "stragglers", p, "--json" }, *rdma[] = { "rdma", p, "--json" };
 	char *timeline[] = { "timeline", p, "-o", "-" }, *report[] = { "report", p, "-o", "-" };
+	char *perfetto[] = { "timeline", p, "--format", "perfetto", "-o", "-" };
 	char *svg[] = { "flame", p, "--format", "svg" }, *html[] = { "flame", p, "--format", "html" };
 	char *svg_mem[] = { "flame", p, "--kind", "mem-inuse", "--at", "peak", "--format", "svg" };
 	char *svg_offcpu[] = { "flame", p, "--kind", "offcpu", "--format", "svg" };
@@ -195,6 +196,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	RUN(cmd_stragglers, stragglers, JSON);
 	RUN(cmd_rdma, rdma, JSON);
 	RUN(cmd_timeline, timeline, JSON);
+	RUN(cmd_timeline, perfetto, NONE);
 	RUN(cmd_report, report, REPORT);
 	RUN(cmd_flame, svg, FLAME_SVG);
 	RUN(cmd_flame, html, FLAME_HTML);
