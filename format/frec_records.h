@@ -58,6 +58,8 @@ enum fr_meta_type {
 				     flight-recorder snapshot holds */
 	FR_REC_INFLIGHT = 0x11a,  /* struct fr_rec_inflight + calls[]: calls entered and not
 				     returned when the recorder looked */
+	FR_REC_PROC_CGROUP = 0x11c, /* struct fr_rec_proc_cgroup + path: the cgroup a
+				       process ran in (its container, pod, batch job) */
 	FR_REC_SYSCALL_DROPS = 0x11b, /* struct fr_rec_syscall_drops + counts[]: the
 					 syscalls family's ring-full losses per call number */
 };
@@ -191,6 +193,20 @@ struct fr_rec_proc_env {
 	fr_u32 len;
 };
 FR_STATIC_ASSERT(sizeof(struct fr_rec_proc_env) == 24, "fr_rec_proc_env");
+
+/* The cgroup path a traced process is in (the cgroup v2 line of
+ * /proc/PID/cgroup, else on a v1-only host name=systemd's), when its
+ * metadata is written: the container, Kubernetes pod or Slurm step it ran
+ * in.  len bytes of path follow, not NUL-terminated, at most
+ * FR_CGROUP_PATH_MAX; the layout is FR_REC_PROC_ENV's. */
+struct fr_rec_proc_cgroup {
+	struct fr_rec_hdr h;
+	fr_u64 ts_ns;
+	fr_u32 pid;
+	fr_u32 len;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_rec_proc_cgroup) == 24, "fr_rec_proc_cgroup");
+#define FR_CGROUP_PATH_MAX 4096
 
 /* What a probe attached to, or why it could not (the start-up summary, kept
  * in the trace).  text_len bytes of text follow ("path: reason"), then

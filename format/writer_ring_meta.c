@@ -206,6 +206,7 @@ static int needed(struct compaction *c, const uint8_t *p, uint16_t type, uint32_
 	case FR_REC_THREAD:
 	case FR_REC_MAPPING:
 	case FR_REC_PROC_ENV:
+	case FR_REC_PROC_CGROUP:
 	case FR_REC_PYTHON:
 	case FR_REC_ATTACH:
 		pid_off = 16; /* after h and ts_ns, in each (format/SPEC.md) */

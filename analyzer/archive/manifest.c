@@ -4,11 +4,16 @@
 #include "manifest.h"
 #include "out_common.h"
 #include "out_file_json.h"
+#include "proc_identity.h"
 #include "trace_set.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#define MANIFEST_IDS_MAX 64 /* distinct values listed per kind */
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -25,6 +30,31 @@ static void json_set(FILE *out, int64_t *v, size_t n)
 		if (i && v[i] == v[i - 1])
 			continue;
 		fprintf(out, "%s%" PRId64, shown++ ? "," : "", v[i]);
+	}
+	fputc(']', out);
+}
+
+/* ,"KEY":["a","b"]: the distinct values of one identity field over the
+ * file's processes (which member of struct proc_identity: at). */
+static void identity_set(FILE *out, const struct trace_file *f, const char *key, size_t at)
+{
+	char seen[MANIFEST_IDS_MAX][PROC_ID_CONTAINER_MAX];
+	size_t n = 0;
+	fprintf(out, ",\"%s\":[", key);
+	for (size_t i = 0; i < f->n_procs && n < MANIFEST_IDS_MAX; i++) {
+		struct proc_identity id;
+		if (!trace_file_identity(f, f->procs[i].pid, &id, NULL))
+			continue;
+		const char *v = (const char *)&id + at;
+		size_t k = 0;
+		while (k < n && strcmp(seen[k], v))
+			k++;
+		if (!v[0] || k < n)
+			continue;
+		snprintf(seen[n], sizeof(seen[n]), "%s", v);
+		if (n++)
+			fputc(',', out);
+		out_json_str(out, v);
 	}
 	fputc(']', out);
 }
@@ -52,6 +82,11 @@ static int one_trace(FILE *out, const struct trace_file *f, const struct manifes
 		v[i] = f->procs[i].pid;
 	json_set(out, v, f->n_procs);
 	free(v);
+	/* where it ran: what --redact replaces, as it does host names */
+	identity_set(out, f, "containers", offsetof(struct proc_identity, container_id));
+	identity_set(out, f, "pods", offsetof(struct proc_identity, pod_uid));
+	identity_set(out, f, "pod_namespaces", offsetof(struct proc_identity, pod_namespace));
+	identity_set(out, f, "slurm_jobs", offsetof(struct proc_identity, slurm_job));
 	uint64_t start = f->hdr.start_real_ns;
 	fprintf(out, ",\"start\":\"%s\"", out_iso_time(start, b1, sizeof(b1)));
 	fprintf(out, ",\"end\":\"%s\",\"status\":\"%s\"",

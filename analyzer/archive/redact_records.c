@@ -1,5 +1,6 @@
 /* One record's redacted copy: the records that hold strings a person could
- * be recognised by (process command lines, launcher environment, mapping
+ * be recognised by (process command lines, launcher environment, cgroup
+ * paths (container, pod and job ids: one token each, as a host name), mapping
  * and symbol-file paths, Python file names, attach messages) are framed
  * again around their redacted strings: lengths updated, size a multiple of
  * 8, padding zero (format/SPEC.md sections 5 and 7).  Raw user stacks
@@ -28,6 +29,7 @@ int rd_record_redacted(uint16_t type, uint32_t *fixed_size)
 	case FR_REC_MAPPING: fixed = sizeof(struct fr_rec_mapping); break;
 	case FR_REC_DSO: fixed = sizeof(struct fr_rec_dso); break;
 	case FR_REC_PROC_ENV: fixed = sizeof(struct fr_rec_proc_env); break;
+	case FR_REC_PROC_CGROUP: fixed = sizeof(struct fr_rec_proc_cgroup); break;
 	case FR_REC_ATTACH: fixed = sizeof(struct fr_rec_attach); break;
 	case FR_REC_PYCODE: fixed = sizeof(struct fr_rec_pycode); break;
 	case FR_REC_USTACK: fixed = sizeof(struct fr_rec_ustack); break;
@@ -121,6 +123,30 @@ static int redact_proc_env(struct redactor *r, const uint8_t *rec, uint32_t size
 		return -1;
 	e.len = (uint32_t)(out->len - sizeof(e));
 	memcpy(out->p + offsetof(struct fr_rec_proc_env, len), &e.len, sizeof(e.len));
+	return finish(out);
+}
+
+/* A cgroup path names the container, pod or batch job: one token for the
+ * whole path, as a host name gets (the same path, the same token). */
+static int rd_cgroup(struct redactor *r, const char *s, size_t n, struct rd_buf *out)
+{
+	return rd_token(r, RD_HOST, s, n, out);
+}
+
+static int redact_proc_cgroup(struct redactor *r, const uint8_t *rec, uint32_t size,
+			      struct rd_buf *out)
+{
+	struct fr_rec_proc_cgroup c;
+	memcpy(&c, rec, sizeof(c));
+	if (c.len > size - sizeof(c))
+		return zero_variable(rec, size, sizeof(c), out);
+	size_t len;
+	if (rd_put(out, &c, sizeof(c)) ||
+	    put_rule(r, rd_cgroup, rec + sizeof(c), c.len, FR_CGROUP_PATH_MAX, out, &len) < 0)
+		return -1;
+	clamp(out, sizeof(c), &len, FR_CGROUP_PATH_MAX);
+	c.len = (uint32_t)len;
+	memcpy(out->p + offsetof(struct fr_rec_proc_cgroup, len), &c.len, sizeof(c.len));
 	return finish(out);
 }
 
@@ -279,6 +305,7 @@ int rd_record(struct redactor *r, const uint8_t *rec, uint32_t size, struct rd_b
 	switch (h.type) {
 	case FR_REC_PROCESS: rc = redact_process(r, rec, size, out); break;
 	case FR_REC_PROC_ENV: rc = redact_proc_env(r, rec, size, out); break;
+	case FR_REC_PROC_CGROUP: rc = redact_proc_cgroup(r, rec, size, out); break;
 	case FR_REC_MAPPING: rc = redact_mapping(r, rec, size, out); break;
 	case FR_REC_DSO: rc = redact_dso(r, rec, size, out); break;
 	case FR_REC_PYCODE: rc = redact_pycode(r, rec, size, out); break;

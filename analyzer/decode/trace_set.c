@@ -121,6 +121,7 @@ static void trace_file_free(struct trace_file *f)
 	free(f->inflight);
 	free(f->clock_pairs);
 	hmap_free(&f->env_by_pid);
+	ts_identity_free(f);
 	free(f->rdma_counters);
 	hmap_free(&f->rdma_counter_by_name);
 	uw_store_free(f->ustacks);
@@ -161,6 +162,7 @@ static int open_inputs(struct ts_inputs *in, struct trace_set **out, struct frec
 		hmap_init(&f->dso_by_id);
 		hmap_init(&f->stack_by_id);
 		hmap_init(&f->env_by_pid);
+		hmap_init(&f->ident_by_pid);
 		hmap_init(&f->rdma_counter_by_name);
 		hmap_init(&f->python_by_pid);
 		hmap_init(&f->canon_by_hash);

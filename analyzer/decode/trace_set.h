@@ -213,6 +213,15 @@ struct trace_file {
 	size_t n_clock_pairs;
 	struct ts_align align;        /* owned by align.c */
 	struct hmap env_by_pid;       /* (pid, 0|1) -> packed ranks, until the pass ends */
+	/* where each process ran (ts_identity.c, trace_file_identity) */
+	struct ts_ident {
+		uint32_t pid;
+		char *cgroup;         /* FR_REC_PROC_CGROUP, printable; NULL none */
+		char *env;            /* SLURM_* and POD_NAMESPACE, NUL-separated */
+		size_t env_len;
+	} *idents;
+	size_t n_idents, cap_idents;
+	struct hmap ident_by_pid;     /* pid -> index */
 	char **schema_names;          /* 65536 slots, lazily filled, may be NULL */
 
 	/* a flight-recorder snapshot's record (FR_REC_SNAPSHOT): why it was
@@ -335,6 +344,13 @@ const struct ts_dso *trace_file_dso(const struct trace_file *f, uint32_t dso_id)
 const struct ts_process *trace_file_process(const struct trace_file *f, uint32_t pid);
 /* The thread's name from its latest THREAD record; NULL when none. */
 const char *trace_file_thread_name(const struct trace_file *f, uint32_t pid, uint32_t tid);
+/* Where process pid ran: its container, pod and Slurm job/step/task from
+ * its cgroup path (FR_REC_PROC_CGROUP) and launcher environment
+ * (proc_identity.h); *cgroup the path, or NULL.  0 (out zeroed) when the
+ * file says nothing of it. */
+struct proc_identity;
+int trace_file_identity(const struct trace_file *f, uint32_t pid, struct proc_identity *out,
+			const char **cgroup);
 
 /* True when the file is damaged (reader damage, missing chunks, malformed
  * records, I/O error) or incomplete (no END). */

@@ -75,6 +75,13 @@ void ts_problem(struct trace_file *f, uint64_t chunk_offset, uint64_t rec_offset
 int ts_oom(struct frec_error *err, const struct ts_where *w);
 /* A copy of len bytes with control characters as '?' and NULs as sep. */
 char *ts_strndup_printable(const char *s, size_t len, char sep_for_nul);
+
+/* ts_identity.c: a process's FR_REC_PROC_CGROUP path and the identity
+ * variables of its FR_REC_PROC_ENV, kept for trace_file_identity; -1 out of
+ * memory.  ts_identity_free with the file. */
+int ts_identity_note_cgroup(struct trace_file *f, uint32_t pid, const char *path, size_t len);
+int ts_identity_note_env(struct trace_file *f, uint32_t pid, const char *env, size_t len);
+void ts_identity_free(struct trace_file *f);
 /* A NUL-terminated, printable copy of a 16-byte comm. */
 void ts_copy_comm(char dst[17], const char src[16]);
 

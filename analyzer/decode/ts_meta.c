@@ -596,7 +596,23 @@ static int decode_proc_env(const struct ts_where *w, const uint8_t *p, uint32_t 
 	}
 	uint64_t packed = (uint64_t)(rank + 1) | (uint64_t)(local_rank + 1) << 32;
 	if (hmap_put(&w->f->env_by_pid, r.pid, 0, packed) ||
-	    hmap_put(&w->f->env_by_pid, r.pid, 1, (uint64_t)(world_size + 1)))
+	    hmap_put(&w->f->env_by_pid, r.pid, 1, (uint64_t)(world_size + 1)) ||
+	    ts_identity_note_env(w->f, r.pid, env, r.len))
+		return ts_oom(err, w);
+	return 0;
+}
+
+static int decode_proc_cgroup(const struct ts_where *w, const uint8_t *p, uint32_t size,
+			      struct frec_error *err)
+{
+	struct fr_rec_proc_cgroup r;
+	memcpy(&r, p, sizeof(r));
+	if (r.len > size - sizeof(r) || r.len > FR_CGROUP_PATH_MAX) {
+		PROBLEM(w, "proc_cgroup of pid %u: len %u exceeds the record (%u bytes) or %u",
+			r.pid, r.len, size, FR_CGROUP_PATH_MAX);
+		return 0;
+	}
+	if (ts_identity_note_cgroup(w->f, r.pid, (const char *)p + sizeof(r), r.len))
 		return ts_oom(err, w);
 	return 0;
 }
@@ -659,6 +675,8 @@ int ts_decode_meta(const struct ts_where *w, uint16_t type, const uint8_t *p, ui
 	}
 	case FR_REC_PROC_ENV:
 		return decode_proc_env(w, p, size, err);
+	case FR_REC_PROC_CGROUP:
+		return decode_proc_cgroup(w, p, size, err);
 	case FR_REC_STATS:
 		return decode_stats(w, p, size, err);
 	case FR_REC_SCHEMA:

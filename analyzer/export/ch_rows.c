@@ -1,4 +1,5 @@
 /* Model results as rows of the ClickHouse tables; see ch_rows.h. */
+#include "proc_identity.h"
 #include "ch_rows.h"
 #include "flame_tree.h"
 #include "model_findings.h"
@@ -13,6 +14,7 @@
 #include "trace_set.h"
 
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 static void hex_id(const uint8_t *digest, char out[CH_ID_LEN + 1])
@@ -102,6 +104,32 @@ static size_t uniq(int64_t *v, size_t n)
 	return k;
 }
 
+/* The distinct non-empty values of one identity field over f's processes
+ * (at: its offset in struct proc_identity), as a column. */
+static void identity_column(struct ch_batch *b, const struct trace_file *f, const char *name,
+			    size_t at)
+{
+	enum { MAX = 64 };
+	char seen[MAX][PROC_ID_CONTAINER_MAX];
+	const char *v[MAX];
+	size_t n = 0;
+	for (size_t i = 0; i < f->n_procs && n < MAX; i++) {
+		struct proc_identity id;
+		if (!trace_file_identity(f, f->procs[i].pid, &id, NULL))
+			continue;
+		const char *s = (const char *)&id + at;
+		size_t k = 0;
+		while (k < n && strcmp(seen[k], s))
+			k++;
+		if (!s[0] || k < n)
+			continue;
+		snprintf(seen[n], sizeof(seen[n]), "%s", s);
+		v[n] = seen[n];
+		n++;
+	}
+	ch_str_array(b, name, v, n);
+}
+
 static int one_recording(struct ch_batch *b, const struct ch_export *x, uint32_t i)
 {
 	struct trace_file *f = trace_set_file(x->ts, i);
@@ -148,6 +176,10 @@ static int one_recording(struct ch_batch *b, const struct ch_export *x, uint32_t
 	ch_u64(b, "trigger_ns", f->has_snapshot ? f->snapshot.trigger_ns : 0);
 	ch_str(b, "trigger_detail", f->has_snapshot && f->snapshot_detail ? f->snapshot_detail : "");
 	ch_u64(b, "exported_at", x->exported_at_s);
+	identity_column(b, f, "containers", offsetof(struct proc_identity, container_id));
+	identity_column(b, f, "pods", offsetof(struct proc_identity, pod_uid));
+	identity_column(b, f, "pod_namespaces", offsetof(struct proc_identity, pod_namespace));
+	identity_column(b, f, "slurm_jobs", offsetof(struct proc_identity, slurm_job));
 	free(v);
 	free(names);
 	free(pr.probes);

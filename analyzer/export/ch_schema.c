@@ -10,7 +10,9 @@ const struct ch_table ch_tables[] = {
 	  "recording_id String, job_id String, file String, host String, command String, "
 	  "start DateTime, start_ns UInt64, duration_ns UInt64, ranks Array(Int64), "
 	  "pids Array(Int64), probes Array(String), status String, drops UInt64, "
-	  "trigger String, trigger_ns UInt64, trigger_detail String, exported_at DateTime",
+	  "trigger String, trigger_ns UInt64, trigger_detail String, exported_at DateTime, "
+	  "containers Array(String), pods Array(String), pod_namespaces Array(String), "
+	  "slurm_jobs Array(String)",
 	  "(start, recording_id)", "recording_id" },
 	{ "findings",
 	  JOB "position UInt64, listed UInt64, kind String, cost_ms Nullable(Float64), "

@@ -2,6 +2,7 @@
 #include "out_info.h"
 #include "model_syscalls.h"
 #include "out_common.h"
+#include "out_identity.h"
 #include "out_file_json.h"
 #include "syscall_names.h"
 #include "trace_set.h"
@@ -166,6 +167,9 @@ void out_info_text(struct trace_file *f, uint32_t file_index, const void *syscal
 			const struct ts_process *p = &f->procs[i];
 			fprintf(out, "    %-8u %-8u %-7u %-16s %s\n", p->pid, p->ppid, p->threads,
 				p->comm, p->cmdline);
+			char where[256];
+			if (out_identity_text(f, p->pid, where, sizeof(where)))
+				fprintf(out, "             ran in %s\n", where);
 		}
 	}
 
@@ -294,6 +298,7 @@ void out_info_json(struct trace_file *f, uint32_t file_index, const void *syscal
 		out_json_str(out, p->comm);
 		fprintf(out, ",\"cmdline\":");
 		out_json_str(out, p->cmdline);
+		out_identity_json(out, f, p->pid);
 		fprintf(out, "}");
 	}
 	fprintf(out, "],\"records\":%" PRIu64 ",\"events\":%" PRIu64 ",\"records_by_type\":[",

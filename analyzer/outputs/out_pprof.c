@@ -13,6 +13,7 @@
 #include "out_pprof.h"
 #include "hmap.h"
 #include "name_index.h"
+#include "out_identity.h"
 #include "out_common.h"
 #include "pb_write.h"
 #include "py_hide.h"
@@ -298,6 +299,10 @@ static int write_samples(struct pprof_writer *w, const struct pprof_opts *o)
 			label(w, &sample, "rank", number_str(w, (uint64_t)rank));
 		if (f->hdr.host[0])
 			label(w, &sample, "host", str_of(w, f->hdr.host));
+		struct out_identity_labels il;
+		out_identity_labels(f, r->pid, &il);
+		for (size_t i = 0; i < il.n; i++)
+			label(w, &sample, il.key[i], str_of(w, il.value[i]));
 		pb_msg(&w->out, PROFILE_SAMPLE, &sample);
 	}
 	int rc = w->out.failed ? -ENOMEM : 0;

@@ -3,6 +3,7 @@
  * damaged regions, then the processes; "presence": how many events of each
  * family the traces hold, so the page can say why a section is empty.
  * Not for anything a model computes (the other out_report_*.c). */
+#include "out_identity.h"
 #include "out_report_sections.h"
 #include "out_common.h"
 #include "out_file_json.h"
@@ -28,6 +29,10 @@ void report_section_summary(FILE *f, struct trace_set *ts)
 		out_json_str(f, tf->hdr.host);
 		fputs(",\"command\":", f);
 		out_json_str(f, tf->cmdline);
+		char where[256];
+		out_identity_file_text(tf, where, sizeof(where));
+		fputs(",\"ran_in\":", f);
+		out_json_str(f, where);
 		fprintf(f, ",\"start\":\"%s\",\"start_ns\":%" PRIu64 ",\"duration_ns\":%" PRIu64
 			",\"events\":%" PRIu64 ",\"complete\":%s,\"status\":",
 			out_iso_time(tf->hdr.start_real_ns, b, sizeof(b)), tf->hdr.start_real_ns,

@@ -7,6 +7,7 @@
  * Not for events (out_sqlite_events.c) nor model results
  * (out_sqlite_models.c); times here take the final clock offsets like
  * every row. */
+#include "proc_identity.h"
 #include "out_sqlite_impl.h"
 #include "fr_family.h"
 #include "cuda_funcs.h"
@@ -138,7 +139,8 @@ static int write_files(struct out_sqlite *o, struct trace_set *ts, int64_t *host
 
 static int write_processes(struct out_sqlite *o, struct trace_set *ts, const int64_t *host_ids)
 {
-	sqlite3_stmt *ps = sq_prep(o, "INSERT OR REPLACE INTO processes VALUES(?,?,?,?,?,?,?,?,?)");
+	sqlite3_stmt *ps = sq_prep(o, "INSERT OR REPLACE INTO processes "
+				   "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
 	sqlite3_stmt *th = sq_prep(o, "INSERT OR IGNORE INTO threads VALUES(?,?,?,?,?)");
 	int rc = ps && th ? 0 : -1;
 	for (size_t i = 0; !rc && i < trace_set_count(ts); i++) {
@@ -156,6 +158,18 @@ static int write_processes(struct out_sqlite *o, struct trace_set *ts, const int
 			bt(ps, 7, p->cmdline);
 			bi(ps, 8, p->start_time_ns ? sq_time_ns(o, (uint32_t)i, p->start_time_ns) : 0);
 			bi(ps, 9, p->threads);
+			struct proc_identity id;
+			const char *cgroup = NULL;
+			trace_file_identity(f, p->pid, &id, &cgroup);
+			const char *ident[] = { cgroup, id.container_id, id.container_runtime, id.pod_uid,
+						id.pod_namespace, id.slurm_job, id.slurm_step,
+						id.slurm_task };
+			for (int c = 0; c < 8; c++) {
+				if (ident[c] && ident[c][0])
+					bt(ps, 10 + c, ident[c]);
+				else
+					bnull(ps, 10 + c);
+			}
 			rc = sq_put(o, ps);
 		}
 		/* threads named by THREAD records */

@@ -23,6 +23,7 @@
  * numbers, printed with the formats the other commands' --json use, so a
  * script can compare them as strings.  Not for choosing the budget's level:
  * cmd_summary.c tries the levels in turn. */
+#include "out_identity.h"
 #include "out_summary.h"
 #include "out_summary_text.h"
 #include "frame_pick.h"
@@ -145,6 +146,9 @@ static void recording_md(const struct summary_input *in, const struct summary_li
 			fputs(", probes: unknown (no counters recorded)", out);
 		}
 		free(pr.probes);
+		char where[256];
+		if (out_identity_file_text(f, where, sizeof(where)))
+			fprintf(out, "; ran in %s", summary_clip_text(where, 160, buf, sizeof(buf)));
 		fprintf(out, "; status: %s\n", trouble[0] ? summary_clip_text(trouble, 160, buf, sizeof(buf))
 							 : "intact");
 	}
@@ -171,6 +175,11 @@ static void recording_json(const struct summary_input *in, const struct summary_
 		json_key_str(out, "host", f->hdr.host);
 		fputc(',', out);
 		json_key_str(out, "command", f->cmdline);
+		char where[256];
+		if (out_identity_file_text(f, where, sizeof(where))) { /* only when known: the budget */
+			fputs(",\"ran_in\":", out);
+			out_json_str(out, where);
+		}
 		fprintf(out, ",\"duration_ns\":%" PRIu64 ",\"duration_exact\":%s,\"processes\":%zu,"
 			"\"complete\":%s,\"status\":", d, exact ? "true" : "false", f->n_procs,
 			trace_file_complete(f) ? "true" : "false");

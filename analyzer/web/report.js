@@ -129,6 +129,7 @@
 			{ title: 'Duration', key: 'duration_ns', num: true, fmt: fmtNs },
 			{ title: 'Events', key: 'events', num: true, fmt: commas },
 			{ title: 'Status', key: 'status' },
+			{ title: 'Ran in', key: 'ran_in', wrap: true },
 			{ title: 'Command', key: 'command', wrap: true }
 		], files);
 		el('h3', null, 'Processes', s);

@@ -31,6 +31,8 @@ static const struct frec_schema_entry metadata[] = {
 	  "ts_ns:u64,pid:u32,tid:u32,comm:char[16]" },
 	{ FR_REC_PROC_ENV, 1, sizeof(struct fr_rec_proc_env), "proc_env",
 	  "ts_ns:u64,pid:u32,len:u32,env:var" },
+	{ FR_REC_PROC_CGROUP, 1, sizeof(struct fr_rec_proc_cgroup), "proc_cgroup",
+	  "ts_ns:u64,pid:u32,len:u32,path:var" },
 	{ FR_REC_ATTACH, 1, sizeof(struct fr_rec_attach), "attach",
 	  "ts_ns:u64,pid:u32,probe:u16,status:u16,symbol:char[48],gap_ns:u64,"
 	  "text_len:u32,_pad:u32,text:var" },

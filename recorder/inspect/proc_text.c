@@ -92,6 +92,37 @@ int proc_stat_parse(const char *buf, size_t len, struct proc_stat_fields *out)
 	return 0;
 }
 
+size_t proc_cgroup_path(const char *text, size_t len, char *out, size_t cap)
+{
+	const char *best = NULL;
+	size_t best_len = 0;
+	int best_rank = 0; /* 3 v2, 2 name=systemd, 1 the first line */
+	for (size_t at = 0; at < len;) {
+		const char *line = text + at, *nl = memchr(line, '\n', len - at);
+		size_t n = nl ? (size_t)(nl - line) : len - at;
+		at += n + 1;
+		/* "ID:CONTROLLERS:PATH" */
+		const char *c1 = memchr(line, ':', n);
+		const char *c2 = c1 ? memchr(c1 + 1, ':', n - (size_t)(c1 + 1 - line)) : NULL;
+		if (!c2)
+			continue;
+		int rank = (c1 - line == 1 && line[0] == '0' && c2 == c1 + 1) ? 3
+			   : (c2 - c1 - 1 == 12 && !memcmp(c1 + 1, "name=systemd", 12)) ? 2 : 1;
+		if (rank > best_rank) {
+			best_rank = rank;
+			best = c2 + 1;
+			best_len = n - (size_t)(c2 + 1 - line);
+		}
+	}
+	if (!best || !cap)
+		return 0;
+	if (best_len >= cap)
+		best_len = cap - 1;
+	memcpy(out, best, best_len);
+	out[best_len] = '\0';
+	return best_len;
+}
+
 uint32_t proc_status_nspid(const char *buf, size_t len)
 {
 	static const char key[] = "\nNSpid:";

@@ -36,4 +36,10 @@ int proc_stat_parse(const char *buf, size_t len, struct proc_stat_fields *out);
  * /proc/PID/status in buf[0..len); 0 when none. */
 uint32_t proc_status_nspid(const char *buf, size_t len);
 
+/* The cgroup path a process is in, from /proc/PID/cgroup (len bytes): the
+ * cgroup v2 line's ("0::/kubepods.slice/..."), else on a v1-only host the
+ * name=systemd hierarchy's, else the first line's.  Copied to out (cap
+ * bytes, NUL-terminated, cut there); returns its length, 0 when none. */
+size_t proc_cgroup_path(const char *text, size_t len, char *out, size_t cap);
+
 #endif

@@ -368,6 +368,29 @@ static void write_env(struct proc_track *t, uint32_t pid, uint32_t ppid, uint64_
 	frec_builder_commit(t->builder, now);
 }
 
+/* FR_REC_PROC_CGROUP from /proc/PID/cgroup. */
+static void write_cgroup(struct proc_track *t, uint32_t pid, uint64_t now)
+{
+	char path[64], text[8192], cg[FR_CGROUP_PATH_MAX + 1];
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	ssize_t n = read_file(path, text, sizeof(text));
+	size_t len = n > 0 ? proc_cgroup_path(text, (size_t)n, cg, sizeof(cg)) : 0;
+	if (!len)
+		return;
+	uint32_t size = FR_ALIGN8(sizeof(struct fr_rec_proc_cgroup) + len);
+	struct fr_rec_proc_cgroup *r = frec_builder_reserve(t->builder, size);
+	if (!r)
+		return;
+	memset(r, 0, size);
+	r->h.size = size;
+	r->h.type = FR_REC_PROC_CGROUP;
+	r->ts_ns = now;
+	r->pid = pid;
+	r->len = (uint32_t)len;
+	memcpy(r + 1, cg, len);
+	frec_builder_commit(t->builder, now);
+}
+
 /* Process record from /proc; false when the process is already gone. */
 static bool write_process(struct proc_track *t, uint32_t pid, const char *fallback_comm)
 {
@@ -418,6 +441,7 @@ static bool write_process(struct proc_track *t, uint32_t pid, const char *fallba
 	if (n > 0) {
 		write_threads(t, pid, now);
 		write_env(t, pid, p.ppid, now);
+		write_cgroup(t, pid, now);
 	}
 	return true;
 }

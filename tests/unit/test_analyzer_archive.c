@@ -111,6 +111,7 @@ static void test_round_trip(void)
 		sha256_of_file(paths[n], hex, &len);
 		snprintf(want, sizeof(want), "{\"name\":\"node%d.frec\",\"sha256\":\"%s\",\"bytes\":%zu,"
 			 "\"hosts\":[\"node-%c\"],\"ranks\":[%d,%d],\"pids\":[%d,%d],"
+			 "\"containers\":[],\"pods\":[],\"pod_namespaces\":[],\"slurm_jobs\":[],"
 			 "\"start\":\"2024-05-01T12:00:00.000Z\",\"end\":\"2024-05-01T12:00:0", n, hex,
 			 len, 'a' + n, 2 * n, 2 * n + 1, 1000 + 100 * n, 1001 + 100 * n);
 		CHECK(strstr(manifest, want) != NULL);

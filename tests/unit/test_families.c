@@ -41,7 +41,7 @@ static void test_schema(void)
 		FR_REC_CLOCK, FR_REC_STATS, FR_REC_SCHEMA, FR_REC_THREAD,
 		FR_REC_PROC_ENV, FR_REC_ATTACH, FR_REC_RDMA_COUNTERS,
 		FR_REC_USTACK, FR_REC_UNWIND, FR_REC_PYCODE, FR_REC_PYTHON,
-		FR_REC_INFLIGHT, FR_REC_SNAPSHOT, FR_REC_SYSCALL_DROPS,
+		FR_REC_INFLIGHT, FR_REC_SNAPSHOT, FR_REC_SYSCALL_DROPS, FR_REC_PROC_CGROUP,
 	};
 	CHECK_EQ_U64(n, sizeof(every_type) / sizeof(every_type[0]));
 	for (size_t i = 0; i < sizeof(every_type) / sizeof(every_type[0]); i++)
