@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """How close `flightrec-analyze findings` comes to the truth (root).  Records
-samples/train_causes with each cause alone and two together, and every shape
-of samples/train_shapes (alone, two at a time, and clean), and prints each
+samples/train_causes with each cause alone and two together, every shape
+of samples/train_shapes (alone, two at a time, and clean), and a 4-rank
+samples/nccl_train job (blocking NCCL with a slow rank, asynchronous NCCL
+whose ranks poll cudaEventQuery like a watchdog, with and without a slow
+rank: the truth is the delay injected, (factor - 1) x compute-ms a step on
+each of the 3 other ranks), and prints each
 finding's cost against the time the sample itself measured spending in the
 cause (its "truth" line), the spread of cost/truth over the runs, and for
 the shapes the first finding and the steps counted.  Prints a table, writes
@@ -15,10 +19,44 @@ import argparse
 import json
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+
+NCCL_STEPS, NCCL_COMPUTE_MS, NCCL_FACTOR = 12, 100, 1.5
+# (name, slow rank, asynchronous NCCL with a watchdog's event polls)
+NCCL_CASES = [("nccl blocking straggler", True, False), ("nccl watchdog straggler", True, True),
+              ("nccl watchdog clean", False, True)]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def nccl_run(build, d, slow, watchdog):
+    rec = os.path.join(build, "recorder", "flightrec")
+    trace = os.path.join(d, "nccl.frec")
+    train = [os.path.join(build, "samples", "nccl_train"), "--steps", str(NCCL_STEPS),
+             "--compute-ms", str(NCCL_COMPUTE_MS)]
+    if slow:
+        train += ["--slow-rank", "2", "--slow-factor", str(NCCL_FACTOR)]
+    env = dict(os.environ, FLIGHTREC_FAKE_NCCL_TIMEOUT_S="60")
+    probes = "cpu,syscalls,nccl"
+    if watchdog:
+        env["FLIGHTREC_FAKE_NCCL_ASYNC"] = "1"
+        train += ["--wait", "query"]
+        probes += ",cuda"
+    p = subprocess.run([rec, "record", "-q", "-o", trace, "--force", "--probes", probes, "--",
+                        os.path.join(build, "samples", "launch_ranks"), "--ranks", "4",
+                        "--master", f"127.0.0.1:{free_port()}", "--"] + train,
+                       capture_output=True, text=True, timeout=300, env=env)
+    if p.returncode:
+        sys.exit(f"bench_findings: nccl record failed:\n{p.stderr}")
+    return trace
 
 KIND_OF = {"dataloader": "dataloader", "pageable": "pageable_copy",
            "checkpoint": "sync_checkpoint", "host_sync": "host_sync",
@@ -71,7 +109,7 @@ def main():
             for run in range(a.runs):
                 trace = os.path.join(d, "shape.frec")
                 p = subprocess.run([rec, "record", "-q", "-o", trace, "--force", "--probes",
-                                    "cpu,syscalls,cuda", "--freq", "999", "--", shapes,
+                                    "cpu,syscalls,cuda,sched", "--freq", "999", "--", shapes,
                                     "--dir", d] + args,
                                    capture_output=True, text=True, timeout=300)
                 if p.returncode:
@@ -88,6 +126,18 @@ def main():
                                  "truth_ms": truth.get(kind, 0.0),
                                  "cost_ms": f and f["cost_ms"], "steps": js["steps"],
                                  "first": top, "n_findings": len(js["findings"])})
+        for name, slow, watchdog in NCCL_CASES:
+            truth = 3 * NCCL_STEPS * (NCCL_FACTOR - 1) * NCCL_COMPUTE_MS if slow else 0.0
+            for run in range(a.runs):
+                trace = nccl_run(a.build, d, slow, watchdog)
+                js = json.loads(subprocess.run([ana, "findings", trace, "--json"], check=True,
+                                               capture_output=True, text=True).stdout)
+                top = js["findings"][0]["kind"] if js["findings"] else "-"
+                kind = "straggler" if slow else "(none)"
+                f = next((x for x in js["findings"] if x["kind"] == kind), None)
+                rows.append({"case": name, "run": run, "kind": kind, "truth_ms": truth,
+                             "cost_ms": f and f["cost_ms"], "steps": js["steps"], "first": top,
+                             "n_findings": len(js["findings"])})
         for causes in CASES:
             for run in range(a.runs):
                 trace = os.path.join(d, "run.frec")
