@@ -145,6 +145,39 @@ class PerfettoTimeline(frtest.Case):
                if one(e, "track_uuid") == cuuid[0]]
         self.assertEqual(cpf, cjs)
         self.assertEqual(max(cpf), PEAK)
+        # and the memory command's ledger agrees on the peak and the end
+        mem = json.loads(frtest.analyze("memory", self.trace, "--json").stdout)
+        device = [s for s in mem["series"] if s["space"] == "device"]
+        self.assertEqual(len(device), 1, device)
+        self.assertEqual(max(cpf), device[0]["peak_bytes"])
+        self.assertEqual(cpf[-1], device[0]["end_bytes"])
+
+    def test_slices_nest(self):
+        """Ordered by time as a reader orders them (a stable sort: packets
+        of one time keep their order), every thread track's ends close the
+        slice begun last, and that is its own (a slice's end is the packet
+        after its begin), so no slice takes another's end."""
+        _, packets = self.both("nest")
+        tracks = self.tracks(packets)
+        per_track = collections.defaultdict(list)
+        for i, p in enumerate(packets):
+            for e in p.get("track_event", []):
+                d = tracks[one(e, "track_uuid")]
+                if one(d, "thread") is not None:
+                    per_track[one(e, "track_uuid")].append((one(p, "timestamp"), i, e))
+        self.assertTrue(per_track)
+        closed = 0
+        for uuid, evs in per_track.items():
+            stack = []
+            for ts, i, e in sorted(evs, key=lambda x: (x[0], x[1])):
+                if one(e, "type") == "TYPE_SLICE_BEGIN":
+                    stack.append(i)
+                elif one(e, "type") == "TYPE_SLICE_END":
+                    self.assertTrue(stack, (uuid, ts))
+                    self.assertEqual(stack.pop(), i - 1, (uuid, ts))
+                    closed += 1
+            self.assertEqual(stack, [], uuid)
+        self.assertGreater(closed, 0)
 
     def test_window(self):
         events, _ = self.both("whole_for_window")
