@@ -16,7 +16,10 @@
  * metadata at the end (a later descriptor of a uuid renames it).  Slices
  * are SLICE_BEGIN/SLICE_END pairs, instants INSTANT, memory COUNTER values
  * in bytes; a slice's args go as one debug annotation "args" holding the
- * JSON object the JSON timeline has (legacy_json_value). */
+ * JSON object the JSON timeline has (legacy_json_value).  Event names and
+ * categories are interned (interned_data, interned_data.proto): a name's
+ * first packet defines its iid and later ones carry the iid alone, which
+ * roughly halves the file of a long run's repeated CUDA and system calls. */
 #include "out_timeline_emit.h"
 #include "hmap.h"
 #include "pb_write.h"
@@ -26,15 +29,17 @@
 #include <string.h>
 
 /* trace_packet.proto */
-enum { PKT_TIMESTAMP = 8, PKT_SEQUENCE_ID = 10, PKT_TRACK_EVENT = 11, PKT_SEQUENCE_FLAGS = 13,
-       PKT_TRACK_DESCRIPTOR = 60 };
+enum { PKT_TIMESTAMP = 8, PKT_SEQUENCE_ID = 10, PKT_TRACK_EVENT = 11, PKT_INTERNED = 12,
+       PKT_SEQUENCE_FLAGS = 13, PKT_TRACK_DESCRIPTOR = 60 };
+/* interned_data.proto: EventCategory and EventName are both { iid, name } */
+enum { ID_CATEGORIES = 1, ID_NAMES = 2, IN_IID = 1, IN_NAME = 2 };
 /* track_descriptor.proto and the descriptors it holds */
 enum { TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8 };
 enum { PD_PID = 1, PD_NAME = 6 };
 enum { THD_PID = 1, THD_TID = 2, THD_NAME = 5 };
 enum { CD_UNIT = 3, UNIT_SIZE_BYTES = 3 };
 /* track_event.proto */
-enum { TE_DEBUG = 4, TE_TYPE = 9, TE_TRACK = 11, TE_CATEGORIES = 22, TE_NAME = 23,
+enum { TE_CATEGORY_IIDS = 3, TE_DEBUG = 4, TE_TYPE = 9, TE_NAME_IID = 10, TE_TRACK = 11, TE_CATEGORIES = 22, TE_NAME = 23,
        TE_COUNTER_VALUE = 30 };
 enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
 /* debug_annotation.proto */
@@ -42,11 +47,16 @@ enum { DA_NAME = 10, DA_LEGACY_JSON = 9 };
 
 #define SEQUENCE_ID 1
 #define SEQ_INCREMENTAL_STATE_CLEARED 1
+#define SEQ_NEEDS_INCREMENTAL_STATE 2
 
 struct tl_perfetto {
 	FILE *out;
 	struct pb_buf pkt, sub, sub2;
+	struct pb_buf interned, entry; /* the packet's interned_data, one entry */
 	struct hmap seen;   /* track uuid -> 1: its descriptor is out */
+	struct hmap iids;   /* (hash of the string, ID_NAMES or ID_CATEGORIES) -> iid */
+	char **strs;        /* iid - 1 -> its string: a hash that collides is not interned */
+	size_t nstrs, cap;
 	int first;          /* the sequence's first packet not written yet */
 	int failed;         /* memory ran out: the file is not written */
 };
@@ -87,7 +97,8 @@ static uint64_t named_uuid(uint64_t pid, const char *kind, const char *name)
 /* pkt as field 1 of Trace: tag, length, bytes */
 static void put_packet(struct tl_perfetto *p)
 {
-	if (p->pkt.failed || p->sub.failed || p->sub2.failed) {
+	if (p->pkt.failed || p->sub.failed || p->sub2.failed || p->interned.failed ||
+	    p->entry.failed) {
 		p->failed = 1;
 		return;
 	}
@@ -111,10 +122,42 @@ static void packet_begin(struct tl_perfetto *p, int64_t ts, int timed)
 	if (timed)
 		pb_uint_set(&p->pkt, PKT_TIMESTAMP, ts > 0 ? (uint64_t)ts : 0);
 	pb_uint(&p->pkt, PKT_SEQUENCE_ID, SEQUENCE_ID);
-	if (p->first) {
-		pb_uint(&p->pkt, PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
-		p->first = 0;
+	pb_uint(&p->pkt, PKT_SEQUENCE_FLAGS,
+		SEQ_NEEDS_INCREMENTAL_STATE | (p->first ? SEQ_INCREMENTAL_STATE_CLEARED : 0));
+	p->first = 0;
+	pb_reset(&p->interned);
+}
+
+/* s's iid among kind (ID_NAMES, ID_CATEGORIES), defined in this packet's
+ * interned_data when new; 0 (write s itself) when its hash is another
+ * string's or memory ran out.  iids are never 0 (Perfetto's "none"). */
+static uint64_t intern(struct tl_perfetto *p, int kind, const char *s)
+{
+	int created = 0;
+	uint64_t *v = hmap_slot(&p->iids, hash_str(0xcbf29ce484222325ull, s), (uint64_t)kind,
+				&created);
+	if (!v)
+		return 0;
+	if (!created)
+		return *v && !strcmp(p->strs[*v - 1], s) ? *v : 0;
+	if (p->nstrs == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 256;
+		char **strs = realloc(p->strs, cap * sizeof(*strs));
+		if (!strs)
+			return 0; /* *v stays 0: never interned */
+		p->strs = strs;
+		p->cap = cap;
 	}
+	char *copy = strdup(s);
+	if (!copy)
+		return 0;
+	p->strs[p->nstrs++] = copy;
+	*v = p->nstrs;
+	pb_reset(&p->entry);
+	pb_uint(&p->entry, IN_IID, *v);
+	pb_string(&p->entry, IN_NAME, s);
+	pb_msg(&p->interned, (uint32_t)kind, &p->entry);
+	return *v;
 }
 
 /* A TrackDescriptor: of a process (tid 0, kind NULL), of a thread, or a
@@ -195,10 +238,20 @@ static void track_event(struct tl_perfetto *p, int64_t ts, uint64_t track, int t
 	pb_reset(&p->sub);
 	pb_uint(&p->sub, TE_TYPE, (uint64_t)type);
 	pb_uint(&p->sub, TE_TRACK, track);
-	if (cat)
-		pb_string(&p->sub, TE_CATEGORIES, cat);
-	if (name)
-		pb_string(&p->sub, TE_NAME, name);
+	if (cat) {
+		uint64_t iid = intern(p, ID_CATEGORIES, cat);
+		if (iid)
+			pb_uint(&p->sub, TE_CATEGORY_IIDS, iid);
+		else
+			pb_string(&p->sub, TE_CATEGORIES, cat);
+	}
+	if (name) {
+		uint64_t iid = intern(p, ID_NAMES, name);
+		if (iid)
+			pb_uint(&p->sub, TE_NAME_IID, iid);
+		else
+			pb_string(&p->sub, TE_NAME, name);
+	}
 	if (args && args[0]) {
 		pb_reset(&p->sub2);
 		pb_string(&p->sub2, DA_NAME, "args");
@@ -217,6 +270,8 @@ static void track_event(struct tl_perfetto *p, int64_t ts, uint64_t track, int t
 		pb_msg(&p->sub, TE_DEBUG, &p->sub2);
 	}
 	pb_msg(&p->pkt, PKT_TRACK_EVENT, &p->sub);
+	if (p->interned.len)
+		pb_msg(&p->pkt, PKT_INTERNED, &p->interned);
 	put_packet(p);
 }
 
@@ -304,7 +359,13 @@ static void pf_free(void *e)
 	pb_free(&p->pkt);
 	pb_free(&p->sub);
 	pb_free(&p->sub2);
+	pb_free(&p->interned);
+	pb_free(&p->entry);
 	hmap_free(&p->seen);
+	hmap_free(&p->iids);
+	for (size_t i = 0; i < p->nstrs; i++)
+		free(p->strs[i]);
+	free(p->strs);
 	free(p);
 }
 
@@ -321,6 +382,7 @@ void *tl_perfetto_new(FILE *out, const struct tl_emit **ops)
 	p->out = out;
 	p->first = 1;
 	hmap_init(&p->seen);
+	hmap_init(&p->iids);
 	*ops = &perfetto_ops;
 	return p;
 }

@@ -306,9 +306,9 @@ static void pb_message(const char *s, size_t n, size_t from, size_t end, const i
 
 void fuzz_check_pftrace(const char *s, size_t n, const char *what)
 {
-	/* Trace.packet; in TracePacket, track_event and track_descriptor;
-	 * below them their debug annotations and descriptors */
-	static const int packet[] = { 11, 60, 0 }, inner[] = { 3, 4, 8, 0 };
+	/* Trace.packet; in TracePacket, track_event, interned_data and
+	 * track_descriptor; below them their debug annotations and descriptors */
+	static const int packet[] = { 11, 12, 60, 0 }, inner[] = { 3, 4, 8, 0 };
 	static const int *const levels[] = { packet, inner, NULL };
 	size_t at = 0;
 	while (at < n) {

@@ -15,7 +15,8 @@
  *   fuzz_check_pftrace a Perfetto protobuf trace (timeline --format perfetto):
  *                      nothing but Trace.packet (field 1, length-delimited)
  *                      records whose lengths add up to the file, each packet
- *                      and its track_event (11) and track_descriptor (60)
+ *                      and its track_event (11), interned_data (12) and
+ *                      track_descriptor (60)
  *                      well-formed messages (known wire types, every length
  *                      inside its message), so a reader never runs off a
  *                      record or mistakes a string's bytes for fields */

@@ -51,12 +51,33 @@ def decode(path):
             elif re.fullmatch(r"-?\d+", value):
                 value = int(value)
             cur.setdefault(key, []).append(value)
-    return root.get("packet", [])
+    return resolve_names(root.get("packet", []))
 
 
 def one(d, key, default=None):
     v = d.get(key)
     return v[0] if v else default
+
+
+def resolve_names(packets):
+    """Each track event's name and categories spelled out: an interned
+    one's iid must be defined before its first use (interned_data of that
+    packet or an earlier one), once, and never 0."""
+    tables = {"event_names": {}, "event_categories": {}}
+    for p in packets:
+        for interned in p.get("interned_data", []):
+            for kind, table in tables.items():
+                for entry in interned.get(kind, []):
+                    iid = one(entry, "iid")
+                    assert iid and iid not in table, (kind, entry)
+                    table[iid] = one(entry, "name")
+        for e in p.get("track_event", []):
+            if "name_iid" in e:
+                assert "name" not in e, e
+                e["name"] = [tables["event_names"][one(e, "name_iid")]]
+            for iid in e.get("category_iids", []):
+                e.setdefault("categories", []).append(tables["event_categories"][iid])
+    return packets
 
 
 class PerfettoTimeline(frtest.Case):
@@ -105,7 +126,16 @@ class PerfettoTimeline(frtest.Case):
     def test_same_as_json(self):
         events, packets = self.both("whole")
         self.assertGreater(len(packets), 10)
-        self.assertEqual(one(packets[0], "sequence_flags"), 1)
+        # the first packet clears the sequence's state, all use it (interning)
+        self.assertEqual([one(p, "sequence_flags") for p in packets[:2]], [3, 2])
+        self.assertTrue(all(one(p, "sequence_flags") == 2 for p in packets[1:]))
+        # names interned: each defined once, so fewer definitions than uses
+        defined = sum(len(i.get("event_names", [])) for p in packets
+                      for i in p.get("interned_data", []))
+        used = sum(1 for p in packets for e in p.get("track_event", []) if "name_iid" in e)
+        self.assertLess(defined, used)
+        self.assertEqual(defined, len({one(e, "name") for p in packets
+                                       for e in p.get("track_event", []) if "name_iid" in e}))
         self.assertTrue(all(one(p, "trusted_packet_sequence_id") == 1 for p in packets))
         tracks = self.tracks(packets)
         # a descriptor before the first event on its track
