@@ -7,7 +7,8 @@
  * counter_descriptor.proto, debug_annotation.proto); the subset used is in
  * tests/perfetto/perfetto_trace.proto.
  *
- * Tracks: one per process (ProcessDescriptor), one per thread
+ * Tracks (uuids 1, 2, ... in order of first use): one per process
+ * (ProcessDescriptor), one per thread
  * (ThreadDescriptor, its parent the process's), the process's "steps" and
  * "GPU idle" tracks and each counter as named child tracks of the process,
  * and a track per asynchronous slice (Perfetto's way for slices that may
@@ -53,7 +54,8 @@ struct tl_perfetto {
 	FILE *out;
 	struct pb_buf pkt, sub, sub2;
 	struct pb_buf interned, entry; /* the packet's interned_data, one entry */
-	struct hmap seen;   /* track uuid -> 1: its descriptor is out */
+	struct hmap seen;   /* track key (process_key...) -> its uuid, once its descriptor is out */
+	uint64_t next_uuid; /* uuids are small numbers: every event names its track */
 	struct hmap iids;   /* (hash of the string, ID_NAMES or ID_CATEGORIES) -> iid */
 	char **strs;        /* iid - 1 -> its string: a hash that collides is not interned */
 	size_t nstrs, cap;
@@ -78,18 +80,20 @@ static uint64_t hash_str(uint64_t h, const char *s)
 	return h;
 }
 
-/* uuids: never 0 (Perfetto's "no track"), kinds kept apart */
-static uint64_t process_uuid(uint64_t pid)
+/* Track keys, kinds kept apart; each track's uuid is the next small number
+ * (1 on: 0 is Perfetto's "no track"), a byte or two in every event where a
+ * hash would take ten. */
+static uint64_t process_key(uint64_t pid)
 {
 	return mix(pid * 4 + 1) | 1;
 }
 
-static uint64_t thread_uuid(uint64_t pid, uint64_t tid)
+static uint64_t thread_key(uint64_t pid, uint64_t tid)
 {
 	return mix(mix(pid) ^ (tid * 4 + 2)) | 1;
 }
 
-static uint64_t named_uuid(uint64_t pid, const char *kind, const char *name)
+static uint64_t named_key(uint64_t pid, const char *kind, const char *name)
 {
 	return mix(hash_str(hash_str(mix(pid * 4 + 3), kind), name)) | 1;
 }
@@ -160,10 +164,11 @@ static uint64_t intern(struct tl_perfetto *p, int kind, const char *s)
 	return *v;
 }
 
-/* A TrackDescriptor: of a process (tid 0, kind NULL), of a thread, or a
- * named child track of a process (kind "steps", "idle", "counter", "async"). */
-static void descriptor(struct tl_perfetto *p, uint64_t uuid, uint64_t pid, uint64_t tid,
-		       const char *kind, const char *name)
+/* A TrackDescriptor: of a process (parent 0: tid 0, kind NULL), of a
+ * thread, or a named child track of a process (kind "steps", "idle",
+ * "counter", "async"). */
+static void descriptor(struct tl_perfetto *p, uint64_t uuid, uint64_t parent, uint64_t pid,
+		       uint64_t tid, const char *kind, const char *name)
 {
 	packet_begin(p, 0, 0);
 	pb_reset(&p->sub);
@@ -177,14 +182,14 @@ static void descriptor(struct tl_perfetto *p, uint64_t uuid, uint64_t pid, uint6
 			pb_string(&p->sub2, PD_NAME, name);
 		pb_msg(&p->sub, TD_PROCESS, &p->sub2);
 	} else if (!kind) {
-		pb_uint(&p->sub, TD_PARENT, process_uuid(pid));
+		pb_uint(&p->sub, TD_PARENT, parent);
 		pb_uint_set(&p->sub2, THD_PID, pid);
 		pb_uint_set(&p->sub2, THD_TID, tid);
 		if (name)
 			pb_string(&p->sub2, THD_NAME, name);
 		pb_msg(&p->sub, TD_THREAD, &p->sub2);
 	} else {
-		pb_uint(&p->sub, TD_PARENT, process_uuid(pid));
+		pb_uint(&p->sub, TD_PARENT, parent);
 		if (!strcmp(kind, "counter")) {
 			pb_uint(&p->sub2, CD_UNIT, UNIT_SIZE_BYTES);
 			pb_msg(&p->sub, TD_COUNTER, &p->sub2);
@@ -194,41 +199,42 @@ static void descriptor(struct tl_perfetto *p, uint64_t uuid, uint64_t pid, uint6
 	put_packet(p);
 }
 
-/* The descriptors of uuid's track and of its process, once each. */
-static void ensure(struct tl_perfetto *p, uint64_t uuid, uint64_t pid, uint64_t tid,
-		   const char *kind, const char *name)
+/* The uuid of key's track, its descriptor and its process's written once
+ * each (0: memory ran out, and the file fails). */
+static uint64_t ensure(struct tl_perfetto *p, uint64_t key, uint64_t pid, uint64_t tid,
+		       const char *kind, const char *name)
 {
-	uint64_t proc = process_uuid(pid);
 	int created = 0;
-	uint64_t *v = hmap_slot(&p->seen, proc, 0, &created);
+	uint64_t *v = hmap_slot(&p->seen, process_key(pid), 0, &created);
 	if (!v) {
 		p->failed = 1;
-		return;
+		return 0;
 	}
 	if (created) {
-		*v = 1;
-		descriptor(p, proc, pid, 0, NULL, NULL);
+		*v = ++p->next_uuid;
+		descriptor(p, *v, 0, pid, 0, NULL, NULL);
 	}
-	if (uuid == proc)
-		return;
-	v = hmap_slot(&p->seen, uuid, 0, &created);
+	uint64_t proc = *v;
+	if (key == process_key(pid))
+		return proc;
+	v = hmap_slot(&p->seen, key, 0, &created);
 	if (!v) {
 		p->failed = 1;
-		return;
+		return 0;
 	}
 	if (created) {
-		*v = 1;
-		descriptor(p, uuid, pid, tid, kind, name);
+		*v = ++p->next_uuid;
+		descriptor(p, *v, proc, pid, tid, kind, name);
 	}
+	return *v;
 }
 
 /* The track of (pid, tid): a thread's, or the process's steps / GPU idle. */
 static uint64_t thread_track(struct tl_perfetto *p, uint64_t pid, uint64_t tid)
 {
 	const char *kind = tid & TL_IDLE_TID_BIT ? "idle" : tid & TL_STEPS_TID_BIT ? "steps" : NULL;
-	uint64_t uuid = kind ? named_uuid(pid, kind, "") : thread_uuid(pid, tid);
-	ensure(p, uuid, pid, tid, kind, kind ? (kind[0] == 'i' ? "GPU idle" : "steps") : NULL);
-	return uuid;
+	uint64_t key = kind ? named_key(pid, kind, "") : thread_key(pid, tid);
+	return ensure(p, key, pid, tid, kind, kind ? (kind[0] == 'i' ? "GPU idle" : "steps") : NULL);
 }
 
 static void track_event(struct tl_perfetto *p, int64_t ts, uint64_t track, int type,
@@ -290,8 +296,7 @@ static void pf_async(void *e, int begin, const char *cat, const char *name, cons
 	struct tl_perfetto *p = e;
 	char key[160];
 	snprintf(key, sizeof(key), "%s/%s", cat, id);
-	uint64_t track = named_uuid(pid, "async", key);
-	ensure(p, track, pid, tid, "async", name);
+	uint64_t track = ensure(p, named_key(pid, "async", key), pid, tid, "async", name);
 	if (begin)
 		track_event(p, ts, track, TYPE_SLICE_BEGIN, cat, name, args);
 	else /* an end's args (a completion's status) join the slice's */
@@ -308,8 +313,7 @@ static void pf_instant(void *e, const char *cat, const char *name, uint64_t pid,
 static void pf_counter(void *e, const char *name, uint64_t pid, int64_t ts, uint64_t bytes)
 {
 	struct tl_perfetto *p = e;
-	uint64_t track = named_uuid(pid, "counter", name);
-	ensure(p, track, pid, 0, "counter", name);
+	uint64_t track = ensure(p, named_key(pid, "counter", name), pid, 0, "counter", name);
 	packet_begin(p, ts, 1);
 	pb_reset(&p->sub);
 	pb_uint(&p->sub, TE_TYPE, TYPE_COUNTER);
@@ -328,13 +332,14 @@ static void pf_meta(void *e, const char *what, uint64_t pid, uint64_t tid, const
 	if (is_number || !value)
 		return; /* sort indexes: the UI orders tracks itself */
 	if (!strcmp(what, "process_name")) {
-		ensure(p, process_uuid(pid), pid, 0, NULL, NULL);
-		descriptor(p, process_uuid(pid), pid, 0, NULL, value);
+		uint64_t proc = ensure(p, process_key(pid), pid, 0, NULL, NULL);
+		descriptor(p, proc, 0, pid, 0, NULL, value);
 	} else if (!strcmp(what, "thread_name")) {
 		if (tid & (TL_IDLE_TID_BIT | TL_STEPS_TID_BIT))
 			return; /* named when made */
 		uint64_t track = thread_track(p, pid, tid);
-		descriptor(p, track, pid, tid, NULL, value);
+		descriptor(p, track, ensure(p, process_key(pid), pid, 0, NULL, NULL), pid, tid,
+			   NULL, value);
 	}
 }
 

@@ -156,6 +156,12 @@ class PerfettoTimeline(frtest.Case):
         for key, names in x.items():
             self.assertEqual(sorted(got[key][0]), sorted(names), key)
             self.assertEqual(got[key][1], len(names), key)
+        # every thread track is a child of its own process's track
+        threads = [d for d in tracks.values() if one(d, "thread") is not None]
+        self.assertTrue(threads)
+        for d in threads:
+            parent = one(tracks[one(d, "parent_uuid")], "process")
+            self.assertEqual(one(parent, "pid"), one(one(d, "thread"), "pid"), d)
         # processes and threads named as in the JSON
         pnames = {e["pid"]: e["args"]["name"] for e in events
                   if e["ph"] == "M" and e["name"] == "process_name"}
