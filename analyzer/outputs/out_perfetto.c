@@ -19,8 +19,8 @@
  * in bytes; a slice's args go as one debug annotation "args" holding the
  * JSON object the JSON timeline has (legacy_json_value).  Event names and
  * categories are interned (interned_data, interned_data.proto): a name's
- * first packet defines its iid and later ones carry the iid alone, which
- * roughly halves the file of a long run's repeated CUDA and system calls. */
+ * first packet defines its iid and later ones carry the iid alone, so a
+ * long run's repeated CUDA and system call names go into the file once. */
 #include "out_timeline_emit.h"
 #include "hmap.h"
 #include "pb_write.h"
