@@ -249,3 +249,76 @@ void fuzz_check_markup(const char *s, size_t n, const char *start, const char *e
 		fail(what, "script data not closed", s, n, from);
 	check_json_at(s, n, from, (size_t)(b - s), what);
 }
+
+/* A varint at s[*at], under 10 bytes; -1 when it runs past end or is longer. */
+static int pb_varint(const char *s, size_t end, size_t *at, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 70 && *at < end; shift += 7) {
+		unsigned char b = (unsigned char)s[(*at)++];
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return 0;
+	}
+	return -1;
+}
+
+/* The fields of one message in s[from, end); sub names the field numbers
+ * whose length-delimited value is itself a message to walk (0-terminated,
+ * NULL: none), for depth levels below. */
+static void pb_message(const char *s, size_t n, size_t from, size_t end, const int *const *sub,
+		       const char *what)
+{
+	size_t at = from;
+	while (at < end) {
+		size_t field_at = at;
+		uint64_t key, len;
+		if (pb_varint(s, end, &at, &key))
+			fail(what, "protobuf key runs off its message", s, n, field_at);
+		if (key >> 3 == 0)
+			fail(what, "protobuf field number 0", s, n, field_at);
+		switch (key & 7) {
+		case 0:
+			if (pb_varint(s, end, &at, &len))
+				fail(what, "protobuf varint runs off its message", s, n, field_at);
+			break;
+		case 1:
+		case 5:
+			len = (key & 7) == 1 ? 8 : 4;
+			if (end - at < len)
+				fail(what, "protobuf fixed field runs off its message", s, n, field_at);
+			at += len;
+			break;
+		case 2:
+			if (pb_varint(s, end, &at, &len) || end - at < len)
+				fail(what, "protobuf length runs off its message", s, n, field_at);
+			if (sub && sub[0])
+				for (const int *f = sub[0]; *f; f++)
+					if ((uint64_t)*f == key >> 3)
+						pb_message(s, n, at, at + len, sub + 1, what);
+			at += len;
+			break;
+		default:
+			fail(what, "protobuf wire type not written by flightrec", s, n, field_at);
+		}
+	}
+}
+
+void fuzz_check_pftrace(const char *s, size_t n, const char *what)
+{
+	/* Trace.packet; in TracePacket, track_event, interned_data and
+	 * track_descriptor; below them their debug annotations and descriptors */
+	static const int packet[] = { 11, 12, 60, 0 }, inner[] = { 3, 4, 8, 0 };
+	static const int *const levels[] = { packet, inner, NULL };
+	size_t at = 0;
+	while (at < n) {
+		size_t rec = at;
+		uint64_t key, len;
+		if (pb_varint(s, n, &at, &key) || key != (1u << 3 | 2))
+			fail(what, "not a Trace.packet record", s, n, rec);
+		if (pb_varint(s, n, &at, &len) || n - at < len)
+			fail(what, "Trace.packet runs off the file", s, n, rec);
+		pb_message(s, n, at, at + len, levels, what);
+		at += len;
+	}
+}

@@ -11,7 +11,15 @@
  *   fuzz_check_markup  an HTML/SVG document: printable ASCII and whitespace
  *                      only (the writers escape everything else), and the
  *                      JSON after `start` valid up to `end`, which must
- *                      follow it directly (nothing broke out of the script) */
+ *                      follow it directly (nothing broke out of the script)
+ *   fuzz_check_pftrace a Perfetto protobuf trace (timeline --format perfetto):
+ *                      nothing but Trace.packet (field 1, length-delimited)
+ *                      records whose lengths add up to the file, each packet
+ *                      and its track_event (11), interned_data (12) and
+ *                      track_descriptor (60)
+ *                      well-formed messages (known wire types, every length
+ *                      inside its message), so a reader never runs off a
+ *                      record or mistakes a string's bytes for fields */
 #ifndef FLIGHTREC_FUZZ_CHECK_H
 #define FLIGHTREC_FUZZ_CHECK_H
 
@@ -22,5 +30,6 @@ void fuzz_check_jsonl(const char *s, size_t n, const char *what);
 void fuzz_check_text(const char *s, size_t n, const char *what);
 void fuzz_check_markup(const char *s, size_t n, const char *start, const char *end,
 		       const char *what);
+void fuzz_check_pftrace(const char *s, size_t n, const char *what);
 
 #endif

@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 typedef int (*cmd_fn)(int, char **, FILE *, FILE *);
 
-enum oracle { NONE, JSON, TEXT, REPORT, FLAME_SVG, FLAME_HTML, SUMMARY_TEXT, SUMMARY_JSON };
+enum oracle { NONE, JSON, PFTRACE, TEXT, REPORT, FLAME_SVG, FLAME_HTML, SUMMARY_TEXT, SUMMARY_JSON };
 
 static FILE *errout(void)
 {
@@ -57,6 +57,10 @@ static int run(cmd_fn cmd, int argc, char **argv, enum oracle oracle, const char
 		/* a failed command may have stopped in the middle of its output */
 		if (rc == 0 && len)
 			fuzz_check_json(buf, len, what);
+		break;
+	case PFTRACE:
+		if (rc == 0)
+			fuzz_check_pftrace(buf, len, what);
 		break;
 	case TEXT:
 		fuzz_check_text(buf, len, what);
@@ -196,7 +200,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	RUN(cmd_stragglers, stragglers, JSON);
 	RUN(cmd_rdma, rdma, JSON);
 	RUN(cmd_timeline, timeline, JSON);
-	RUN(cmd_timeline, perfetto, NONE);
+	RUN(cmd_timeline, perfetto, PFTRACE);
 	RUN(cmd_report, report, REPORT);
 	RUN(cmd_flame, svg, FLAME_SVG);
 	RUN(cmd_flame, html, FLAME_HTML);

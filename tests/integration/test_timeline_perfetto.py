@@ -51,12 +51,33 @@ def decode(path):
             elif re.fullmatch(r"-?\d+", value):
                 value = int(value)
             cur.setdefault(key, []).append(value)
-    return root.get("packet", [])
+    return resolve_names(root.get("packet", []))
 
 
 def one(d, key, default=None):
     v = d.get(key)
     return v[0] if v else default
+
+
+def resolve_names(packets):
+    """Each track event's name and categories spelled out: an interned
+    one's iid must be defined before its first use (interned_data of that
+    packet or an earlier one), once, and never 0."""
+    tables = {"event_names": {}, "event_categories": {}}
+    for p in packets:
+        for interned in p.get("interned_data", []):
+            for kind, table in tables.items():
+                for entry in interned.get(kind, []):
+                    iid = one(entry, "iid")
+                    assert iid and iid not in table, (kind, entry)
+                    table[iid] = one(entry, "name")
+        for e in p.get("track_event", []):
+            if "name_iid" in e:
+                assert "name" not in e, e
+                e["name"] = [tables["event_names"][one(e, "name_iid")]]
+            for iid in e.get("category_iids", []):
+                e.setdefault("categories", []).append(tables["event_categories"][iid])
+    return packets
 
 
 class PerfettoTimeline(frtest.Case):
@@ -105,7 +126,16 @@ class PerfettoTimeline(frtest.Case):
     def test_same_as_json(self):
         events, packets = self.both("whole")
         self.assertGreater(len(packets), 10)
-        self.assertEqual(one(packets[0], "sequence_flags"), 1)
+        # the first packet clears the sequence's state, all use it (interning)
+        self.assertEqual([one(p, "sequence_flags") for p in packets[:2]], [3, 2])
+        self.assertTrue(all(one(p, "sequence_flags") == 2 for p in packets[1:]))
+        # names interned: each defined once, so fewer definitions than uses
+        defined = sum(len(i.get("event_names", [])) for p in packets
+                      for i in p.get("interned_data", []))
+        used = sum(1 for p in packets for e in p.get("track_event", []) if "name_iid" in e)
+        self.assertLess(defined, used)
+        self.assertEqual(defined, len({one(e, "name") for p in packets
+                                       for e in p.get("track_event", []) if "name_iid" in e}))
         self.assertTrue(all(one(p, "trusted_packet_sequence_id") == 1 for p in packets))
         tracks = self.tracks(packets)
         # a descriptor before the first event on its track
@@ -126,6 +156,12 @@ class PerfettoTimeline(frtest.Case):
         for key, names in x.items():
             self.assertEqual(sorted(got[key][0]), sorted(names), key)
             self.assertEqual(got[key][1], len(names), key)
+        # every thread track is a child of its own process's track
+        threads = [d for d in tracks.values() if one(d, "thread") is not None]
+        self.assertTrue(threads)
+        for d in threads:
+            parent = one(tracks[one(d, "parent_uuid")], "process")
+            self.assertEqual(one(parent, "pid"), one(one(d, "thread"), "pid"), d)
         # processes and threads named as in the JSON
         pnames = {e["pid"]: e["args"]["name"] for e in events
                   if e["ph"] == "M" and e["name"] == "process_name"}
@@ -145,6 +181,39 @@ class PerfettoTimeline(frtest.Case):
                if one(e, "track_uuid") == cuuid[0]]
         self.assertEqual(cpf, cjs)
         self.assertEqual(max(cpf), PEAK)
+        # and the memory command's ledger agrees on the peak and the end
+        mem = json.loads(frtest.analyze("memory", self.trace, "--json").stdout)
+        device = [s for s in mem["series"] if s["space"] == "device"]
+        self.assertEqual(len(device), 1, device)
+        self.assertEqual(max(cpf), device[0]["peak_bytes"])
+        self.assertEqual(cpf[-1], device[0]["end_bytes"])
+
+    def test_slices_nest(self):
+        """Ordered by time as a reader orders them (a stable sort: packets
+        of one time keep their order), every thread track's ends close the
+        slice begun last, and that is its own (a slice's end is the packet
+        after its begin), so no slice takes another's end."""
+        _, packets = self.both("nest")
+        tracks = self.tracks(packets)
+        per_track = collections.defaultdict(list)
+        for i, p in enumerate(packets):
+            for e in p.get("track_event", []):
+                d = tracks[one(e, "track_uuid")]
+                if one(d, "thread") is not None:
+                    per_track[one(e, "track_uuid")].append((one(p, "timestamp"), i, e))
+        self.assertTrue(per_track)
+        closed = 0
+        for uuid, evs in per_track.items():
+            stack = []
+            for ts, i, e in sorted(evs, key=lambda x: (x[0], x[1])):
+                if one(e, "type") == "TYPE_SLICE_BEGIN":
+                    stack.append(i)
+                elif one(e, "type") == "TYPE_SLICE_END":
+                    self.assertTrue(stack, (uuid, ts))
+                    self.assertEqual(stack.pop(), i - 1, (uuid, ts))
+                    closed += 1
+            self.assertEqual(stack, [], uuid)
+        self.assertGreater(closed, 0)
 
     def test_window(self):
         events, _ = self.both("whole_for_window")

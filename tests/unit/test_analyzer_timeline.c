@@ -545,9 +545,10 @@ static void check_rank(void)
 	free(text);
 }
 
-/* A JSON timeline past the viewers' size says so and names the way out;
- * one within it says nothing (the bound lowered to a few bytes, then
- * raised: the whole-file size is what decides). */
+/* A JSON timeline past the viewers' size says so and names the ways out
+ * (Perfetto's format first); one within it says nothing (the bound lowered
+ * to a few bytes, then raised: the whole-file size is what decides), and
+ * neither does a Perfetto file of any size, that format being the way out. */
 static void check_big_note(const char *trace, const char *out)
 {
 	setenv("FLIGHTREC_TIMELINE_BIG_BYTES", "1000", 1);
@@ -555,6 +556,13 @@ static void check_big_note(const char *trace, const char *out)
 	CHECK_EQ_U64(r.rc, 0);
 	CHECK(strstr(r.err, "chrome://tracing refuses JSON past 256 MB") != NULL);
 	CHECK(strstr(r.err, "--from SEC --to SEC") != NULL);
+	CHECK(strstr(r.err, "--format perfetto -o OUT.pftrace") != NULL);
+	cmd_run_free(&r);
+	r = CMD_RUN(cmd_timeline, "timeline", (char *)trace, "--format", "perfetto", "-o",
+		    (char *)out);
+	CHECK_EQ_U64(r.rc, 0);
+	CHECK(strstr(r.err, "256 MB") == NULL);
+	CHECK(strstr(r.err, "slices") != NULL);
 	cmd_run_free(&r);
 	setenv("FLIGHTREC_TIMELINE_BIG_BYTES", "1000000000", 1);
 	r = CMD_RUN(cmd_timeline, "timeline", (char *)trace, "-o", (char *)out);
