@@ -27,9 +27,15 @@ run() { # name mode expected-stderr [env...]
 run kernels kernels "" CUDA_INJECTION64_PATH="$inject" LD_LIBRARY_PATH="$cupti_dir"
 grep -qx 'cupti_harness: 6 launches, 6 kernels, 137000 ns each' "$tmp/out" ||
 	{ echo "FAIL kernels: summary"; cat "$tmp/out"; fail=1; }
+run many many "" CUDA_INJECTION64_PATH="$inject" LD_LIBRARY_PATH="$cupti_dir"
+# the batch count depends on CUpti_ActivityKernelN's size; the harness checks the largest is 32
+grep -q '^cupti_harness: 3000 launches, 3000 kernels in [0-9]* batches$' "$tmp/out" ||
+	{ echo "FAIL many: summary"; cat "$tmp/out"; fail=1; }
 run not-injected none "" LD_LIBRARY_PATH="$cupti_dir"
 run slot-held none "flightrec-cupti: another profiler already uses CUPTI in this process (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED); no GPU kernel times
 " CUDA_INJECTION64_PATH="$inject" LD_LIBRARY_PATH="$cupti_dir" FLIGHTREC_FAKE_CUPTI_HELD=1
 run no-libcupti none "flightrec-cupti: cannot load libcupti ($tmp/none/libcupti.so.13: cannot open shared object file: No such file or directory); no GPU kernel times
 " CUDA_INJECTION64_PATH="$inject" FLIGHTREC_CUPTI_LIB="$tmp/none/libcupti.so.13"
+run bad-injection-path none "cudart stand-in: CUDA_INJECTION64_PATH $tmp/none.so: $tmp/none.so: cannot open shared object file: No such file or directory
+" CUDA_INJECTION64_PATH="$tmp/none.so" LD_LIBRARY_PATH="$cupti_dir"
 exit $fail

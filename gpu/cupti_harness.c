@@ -3,11 +3,14 @@
  * flightrec_cupti_kernels itself, exported, so the injection library's
  * calls to them bind here (ELF interposition) instead of to its own.
  *
- * Usage: cupti_harness kernels|none
+ * Usage: cupti_harness kernels|many|none
  *   kernels: every launch must reach flightrec_cupti_launch on its own
  *     thread, and every kernel come back with that correlation id, the
  *     fake GPU's duration (FLIGHTREC_FAKE_KERNEL_US), its name, grid,
  *     block, shared memory and stream.
+ *   many: MANY_LAUNCHES launches, more than one activity buffer holds:
+ *     every kernel back, in batches of at most FR_GPU_KERNEL_BATCH, none
+ *     dropped, each with its launch's correlation id and exact duration.
  *   none: nothing may reach either function; the CUDA calls still work.
  * The check runs at exit, after the library's own exit-time flush. */
 #include "flightrec_cupti.h"
@@ -21,8 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_SEEN 64
 #define N_LAUNCHES 6
+#define MANY_LAUNCHES 3000
+#define MAX_SEEN 4096
 
 struct launch_seen {
 	uint64_t correlation_id;
@@ -42,10 +46,10 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct launch_seen g_launches[MAX_SEEN];
 static unsigned g_n_launches;
 static struct fr_gpu_kernel g_kernels[MAX_SEEN];
-static unsigned g_n_kernels, g_kernel_calls;
+static unsigned g_n_kernels, g_kernel_calls, g_max_batch;
 static uint64_t g_dropped;
 static struct expected g_expected[N_LAUNCHES];
-static int g_mode_kernels;
+static int g_mode_kernels, g_mode_many;
 static uint64_t g_kernel_ns;
 static cudaStream_t g_side;
 
@@ -62,6 +66,8 @@ void flightrec_cupti_kernels(const struct fr_gpu_kernel *k, uint32_t n, uint64_t
 {
 	pthread_mutex_lock(&g_lock);
 	g_kernel_calls++;
+	if (n > g_max_batch)
+		g_max_batch = n;
 	g_dropped += dropped;
 	for (uint32_t i = 0; i < n; i++, g_n_kernels++)
 		if (g_n_kernels < MAX_SEEN)
@@ -81,7 +87,8 @@ static uint64_t monotonic_ns(void)
 }
 
 static int g_failures;
-#define CHECK(cond, ...) do { if (!(cond)) { g_failures++; fprintf(stderr, "FAIL %s:%d: ", \
+/* the first 10 failures are shown, all are counted */
+#define CHECK(cond, ...) do { if (!(cond) && ++g_failures <= 10) { fprintf(stderr, "FAIL %s:%d: ", \
 	__FILE__, __LINE__); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 static void launch(unsigned i, void (*fn)(void), const char *name, unsigned grid, unsigned block,
@@ -110,9 +117,47 @@ static const struct expected *expected_for(uint64_t correlation_id)
 	return NULL;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void check_many(void)
+{
+	CHECK(g_n_launches == MANY_LAUNCHES, "launch probe: %u calls", g_n_launches);
+	CHECK(g_n_kernels == MANY_LAUNCHES, "kernel probe: %u records", g_n_kernels);
+	CHECK(g_dropped == 0, "%llu dropped", (unsigned long long)g_dropped);
+	CHECK(g_max_batch == FR_GPU_KERNEL_BATCH, "largest batch %u, want %d", g_max_batch,
+	      FR_GPU_KERNEL_BATCH);
+	static uint64_t ids[MAX_SEEN];
+	unsigned n = g_n_launches < MAX_SEEN ? g_n_launches : MAX_SEEN;
+	for (unsigned i = 0; i < n; i++)
+		ids[i] = g_launches[i].correlation_id;
+	qsort(ids, n, sizeof(ids[0]), cmp_u64);
+	for (unsigned i = 0; i < g_n_kernels && i < MAX_SEEN; i++) {
+		const struct fr_gpu_kernel *k = &g_kernels[i];
+		CHECK(bsearch(&k->correlation_id, ids, n, sizeof(ids[0]), cmp_u64),
+		      "kernel %u: correlation id %llu matches no launch", i,
+		      (unsigned long long)k->correlation_id);
+		CHECK(k->end_ns - k->start_ns == g_kernel_ns, "kernel %u: %llu ns", i,
+		      (unsigned long long)(k->end_ns - k->start_ns));
+		/* one stream: each kernel starts when the one before it ends, or later */
+		CHECK(i == 0 || k->start_ns >= g_kernels[i - 1].end_ns, "kernel %u overlaps %u", i,
+		      i - 1);
+	}
+	if (!g_failures)
+		printf("cupti_harness: %u launches, %u kernels in %u batches\n", g_n_launches,
+		       g_n_kernels, g_kernel_calls);
+	fflush(stdout);
+	_exit(g_failures ? 1 : 0);
+}
+
 static void check_at_exit(void)
 {
 	uint64_t end_ns = monotonic_ns();
+	if (g_mode_many)
+		check_many();
 	if (!g_mode_kernels) {
 		CHECK(g_n_launches == 0, "%u launches reached the probe", g_n_launches);
 		CHECK(g_kernel_calls == 0, "%u kernel batches reached the probe", g_kernel_calls);
@@ -170,14 +215,26 @@ static void check_at_exit(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2 || (strcmp(argv[1], "kernels") && strcmp(argv[1], "none"))) {
-		fprintf(stderr, "usage: cupti_harness kernels|none\n");
+	if (argc != 2 || (strcmp(argv[1], "kernels") && strcmp(argv[1], "many") &&
+			  strcmp(argv[1], "none"))) {
+		fprintf(stderr, "usage: cupti_harness kernels|many|none\n");
 		return 2;
 	}
 	g_mode_kernels = !strcmp(argv[1], "kernels");
+	g_mode_many = !strcmp(argv[1], "many");
 	const char *us = getenv("FLIGHTREC_FAKE_KERNEL_US");
 	g_kernel_ns = (us ? strtoull(us, NULL, 10) : 50) * 1000;
 	atexit(check_at_exit); /* first registered: runs after the library's flush */
+	if (g_mode_many) {
+		dim3 g = { 1, 1, 1 }, b = { 32, 1, 1 };
+		for (unsigned i = 0; i < MANY_LAUNCHES; i++) {
+			cudaError_t err = cudaLaunchKernel((const void *)forward_kernel, g, b, NULL, 0, 0);
+			CHECK(err == cudaSuccess, "launch %u: error %d", i, (int)err);
+		}
+		cudaError_t err = cudaDeviceSynchronize();
+		CHECK(err == cudaSuccess, "cudaDeviceSynchronize: %d", (int)err);
+		return 0;
+	}
 	cudaError_t err = cudaStreamCreate(&g_side);
 	CHECK(err == cudaSuccess, "cudaStreamCreate: %d", (int)err);
 	launch(0, forward_kernel, "forward_kernel", 128, 256, 0, 0);

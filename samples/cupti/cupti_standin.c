@@ -22,8 +22,9 @@
  *     record is dropped and counted (cuptiActivityGetNumDroppedRecords).
  *   - clock: the fake GPU's CLOCK_MONOTONIC times are moved into the
  *     registered timestamp callback's domain, else into CLOCK_REALTIME
- *     (NVIDIA's default on Linux), by one offset per record, so durations
- *     are exact.
+ *     (NVIDIA's default on Linux), by one offset taken at the first record
+ *     (again after a new callback), so durations are exact and back-to-back
+ *     kernels stay back to back.
  *   - memcpy/memset/API activity kinds are accepted; no records are made.
  */
 #include <cupti.h>
@@ -56,6 +57,8 @@ static CUpti_TimestampCallbackFunc g_timestamp;
 static uint8_t *g_buf;
 static size_t g_buf_size, g_buf_used, g_buf_max_records, g_buf_records;
 static size_t g_dropped;
+static int g_offset_known;      /* fake GPU (monotonic) -> record clock */
+static uint64_t g_offset;
 static char *g_names[MAX_NAMES]; /* CUPTI owns kernel names, one copy each */
 static unsigned g_n_names;
 
@@ -202,6 +205,7 @@ EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbac
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&g_lock);
 	g_timestamp = fn;
+	g_offset_known = 0;
 	pthread_mutex_unlock(&g_lock);
 	return CUPTI_SUCCESS;
 }
@@ -311,8 +315,12 @@ EXPORT void fake_gpu_kernel(const struct fake_gpu_kernel *k)
 		pthread_mutex_unlock(&g_lock);
 		return;
 	}
-	uint64_t offset = (g_timestamp ? g_timestamp() : clock_ns(CLOCK_REALTIME)) -
-			  clock_ns(CLOCK_MONOTONIC);
+	if (!g_offset_known) {
+		g_offset = (g_timestamp ? g_timestamp() : clock_ns(CLOCK_REALTIME)) -
+			   clock_ns(CLOCK_MONOTONIC);
+		g_offset_known = 1;
+	}
+	uint64_t offset = g_offset;
 	CUpti_ActivityKernel10 *r = (CUpti_ActivityKernel10 *)(g_buf + g_buf_used);
 	memset(r, 0, RECORD_BYTES);
 	r->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
