@@ -377,15 +377,16 @@ static void thread_state_free(void *p)
 static void load_injection(void)
 {
 	const char *path = getenv("CUDA_INJECTION64_PATH");
-	if (path && *path) {
-		void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-		int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
-		if (init)
-			init();
-		else
-			fprintf(stderr, "cudart stand-in: CUDA_INJECTION64_PATH %s: %s\n", path,
-				h ? "no InitializeInjection" : dlerror());
+	if (!path || !*path)
+		return; /* no profiler: not one dlopen more than before */
+	void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+	int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+	if (!init) {
+		fprintf(stderr, "cudart stand-in: CUDA_INJECTION64_PATH %s: %s\n", path,
+			h ? "no InitializeInjection" : dlerror());
+		return;
 	}
+	init();
 	void *cupti = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
 	if (!cupti)
 		return;
