@@ -39,6 +39,14 @@
  *     cudaMemcpyAsync returns at once.
  *   - kernels: cudaLaunchKernel queues FLIGHTREC_FAKE_KERNEL_US (default 50)
  *     microseconds on the stream.
+ *   - profiling: at its first call the runtime loads CUDA_INJECTION64_PATH
+ *     and calls its InitializeInjection, as NVIDIA's driver does in cuInit.
+ *     If a libcupti.so.13 is loaded then (the stand-in, samples/cupti/),
+ *     each cudaLaunchKernel fires its runtime API callbacks (ENTER/EXIT, one
+ *     correlation id) on the launching thread and gives it the kernel's
+ *     record: start and end on the stream, grid, block, dynamic shared
+ *     memory, and the name of the kernel stub's symbol (dladdr; samples
+ *     link with -rdynamic).  Captured and graph kernels make no records.
  *   - events: cudaEventRecord marks when the work queued so far on its
  *     stream ends; cudaEventQuery answers cudaErrorNotReady (600) before
  *     then, cudaEventSynchronize sleeps until then; cudaStreamWaitEvent
@@ -80,6 +88,10 @@
 #include "cuda_runtime_api_min.h"
 #endif
 #include "cudart_errors.h"
+#include "fake_gpu_activity.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -128,6 +140,9 @@ cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
 #define D2D_BYTES_PER_S 1000e9
 #define BOUNCE_BYTES (1u << 20)
 #define MAX_THREADS_PER_BLOCK 1024u
+/* cupti_runtime_cbid.h: CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel(_ptsz)_v7000 */
+#define CUPTI_CBID_LAUNCH_KERNEL 211u
+#define CUPTI_CBID_LAUNCH_KERNEL_PTSZ 214u
 
 /* Which default stream a call without an explicit stream means. */
 enum default_stream { USE_LEGACY = 0, USE_PER_THREAD = 1 };
@@ -143,6 +158,7 @@ struct CUstream_st {
 	int capture_invalid;        /* an unsupported operation hit the capture */
 	enum cudaStreamCaptureMode capture_mode;
 	pthread_t capture_thread;   /* who began the capture */
+	uint32_t activity_id;       /* CUPTI streamId, given at first launch */
 };
 
 /* A captured graph and an executable one: kernels back to back. */
@@ -222,6 +238,10 @@ static struct CUevent_st *g_events;
 static struct CUgraph_st *g_graphs;
 static struct CUgraphExec_st *g_graph_execs;
 static pthread_key_t g_thread_key;
+static fake_gpu_api_enter_fn g_api_enter; /* from a loaded libcupti.so.13 */
+static fake_gpu_api_exit_fn g_api_exit;
+static fake_gpu_kernel_fn g_kernel_record;
+static uint32_t g_next_activity_id;
 
 /* Per-thread state: current device, last error, per-thread default
  * streams, the bounce buffer for pageable copies. */
@@ -352,6 +372,31 @@ static void thread_state_free(void *p)
 	free(ts);
 }
 
+/* NVIDIA's driver at cuInit: dlopen CUDA_INJECTION64_PATH, call its
+ * InitializeInjection; a missing file or symbol is reported, not fatal. */
+static void load_injection(void)
+{
+	const char *path = getenv("CUDA_INJECTION64_PATH");
+	if (!path || !*path)
+		return; /* no profiler: not one dlopen more than before */
+	void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+	int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+	if (!init) {
+		fprintf(stderr, "cudart stand-in: CUDA_INJECTION64_PATH %s: %s\n", path,
+			h ? "no InitializeInjection" : dlerror());
+		return;
+	}
+	init();
+	void *cupti = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+	if (!cupti)
+		return;
+	g_api_enter = (fake_gpu_api_enter_fn)dlsym(cupti, FAKE_GPU_API_ENTER);
+	g_api_exit = (fake_gpu_api_exit_fn)dlsym(cupti, FAKE_GPU_API_EXIT);
+	g_kernel_record = (fake_gpu_kernel_fn)dlsym(cupti, FAKE_GPU_KERNEL);
+	if (!g_api_enter || !g_api_exit || !g_kernel_record)
+		g_api_enter = NULL; /* NVIDIA's libcupti: nothing to feed */
+}
+
 static void init_once(void)
 {
 	uint64_t ndev, capacity, kernel_us;
@@ -397,6 +442,8 @@ static void init_once(void)
 	}
 	g_ndevices = (int)ndev;
 	g_init_error = ndev ? cudaSuccess : cudaErrorNoDevice;
+	if (ndev)
+		load_injection();
 }
 
 /* Every exported call starts here: initialise once, report a missing GPU. */
@@ -975,27 +1022,55 @@ static cudaError_t memset_common(void *dev_ptr, int value, size_t count, cudaStr
 	return err;
 }
 
-static cudaError_t launch_common(const void *func, dim3 grid, dim3 block, cudaStream_t handle,
-				 enum default_stream dflt)
+static cudaError_t launch_common(const void *func, dim3 grid, dim3 block, size_t shared_bytes,
+				 cudaStream_t handle, enum default_stream dflt, uint32_t cbid,
+				 const char *api)
 {
 	cudaError_t err = ensure_init();
 	if (err)
 		return err;
+	uint32_t correlation = g_api_enter ? g_api_enter(cbid, api) : 0;
+	struct fake_gpu_kernel k = { .correlation_id = correlation };
+	int ran = 0;
 	if (!func)
-		return cudaErrorInvalidDeviceFunction;
-	if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z ||
-	    (uint64_t)block.x * block.y * block.z > MAX_THREADS_PER_BLOCK)
-		return cudaErrorInvalidConfiguration;
-	pthread_mutex_lock(&g_lock);
-	struct CUstream_st *s;
-	err = resolve_stream(handle, dflt, &s);
-	if (!err && s->capture) {
-		s->capture->n_kernels++; /* captured, not run */
-		s->capture->duration_ns += g_kernel_ns;
-	} else if (!err) {
-		stream_enqueue(s, g_kernel_ns);
+		err = cudaErrorInvalidDeviceFunction;
+	else if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z ||
+		 (uint64_t)block.x * block.y * block.z > MAX_THREADS_PER_BLOCK)
+		err = cudaErrorInvalidConfiguration;
+	if (!err) {
+		pthread_mutex_lock(&g_lock);
+		struct CUstream_st *s;
+		err = resolve_stream(handle, dflt, &s);
+		if (!err && s->capture) {
+			s->capture->n_kernels++; /* captured, not run */
+			s->capture->duration_ns += g_kernel_ns;
+		} else if (!err) {
+			k.end_ns = stream_enqueue(s, g_kernel_ns);
+			k.start_ns = k.end_ns - g_kernel_ns;
+			if (!s->activity_id)
+				s->activity_id = ++g_next_activity_id;
+			k.stream = s->activity_id;
+			k.device = (uint32_t)s->device;
+			k.context = (uint32_t)s->device + 1;
+			ran = 1;
+		}
+		pthread_mutex_unlock(&g_lock);
 	}
-	pthread_mutex_unlock(&g_lock);
+	if (correlation && ran) {
+		Dl_info info;
+		char fallback[32];
+		if (!dladdr(func, &info) || !info.dli_sname || info.dli_saddr != func) {
+			snprintf(fallback, sizeof(fallback), "kernel@%p", func);
+			info.dli_sname = fallback;
+		}
+		k.name = info.dli_sname;
+		k.grid[0] = (int32_t)grid.x, k.grid[1] = (int32_t)grid.y, k.grid[2] = (int32_t)grid.z;
+		k.block[0] = (int32_t)block.x, k.block[1] = (int32_t)block.y, k.block[2] = (int32_t)block.z;
+		k.dynamic_shared_bytes = (int32_t)shared_bytes;
+		g_kernel_record(&k);
+	}
+	if (correlation)
+		g_api_exit(cbid, api, correlation);
 	return err;
 }
 
@@ -1708,15 +1783,15 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void
 			     size_t sharedMem, cudaStream_t stream)
 {
 	(void)args;
-	(void)sharedMem;
-	return finish(launch_common(func, gridDim, blockDim, stream, USE_LEGACY));
+	return finish(launch_common(func, gridDim, blockDim, sharedMem, stream, USE_LEGACY,
+				    CUPTI_CBID_LAUNCH_KERNEL, "cudaLaunchKernel"));
 }
 cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
 				  size_t sharedMem, cudaStream_t stream)
 {
 	(void)args;
-	(void)sharedMem;
-	return finish(launch_common(func, gridDim, blockDim, stream, USE_PER_THREAD));
+	return finish(launch_common(func, gridDim, blockDim, sharedMem, stream, USE_PER_THREAD,
+				    CUPTI_CBID_LAUNCH_KERNEL_PTSZ, "cudaLaunchKernel_ptsz"));
 }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode)
