@@ -28,16 +28,18 @@ fitted to a line (least squares over the rank counts run), printed as
 each count (flat means linear CPU).  Measured last on 1,024 / 4,096 /
 16,384 ranks (128 / 512 / 2,048 files, 8 ranks per node, 200 steps,
 --jobs 1, a loaded 2-core machine):
-  stragglers  14 MiB fixed +  571 KiB per trace file ( 71 KiB per rank);
-              CPU 0.57 / 0.64 / 0.73 ms per rank; 1.16 GB at 16,384
-  report      20 MiB fixed + 1156 KiB per trace file (145 KiB per rank);
-              CPU 0.89 / 0.90 / 1.11 ms per rank; 2.33 GB at 16,384
-  summary     17 MiB fixed + 1155 KiB per trace file (144 KiB per rank);
-              CPU 0.85 / 0.75 / 1.15 ms per rank; 2.33 GB at 16,384
+  stragglers  12 MiB fixed + 486 KiB per trace file (61 KiB per rank);
+              CPU 0.52 / 0.64 / 0.83 ms per rank; 0.98 GB at 16,384
+  report      15 MiB fixed + 954 KiB per trace file (119 KiB per rank);
+              CPU 0.76 / 0.85 / 1.19 ms per rank; 1.92 GB at 16,384
+  summary     12 MiB fixed + 953 KiB per trace file (119 KiB per rank);
+              CPU 0.67 / 0.79 / 1.07 ms per rank; 1.92 GB at 16,384
 The per-file part is the events the models keep until finish (every CPU
 sample of every rank: the findings model's 48-byte event, the stragglers
-model's 16-byte sample; the NCCL calls), not the reader: its chunk
-buffers are released after each file's pass.
+model's 16-byte sample; the NCCL calls and the ranks built from them),
+not the reader: its chunk buffers are released after each file's pass.
+CPU per rank still grows by about 1.5x over 16x the ranks: the sorts
+(n log n) and cache misses of the larger sets.
 
 usage: tests/bench/bench_ranks.py [--build build] [--ranks 64,256,1024]
                                   [--ranks-per-node 8] [--steps 200]
