@@ -27,6 +27,11 @@ struct model_opts {
 	int profile;        /* cpu, mem, cuda_time, syscall_time: also a
 			       stack_profile (per thread, with stack ids) for
 			       the profile formats */
+	int idle_intervals; /* findings: keep every process's GPU-idle
+			       intervals (the timeline draws them); 0: only
+			       their sums, the intervals freed as each
+			       process is done (they are most of its memory
+			       at thousands of ranks) */
 };
 
 struct model_ops {

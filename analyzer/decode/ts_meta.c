@@ -138,11 +138,13 @@ static int decode_stack(const struct ts_where *w, const uint8_t *p, uint32_t siz
 		return 0;
 	}
 	/* doubling: one record at a time, a growth by one would copy the
-	 * whole array per stack (quadratic; minutes under ASan at 100k) */
+	 * whole array per stack (quadratic; minutes under ASan at 100k).
+	 * Small first sizes: every file of the set keeps its own until the
+	 * end, and a rank with a few stacks would hold 168 KiB of room */
 	if (grow_array((void **)&f->stacks, &f->cap_stacks, f->n_stacks + 1, sizeof(*f->stacks),
-		       1024) ||
+		       64) ||
 	    grow_array((void **)&f->ips, &f->cap_ips, f->n_ips + n_frames + 1, sizeof(*f->ips),
-		       16384))
+		       1024))
 		return ts_oom(err, w);
 	struct ts_stack *stacks = f->stacks;
 	uint64_t *ips = f->ips;

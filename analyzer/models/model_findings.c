@@ -294,6 +294,12 @@ static int fx_finish(void *state, struct trace_set *ts, struct frec_error *err)
 		    fx_streams_of(&m->procs[i]))
 			goto oom;
 		fx_steps_of(&m->procs[i]);
+		if (!m->opts.idle_intervals) {
+			struct fx_proc *p = &m->procs[i];
+			free(p->idle);
+			p->idle = NULL;
+			p->n_idle = p->cap_idle = 0;
+		}
 	}
 	if (fx_build_findings(m, ts, sym))
 		goto oom;

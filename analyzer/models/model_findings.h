@@ -91,7 +91,8 @@ struct findings_proc {
 				      copies went to */
 	uint32_t devices;          /* distinct devices of its CUDA calls (-1, unknown, is one) */
 	/* its idle intervals in time order (intervals of them), owned by the
-	 * model: for outputs that draw them (the timeline) */
+	 * model: for outputs that draw them (the timeline), which ask for
+	 * them with model_opts.idle_intervals; none (NULL, 0) otherwise */
 	const struct findings_idle_interval *idle;
 	size_t n_idle;
 };

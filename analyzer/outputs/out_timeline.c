@@ -454,7 +454,8 @@ int out_timeline_begin(struct trace_set *ts, FILE *out, enum out_timeline_format
 	void *events = trace_set_use_model(ts, "events", NULL);
 	void *mem = trace_set_use_model(ts, "mem", NULL);
 	/* the GPU-idle intervals with their cause, drawn at the end */
-	t->findings = trace_set_use_model(ts, "findings", NULL);
+	const struct model_opts keep_intervals = { .idle_intervals = 1 };
+	t->findings = trace_set_use_model(ts, "findings", &keep_intervals);
 	if (!t->offsets || !events || !mem || !t->findings || !trace_set_use_model(ts, "nccl", NULL) ||
 	    model_events_subscribe(events, ts, on_event, t)) {
 		out_timeline_free(t);

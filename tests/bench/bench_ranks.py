@@ -10,7 +10,11 @@ skew.  Generation is timed apart from the analysis.  Then, each in a fresh
 process, measured with wait4 (wall time and that process's own peak RSS):
   stragglers --json     (and whether it names the straggler: printed only)
   report -o FILE
+  summary               (its standard output; it has no --jobs)
   sqlite -o FILE --force
+(--commands picks some of them).  export clickhouse is not among them: it
+needs a running clickhouse-server, and its analysis is the same pass as
+sqlite's (tests/integration/test_export_clickhouse.py tests it).
 each with every --jobs N of --jobs (default 1,2: the serial path, then two
 threads decompressing ahead), and whether the output is the same for every
 N (it must be).  CPU is the process's user + system time (wait4): on a
@@ -18,9 +22,30 @@ shared machine wall time also counts the other processes.
 Growth: the ratio of each number between successive rank counts; with 4x
 the ranks, 4.0 is linear.
 
+Memory: for each command, peak RSS against the number of trace files is
+fitted to a line (least squares over the rank counts run), printed as
+"bound: CMD: F MiB fixed + P KiB per trace file", with CPU ms per rank at
+each count (flat means linear CPU).  Measured last on 1,024 / 4,096 /
+16,384 ranks (128 / 512 / 2,048 files, 8 ranks per node, 200 steps,
+--jobs 1, a loaded 2-core machine):
+  stragglers  12 MiB fixed + 486 KiB per trace file (61 KiB per rank);
+              CPU 0.52 / 0.64 / 0.83 ms per rank; 0.98 GB at 16,384
+  report      15 MiB fixed + 954 KiB per trace file (119 KiB per rank);
+              CPU 0.76 / 0.85 / 1.19 ms per rank; 1.92 GB at 16,384
+  summary     12 MiB fixed + 953 KiB per trace file (119 KiB per rank);
+              CPU 0.67 / 0.79 / 1.07 ms per rank; 1.92 GB at 16,384
+The per-file part is the events the models keep until finish (every CPU
+sample of every rank: the findings model's 48-byte event, the stragglers
+model's 16-byte sample; the NCCL calls and the ranks built from them),
+not the reader: its chunk buffers are released after each file's pass.
+CPU per rank still grows by about 1.5x over 16x the ranks: the sorts
+(n log n) and cache misses of the larger sets.
+
 usage: tests/bench/bench_ranks.py [--build build] [--ranks 64,256,1024]
                                   [--ranks-per-node 8] [--steps 200]
                                   [--late-ms 10] [--jobs 1,2] [--out DIR]
+                                  [--commands stragglers,report,summary,sqlite]
+  the large sizes: --ranks 1024,4096,16384 --jobs 1 (minutes each)
 """
 import filecmp
 import argparse
@@ -54,6 +79,19 @@ def straggler_named(json_path):
         return "unreadable"
 
 
+def line_fit(xs, ys):
+    """Least-squares (intercept, slope) of ys over xs; None below 2 points."""
+    n = len(xs)
+    if n < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if not sxx:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return my - slope * mx, slope
+
+
 def ratio(a, b):
     return b / a if a and b else None
 
@@ -67,6 +105,8 @@ def main():
     ap.add_argument("--late-ms", type=float, default=10)
     ap.add_argument("--jobs", default="1,2", help="comma-separated --jobs values")
     ap.add_argument("--out", default="/tmp/flightrec-bench-ranks")
+    ap.add_argument("--commands", default="stragglers,report,summary,sqlite",
+                    help="comma-separated commands to time")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     gen = os.path.join(build, "samples", "gen_ranks")
@@ -76,6 +116,7 @@ def main():
             sys.exit("bench_ranks: %s not built (cmake --build %s)" % (exe, a.build))
     counts = [int(x) for x in a.ranks.split(",") if x]
     jobs_list = [int(x) for x in a.jobs.split(",") if x]
+    wanted = set(x for x in a.commands.split(",") if x)
 
     results = []
     rows = []
@@ -101,13 +142,16 @@ def main():
                       os.path.join(d, "stragglers-j%d.json" % j)),
                      ("report", j, [analyze, "report"] + files + ["-o", os.path.join(d, "report-j%d.html" % j)] + jj,
                       os.path.join(d, "report-j%d.html" % j)),
+                     # summary takes no --jobs: its pass is the serial one for every N
+                     ("summary", j, [analyze, "summary"] + files, os.path.join(d, "summary-j%d.txt" % j)),
                      ("sqlite", j, [analyze, "sqlite"] + files + ["-o", os.path.join(d, "trace-j%d.db" % j), "--force"] + jj,
                       os.path.join(d, "trace-j%d.db" % j))]
+        cmds = [c for c in cmds if c[0] in wanted]
         for name, j, cmd, result_path in cmds:
-            stdout_path = result_path if name == "stragglers" else os.path.join(d, "%s-j%d.out" % (name, j))
+            stdout_path = result_path if name in ("stragglers", "summary") else os.path.join(d, "%s-j%d.out" % (name, j))
             wall, rss_kib, rc, cpu = run_measured(cmd, stdout_path)
             c = {"jobs": j, "wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss_kib / 1024, "rc": rc,
-                 "s_per_rank": wall / n}
+                 "s_per_rank": wall / n, "cpu_ms_per_rank": 1000 * cpu / n}
             first = os.path.join(d, os.path.basename(result_path).replace("-j%d" % j, "-j%d" % jobs_list[0]))
             c["same_as_jobs_%d" % jobs_list[0]] = filecmp.cmp(first, result_path, shallow=False)
             if name == "stragglers":
@@ -123,12 +167,26 @@ def main():
 
     print()
     print("%6s %6s %9s  %-14s %8s %8s %13s %12s %5s" %
-          ("ranks", "files", "trace MiB", "command", "wall s", "CPU s", "peak RSS MiB", "s per rank",
+          ("ranks", "files", "trace MiB", "command", "wall s", "CPU s", "peak RSS MiB", "CPU ms/rank",
            "same"))
     for n, nfiles, mib, name, c in rows:
-        print("%6d %6d %9.1f  %-14s %8.2f %8.2f %13.1f %12.5f %5s" %
-              (n, nfiles, mib, name, c["wall_s"], c["cpu_s"], c["peak_rss_mib"], c["s_per_rank"],
+        print("%6d %6d %9.1f  %-14s %8.2f %8.2f %13.1f %12.3f %5s" %
+              (n, nfiles, mib, name, c["wall_s"], c["cpu_s"], c["peak_rss_mib"], c["cpu_ms_per_rank"],
                "yes" if c["same_as_jobs_%d" % jobs_list[0]] else "NO"))
+
+    bounds = {}
+    print()
+    for name in (results[0]["commands"] if results else {}):
+        xs = [r["files"] for r in results]
+        fit = line_fit(xs, [r["commands"][name]["peak_rss_mib"] for r in results])
+        per_rank = ", ".join("%.3f" % r["commands"][name]["cpu_ms_per_rank"] for r in results)
+        if fit:
+            bounds[name] = {"fixed_mib": fit[0], "per_file_kib": fit[1] * 1024,
+                            "per_rank_kib": fit[1] * 1024 / a.ranks_per_node}
+            print("bound: %s: %.1f MiB fixed + %.1f KiB per trace file (%.1f KiB per rank); CPU ms per rank %s" %
+                  (name, fit[0], fit[1] * 1024, fit[1] * 1024 / a.ranks_per_node, per_rank))
+        else:
+            print("bound: %s: one size only; CPU ms per rank %s" % (name, per_rank))
 
     growth = []
     if len(results) > 1:
@@ -158,7 +216,7 @@ def main():
     path = os.path.join(out, "ranks.json")
     with open(path, "w") as f:
         json.dump({"ranks_per_node": a.ranks_per_node, "steps": a.steps, "late_ms": a.late_ms, "jobs": jobs_list,
-                   "runs": results, "growth": growth}, f, indent=1)
+                   "runs": results, "growth": growth, "bounds": bounds}, f, indent=1)
     print("results: " + path)
 
 

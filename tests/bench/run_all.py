@@ -18,7 +18,7 @@ a bench that cannot run (a missing tool) is reported and skipped.
                                          default probes / perf record -g
   drain keeps up       bench_drain.py    rate held with no loss, the cuda storm,
                                          fp / dwarf sparse / dwarf whole
-  many ranks           bench_ranks.py    stragglers/report/sqlite at 64..1024
+  many ranks           bench_ranks.py    stragglers/report/summary/sqlite at 64..1024 (--ranks up to 16384)
 
 usage: sudo tests/bench/run_all.py [--build build] [--quick] [--only NAME,...]
   --quick  fewer runs (a smoke run of the whole set, ~10 min here)
