@@ -1,6 +1,6 @@
 /* The ring's metadata over a job's life (frec_writer_ring_retire): once an
  * exited process's exit event has left the ring, its process, mapping and
- * code-object records leave what is kept, and the next snapshot, while a
+ * code-object and cgroup records leave what is kept, and the next snapshot, while a
  * live process's records, a reused pid's new process and the files' records
  * stay; clock anchors older than the window go but the latest.  Under
  * churn (churn_bound): with more exited processes waiting than max_exited,
@@ -26,6 +26,16 @@ static void put_mapping(struct frec_builder *b, uint32_t pid, uint64_t ts)
 	struct fr_rec_mapping m = { .h = { sizeof(m), FR_REC_MAPPING, 0 }, .ts_ns = ts, .pid = pid,
 				    .dso_id = 1, .start = 0x1000, .end = 0x2000 };
 	CHECK(frec_builder_append(b, &m, sizeof(m), ts) == 0);
+}
+
+static void put_cgroup(struct frec_builder *b, uint32_t pid, uint64_t ts)
+{
+	uint8_t rec[sizeof(struct fr_rec_proc_cgroup) + 8] = { 0 };
+	struct fr_rec_proc_cgroup c = { .h = { sizeof(rec), FR_REC_PROC_CGROUP, 0 }, .ts_ns = ts,
+					.pid = pid, .len = 6 };
+	memcpy(rec, &c, sizeof(c));
+	memcpy(rec + sizeof(c), "/job_1", 6);
+	CHECK(frec_builder_append(b, rec, sizeof(rec), ts) == 0);
 }
 
 static void put_pycode(struct frec_builder *b, uint32_t pid)
@@ -58,7 +68,7 @@ static void put_filler(struct frec_builder *b, uint64_t ts)
 }
 
 struct counts {
-	uint32_t process[4], mapping[4], pycode[4], clocks, dso;
+	uint32_t process[4], mapping[4], pycode[4], cgroup[4], clocks, dso;
 };
 
 static void count_in(const char *path, struct counts *n)
@@ -84,6 +94,9 @@ static void count_in(const char *path, struct counts *n)
 			} else if (rec->type == FR_REC_PYCODE) {
 				const struct fr_rec_pycode *x = (const void *)p;
 				n->pycode[x->pid & 3]++;
+			} else if (rec->type == FR_REC_PROC_CGROUP) {
+				const struct fr_rec_proc_cgroup *x = (const void *)p;
+				n->cgroup[x->pid & 3]++;
 			} else if (rec->type == FR_REC_CLOCK) {
 				n->clocks++;
 			} else if (rec->type == 0x7ffe) {
@@ -194,6 +207,7 @@ int main(void)
 		put_process(meta, pid, t);
 		put_mapping(meta, pid, t);
 		put_pycode(meta, pid);
+		put_cgroup(meta, pid, t);
 	}
 	put_clock(meta, t);
 	frec_builder_flush(meta);
@@ -219,6 +233,7 @@ int main(void)
 	CHECK_EQ_U64(n.process[2], 2);
 	CHECK_EQ_U64(n.process[3], 2);
 	CHECK_EQ_U64(n.pycode[3], 1);
+	CHECK_EQ_U64(n.cgroup[1] + n.cgroup[2] + n.cgroup[3], 3);
 	struct frec_ring_stats rs;
 	frec_writer_ring_stats(w, &rs);
 	CHECK_EQ_U64(rs.retire_waiting, 2);
@@ -241,6 +256,9 @@ int main(void)
 	CHECK_EQ_U64(n.process[3], 0); /* the zombie's record too */
 	CHECK_EQ_U64(n.mapping[3], 0);
 	CHECK_EQ_U64(n.pycode[3], 0);
+	CHECK_EQ_U64(n.cgroup[1], 1); /* the live process keeps its cgroup */
+	CHECK_EQ_U64(n.cgroup[2], 0);
+	CHECK_EQ_U64(n.cgroup[3], 0);
 	CHECK_EQ_U64(n.dso, 1);
 	/* the clock anchors before the window: only the latest stays */
 	CHECK_EQ_U64(n.clocks, 2);
@@ -248,7 +266,7 @@ int main(void)
 	CHECK_EQ_U64(rs.retire_waiting, 0);
 	CHECK_EQ_U64(rs.pids_retired, 2);
 	CHECK_EQ_U64(rs.meta_processes, 2);
-	CHECK_EQ_U64(rs.records_retired, 8); /* 7 of pids 2 and 3, a clock */
+	CHECK_EQ_U64(rs.records_retired, 10); /* 9 of pids 2 and 3, a clock */
 	frec_builder_free(meta);
 	frec_builder_free(ev);
 	CHECK(frec_writer_close(w, NULL, NULL, 0, &err) == 0);
