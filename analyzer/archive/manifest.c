@@ -4,6 +4,7 @@
 #include "manifest.h"
 #include "out_common.h"
 #include "out_file_json.h"
+#include "out_identity.h"
 #include "proc_identity.h"
 #include "trace_set.h"
 
@@ -39,22 +40,12 @@ static void json_set(FILE *out, int64_t *v, size_t n)
 static void identity_set(FILE *out, const struct trace_file *f, const char *key, size_t at)
 {
 	char seen[MANIFEST_IDS_MAX][PROC_ID_CONTAINER_MAX];
-	size_t n = 0;
+	size_t n = out_identity_distinct(f, at, seen, MANIFEST_IDS_MAX);
 	fprintf(out, ",\"%s\":[", key);
-	for (size_t i = 0; i < f->n_procs && n < MANIFEST_IDS_MAX; i++) {
-		struct proc_identity id;
-		if (!trace_file_identity(f, f->procs[i].pid, &id, NULL))
-			continue;
-		const char *v = (const char *)&id + at;
-		size_t k = 0;
-		while (k < n && strcmp(seen[k], v))
-			k++;
-		if (!v[0] || k < n)
-			continue;
-		snprintf(seen[n], sizeof(seen[n]), "%s", v);
-		if (n++)
+	for (size_t i = 0; i < n; i++) {
+		if (i)
 			fputc(',', out);
-		out_json_str(out, v);
+		out_json_str(out, seen[i]);
 	}
 	fputc(']', out);
 }

@@ -1,4 +1,5 @@
 /* Model results as rows of the ClickHouse tables; see ch_rows.h. */
+#include "out_identity.h"
 #include "proc_identity.h"
 #include "ch_rows.h"
 #include "flame_tree.h"
@@ -112,21 +113,9 @@ static void identity_column(struct ch_batch *b, const struct trace_file *f, cons
 	enum { MAX = 64 };
 	char seen[MAX][PROC_ID_CONTAINER_MAX];
 	const char *v[MAX];
-	size_t n = 0;
-	for (size_t i = 0; i < f->n_procs && n < MAX; i++) {
-		struct proc_identity id;
-		if (!trace_file_identity(f, f->procs[i].pid, &id, NULL))
-			continue;
-		const char *s = (const char *)&id + at;
-		size_t k = 0;
-		while (k < n && strcmp(seen[k], s))
-			k++;
-		if (!s[0] || k < n)
-			continue;
-		snprintf(seen[n], sizeof(seen[n]), "%s", s);
-		v[n] = seen[n];
-		n++;
-	}
+	size_t n = out_identity_distinct(f, at, seen, MAX);
+	for (size_t i = 0; i < n; i++)
+		v[i] = seen[i];
 	ch_str_array(b, name, v, n);
 }
 

@@ -71,6 +71,25 @@ size_t out_identity_file_text(const struct trace_file *f, char *buf, size_t cap)
 	return 0;
 }
 
+size_t out_identity_distinct(const struct trace_file *f, size_t at, char (*seen)[65], size_t max)
+{
+	_Static_assert(PROC_ID_CONTAINER_MAX == 65, "seen[] holds the longest field");
+	size_t n = 0;
+	for (size_t i = 0; i < f->n_procs && n < max; i++) {
+		struct proc_identity id;
+		if (!trace_file_identity(f, f->procs[i].pid, &id, NULL))
+			continue;
+		const char *v = (const char *)&id + at;
+		size_t k = 0;
+		while (k < n && strcmp(seen[k], v))
+			k++;
+		if (!v[0] || k < n)
+			continue;
+		snprintf(seen[n++], 65, "%s", v);
+	}
+	return n;
+}
+
 void out_identity_labels(const struct trace_file *f, uint32_t pid, struct out_identity_labels *l)
 {
 	struct proc_identity id;

@@ -25,6 +25,11 @@ size_t out_identity_text(const struct trace_file *f, uint32_t pid, char *buf, si
  * processes share their container and job); 0 when none does. */
 size_t out_identity_file_text(const struct trace_file *f, char *buf, size_t cap);
 
+/* The distinct non-empty values of one identity field over f's processes
+ * (at: the field's offsetof in struct proc_identity), at most max, into
+ * seen[] (each PROC_ID_CONTAINER_MAX bytes, the longest field); how many. */
+size_t out_identity_distinct(const struct trace_file *f, size_t at, char (*seen)[65], size_t max);
+
 /* The identity as (key, value) pairs for labels (pprof), at most 6, only
  * the known ones; values point into id-owned storage of the call's
  * struct (valid until the next call). */

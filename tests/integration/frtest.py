@@ -81,6 +81,17 @@ def event_losses(trace, probe, units=("event",)):
     return out
 
 
+def cgroup2_root():
+    """Where cgroup v2 is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified
+    on a hybrid host), None when it is not."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if right.split()[0] == "cgroup2":
+                return left.split()[4]
+    return None
+
+
 @contextlib.contextmanager
 def cpu_burners(n=1):
     """n processes keeping a CPU busy each while the block runs (n=0: none)."""

@@ -21,19 +21,10 @@ POD_CONTAINER = "9c" * 32
 JOB, STEP = "918273", "4"
 
 
-def cgroup2_root():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            if right.split()[0] == "cgroup2":
-                return left.split()[4]
-    return None
-
-
 def run_in_cgroup(trace, rel, extra_env=None):
     """Records samples/cpu_split moved into ROOT/rel (made here, removed
     after); returns the cgroup path as the kernel names it."""
-    root = cgroup2_root()
+    root = frtest.cgroup2_root()
     if root is None:
         raise AssertionError("no cgroup2 mount on this machine")
     cg = os.path.join(root, rel)
@@ -129,7 +120,7 @@ class Identity(frtest.Case):
         trace = os.path.join(self.dir, "pod.frec")
         rel = (f"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
                f"{POD.replace('-', '_')}.slice/cri-containerd-{POD_CONTAINER}.scope")
-        root = cgroup2_root()
+        root = frtest.cgroup2_root()
         os.makedirs(os.path.join(root, os.path.dirname(rel)), exist_ok=True)
         try:
             cg = run_in_cgroup(trace, rel, {"POD_NAMESPACE": "training"})

@@ -8,15 +8,6 @@ import subprocess
 import frtest
 
 
-def cgroup2_root():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            if right.split()[0] == "cgroup2":
-                return left.split()[4]
-    return None
-
-
 class Targets(frtest.Case):
     def test_pid(self):
         d = frtest.workdir("target_pid")
@@ -45,7 +36,7 @@ class Targets(frtest.Case):
         self.assertGreaterEqual(n, 0.9 * sum(stacks.values()), stacks)
 
     def test_cgroup(self):
-        root = cgroup2_root()
+        root = frtest.cgroup2_root()
         if not root:
             self.skipTest("no cgroup2 mount on this machine")
         cg = os.path.join(root, f"flightrec-test-{os.getpid()}")
