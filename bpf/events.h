@@ -29,6 +29,8 @@ enum fr_rec_type {
 	FR_EV_STEP = 11,        /* struct fr_ev_step: a --step-marker call */
 	FR_EV_FD_PATH = 12,     /* struct fr_ev_fd_path: which file an fd names */
 	FR_EV_SCHED = 13,       /* struct fr_ev_sched: off-CPU time in a system call */
+	FR_EV_GPU_KERNEL = 14,  /* struct fr_ev_gpu_kernel: one kernel's run on the GPU */
+	FR_EV_GPU_LAUNCH = 15,  /* struct fr_ev_gpu_launch: a launch's CUPTI correlation id */
 
 	/* ring buffer only, never in a file */
 	FR_RING_USTACK = 0xff00,  /* struct fr_ring_ustack: trailer of its event's ring record */
@@ -95,6 +97,7 @@ enum fr_probe_id {
 	FR_PROBE_RDMA = 5,
 	FR_PROBE_STEP = 6,
 	FR_PROBE_SCHED = 7,
+	FR_PROBE_GPU = 8,
 	FR_PROBE_MAX = 16,
 };
 
@@ -362,6 +365,40 @@ struct fr_ev_sched {
 };
 FR_STATIC_ASSERT(sizeof(struct fr_ev_sched) == 80, "fr_ev_sched");
 
+/* ---- GPU kernels (probe family gpu: libflightrec_cupti.so, gpu/) --------- */
+
+/* A kernel or graph launch as the CUPTI injection library saw it, on the
+ * launching thread: its correlation id joins the kernel records. */
+struct fr_ev_gpu_launch {
+	struct fr_ev_common c;
+	fr_u32 _pad;
+	fr_u32 stack_id;        /* the launch's user stack */
+	fr_u64 correlation_id;
+};
+FR_STATIC_ASSERT(sizeof(struct fr_ev_gpu_launch) == 40, "fr_ev_gpu_launch");
+
+#define FR_GPU_KERNEL_NAME 124
+/* One kernel's execution, from CUPTI's activity records (c.ts_ns: when the
+ * library handed it over, c.pid/tid: the thread that did).  start_ns and
+ * end_ns are CLOCK_MONOTONIC: the library registers that clock with CUPTI. */
+struct fr_ev_gpu_kernel {
+	struct fr_ev_common c;
+	fr_u32 _pad;
+	fr_u32 dropped;         /* kernel records the library lost before this batch */
+	fr_u64 start_ns;
+	fr_u64 end_ns;
+	fr_u64 correlation_id;
+	fr_u32 device;
+	fr_u32 context;
+	fr_u32 stream;
+	fr_u32 grid[3];
+	fr_u32 block[3];
+	fr_u32 shared_bytes;
+	fr_u32 registers;
+	char name[FR_GPU_KERNEL_NAME];
+};
+FR_STATIC_ASSERT(sizeof(struct fr_ev_gpu_kernel) == 224, "fr_ev_gpu_kernel");
+
 /* ---- RDMA verbs (probe family rdma) ------------------------------------- */
 
 enum fr_rdma_func {
@@ -487,6 +524,7 @@ FR_STATIC_ASSERT(offsetof(struct fr_ev_nccl, stack_id) == FR_EV_STACK_ID_OFFSET,
 FR_STATIC_ASSERT(offsetof(struct fr_ev_rdma_ctrl, stack_id) == FR_EV_STACK_ID_OFFSET, "stack_id");
 FR_STATIC_ASSERT(offsetof(struct fr_ev_step, stack_id) == FR_EV_STACK_ID_OFFSET, "stack_id");
 FR_STATIC_ASSERT(offsetof(struct fr_ev_sched, stack_id) == FR_EV_STACK_ID_OFFSET, "stack_id");
+FR_STATIC_ASSERT(offsetof(struct fr_ev_gpu_launch, stack_id) == FR_EV_STACK_ID_OFFSET, "stack_id");
 #endif
 
 #ifndef __bpf__

@@ -7,6 +7,7 @@
 static const struct fr_family *const families[] = {
 	&fr_family_proc, &fr_family_cpu,  &fr_family_syscalls, &fr_family_cuda,
 	&fr_family_nccl, &fr_family_rdma, &fr_family_step, &fr_family_sched,
+	&fr_family_gpu,
 };
 #define N_FAMILIES (sizeof(families) / sizeof(families[0]))
 _Static_assert(N_FAMILIES <= FR_PROBE_MAX, "FR_PROBE_MAX");

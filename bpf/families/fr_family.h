@@ -157,5 +157,6 @@ extern const struct fr_family fr_family_nccl;
 extern const struct fr_family fr_family_rdma;
 extern const struct fr_family fr_family_step;
 extern const struct fr_family fr_family_sched;
+extern const struct fr_family fr_family_gpu;
 
 #endif

@@ -12,6 +12,7 @@
 #include "proc.skel.h"
 #include "rdma.skel.h"
 #include "sched.skel.h"
+#include "gpu.skel.h"
 #include "step.skel.h"
 #include "syscalls.skel.h"
 #include "cpu_dynptr.skel.h"
@@ -19,6 +20,7 @@
 #include "nccl_dynptr.skel.h"
 #include "rdma_dynptr.skel.h"
 #include "sched_dynptr.skel.h"
+#include "gpu_dynptr.skel.h"
 #include "step_dynptr.skel.h"
 #include "syscalls_dynptr.skel.h"
 #pragma GCC diagnostic pop
@@ -40,6 +42,7 @@ static const struct {
 	{ FR_PROBE_RDMA, fr_rdma_bpf__elf_bytes, fr_rdma_dynptr_bpf__elf_bytes },
 	{ FR_PROBE_STEP, fr_step_bpf__elf_bytes, fr_step_dynptr_bpf__elf_bytes },
 	{ FR_PROBE_SCHED, fr_sched_bpf__elf_bytes, fr_sched_dynptr_bpf__elf_bytes },
+	{ FR_PROBE_GPU, fr_gpu_bpf__elf_bytes, fr_gpu_dynptr_bpf__elf_bytes },
 };
 
 const void *bpf_object_elf(enum fr_probe_id id, bool dynptr, size_t *size)

@@ -269,7 +269,8 @@ int bpf_probes_load(struct bpf_probes *p, const struct probes_config *o,
 	memset(p, 0, sizeof(*p));
 	p->events_fd = p->pids_fd = p->drops_fd = p->py_procs_fd = -1;
 	/* proc first: its object creates the maps the others reuse */
-	p->lib_hold_loaded = o->probes & (PROBE_BIT(FR_PROBE_CUDA) | PROBE_BIT(FR_PROBE_NCCL));
+	p->lib_hold_loaded = o->probes & (PROBE_BIT(FR_PROBE_CUDA) | PROBE_BIT(FR_PROBE_NCCL) |
+					  PROBE_BIT(FR_PROBE_GPU));
 	int rc = load_family(p, proc, o, cgroup_id, fe);
 	if (rc) {
 		if (!p->lib_hold_loaded)

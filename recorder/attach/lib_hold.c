@@ -35,6 +35,9 @@ static const struct {
 	{"libcudart", FR_PROBE_CUDA},  /* libcudart.so.12, a wheel's libcudart-HASH.so */
 	{"libcuda.so", FR_PROBE_CUDA}, /* the driver's API */
 	{"libnccl", FR_PROBE_NCCL},
+	/* the CUDA injection library: the driver dlopens it at cuInit, and its
+	 * first launch is right after */
+	{"libflightrec_cupti", FR_PROBE_GPU},
 };
 
 static const struct fr_family_symbol dlopen_symbols[] = {

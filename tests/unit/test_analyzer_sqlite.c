@@ -286,7 +286,7 @@ int main(void)
 			"WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name)");
 	CHECK_STR(v, "allocations,collectives,cpu_samples,cuda_calls,damaged_regions,drop_reasons,drops,"
 		     "enum_copy_kinds,enum_cuda_funcs,enum_nccl_funcs,enum_rdma_funcs,enum_syscalls,"
-		     "enum_wc_status,events_fd_path,events_sched,files,findings,frames,hosts,memory_inuse,memory_series,memory_top_stacks,"
+		     "enum_wc_status,events_fd_path,events_gpu_kernel,events_gpu_launch,events_sched,files,findings,frames,hosts,memory_inuse,memory_series,memory_top_stacks,"
 		     "meta,nccl_calls,process_events,"
 		     "processes,rdma_completions,rdma_connections,rdma_ctrl_calls,rdma_ops,rdma_posts,"
 		     "stack_frames,stacks,step_marks,steps,syscalls,threads\n");
