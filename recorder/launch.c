@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,4 +83,41 @@ void launch_abort(struct launch *l)
 	if (l->err_fd >= 0)
 		close(l->err_fd);
 	l->pid = -1;
+}
+
+int launch_gpu_injection(char *out, size_t cap)
+{
+	const char *env = getenv("FLIGHTREC_CUPTI_INJECTION");
+	if (env && env[0]) {
+		snprintf(out, cap, "%s", env);
+		if (access(env, R_OK) == 0)
+			return 0;
+		snprintf(out, cap, "%s (FLIGHTREC_CUPTI_INJECTION)", env);
+		return -ENOENT;
+	}
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -ENOENT;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = '\0'; /* the recorder's directory: bin/, or recorder/ in a build */
+	static const char *const rel[] = { "/../lib/flightrec/libflightrec_cupti.so",
+					   "/../gpu/libflightrec_cupti.so" };
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s%s", exe, rel[i]);
+		char *real = realpath(path, NULL);
+		if (real && access(real, R_OK) == 0) {
+			snprintf(out, cap, "%s", real);
+			free(real);
+			return 0;
+		}
+		free(real);
+	}
+	snprintf(out, cap, "%s/../lib/flightrec/ or %s/../gpu/ (or set FLIGHTREC_CUPTI_INJECTION)",
+		 exe, exe);
+	return -ENOENT;
 }

@@ -4,6 +4,7 @@
 #ifndef FLIGHTREC_LAUNCH_H
 #define FLIGHTREC_LAUNCH_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 struct launch {
@@ -19,5 +20,12 @@ int launch_prepare(struct launch *l, char **argv);
 int launch_release(struct launch *l);
 /* Kills a child that was never released. */
 void launch_abort(struct launch *l);
+
+/* --gpu-kernels: the CUDA injection library to name in the job's
+ * CUDA_INJECTION64_PATH: $FLIGHTREC_CUPTI_INJECTION, else
+ * libflightrec_cupti.so installed beside the recorder (PREFIX/lib/flightrec/
+ * for PREFIX/bin/flightrec) or in its build tree (gpu/).  0 and the path in
+ * out, or -ENOENT with the places looked at in out. */
+int launch_gpu_injection(char *out, size_t cap);
 
 #endif

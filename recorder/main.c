@@ -804,6 +804,18 @@ static int cmd_record(int argc, char **argv)
 	if (proc_track_open(&track_cfg, &r->track, &ferr))
 		goto fail_err;
 
+	if (o->gpu_kernels && !o->command) {
+		fprintf(stderr, "flightrec: --gpu-kernels: GPU kernel times need the job started by "
+			"flightrec (--gpu-kernels -- COMMAND) or with CUDA_INJECTION64_PATH naming "
+			"libflightrec_cupti.so; recording without them unless it was\n");
+	} else if (o->gpu_kernels) {
+		char lib[4200];
+		if (launch_gpu_injection(lib, sizeof(lib))) {
+			snprintf(msg, sizeof(msg), "--gpu-kernels: no libflightrec_cupti.so in %.400s", lib);
+			goto fail_msg;
+		}
+		setenv("CUDA_INJECTION64_PATH", lib, 1); /* the job inherits it */
+	}
 	if (o->command) {
 		int err = launch_prepare(&r->child, o->command);
 		if (err) {

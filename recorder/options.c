@@ -74,6 +74,13 @@ void record_usage(FILE *out)
 "                        (default 64; launches are frequent)\n"
 "      --syscall-min-us N  drop (in the kernel) system calls shorter than N us\n"
 "      --no-syscall-stacks do not record a user stack with each system call\n"
+"      --gpu-kernels     start -- COMMAND with CUDA_INJECTION64_PATH naming\n"
+"                        libflightrec_cupti.so, which loads the job's own libcupti\n"
+"                        and hands each kernel's GPU start and end to the gpu\n"
+"                        family (one CUPTI user per process: another profiler\n"
+"                        in the job keeps it, and the library says so once);\n"
+"                        an attached job (--pid, --cgroup) must have been\n"
+"                        started with that variable set\n"
 "      --sched-min-us N  record (sched family) only off-CPU blocks of at least\n"
 "                        N us (default 1000: shorter ones are dropped in the\n"
 "                        kernel)\n"
@@ -203,6 +210,7 @@ enum {
 	OPT_CACHE_MAX,
 	OPT_NO_CACHE,
 	OPT_SCHED_MIN_US,
+	OPT_GPU_KERNELS,
 };
 
 /* A size with a unit: 256M, 1G, 512K, 1048576 (bytes). */
@@ -385,6 +393,7 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		{"cgroup", required_argument, 0, 'G'},
 		{"syscall-min-us", required_argument, 0, OPT_SYSCALL_MIN_US},
 		{"sched-min-us", required_argument, 0, OPT_SCHED_MIN_US},
+		{"gpu-kernels", no_argument, 0, OPT_GPU_KERNELS},
 		{"no-syscall-stacks", no_argument, 0, OPT_NO_SYSCALL_STACKS},
 		{"stack", required_argument, 0, OPT_STACK},
 		{"buffer-mib", required_argument, 0, OPT_RING_MIB},
@@ -489,6 +498,9 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 			if (parse_uint(optarg, "--syscall-min-us", 3600000000ul, &v))
 				return -1;
 			o->syscall_min_ns = (uint64_t)v * 1000;
+			break;
+		case OPT_GPU_KERNELS:
+			o->gpu_kernels = true;
 			break;
 		case OPT_SCHED_MIN_US:
 			if (parse_uint(optarg, "--sched-min-us", 3600000000ul, &v))

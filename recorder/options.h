@@ -22,6 +22,7 @@ struct record_opts {
 	bool probes_given;
 	uint64_t syscall_min_ns;
 	uint64_t sched_min_ns;     /* --sched-min-us: shortest off-CPU block recorded */
+	bool gpu_kernels;          /* --gpu-kernels: the job's CUDA_INJECTION64_PATH */
 	bool syscall_stacks;
 	bool stack_dwarf;          /* --stack dwarf */
 	unsigned stack_kib;        /* --stack-size: bytes of user stack copied */

@@ -6,9 +6,12 @@ family's uprobes on the library's two probe functions record a launch event
 (with the launch's stack) per cudaLaunchKernel and a kernel event per
 kernel: the counts equal the cuda family's launches, the correlation ids
 pair them one to one, every kernel lasts exactly the fake GPU's time and
-starts after its launch.  Repeated with frame-pointer stacks beside a CPU
-burner.  Without the variable nothing of the family is recorded."""
+starts after its launch.  The same with record --gpu-kernels setting the
+variable, and with frame-pointer stacks beside a CPU burner.  Without the
+variable nothing of the family is recorded; --gpu-kernels without the
+library is an error that says where it looked."""
 import os
+import subprocess
 import frtest
 
 STEPS, KERNEL_US = 3, 250
@@ -18,11 +21,15 @@ CUPTI_DIR = frtest.sample("cupti")
 
 class GpuKernels(frtest.Case):
     def record(self, name, extra=(), inject=True, burners=0):
+        """inject: True, the job's environment names the library itself;
+        "option", record --gpu-kernels does; False, neither"""
         d = frtest.workdir(name)
         trace = os.path.join(d, "g.frec")
         env = {"FLIGHTREC_FAKE_KERNEL_US": str(KERNEL_US), "LD_LIBRARY_PATH": CUPTI_DIR}
-        if inject:
+        if inject is True:
             env["CUDA_INJECTION64_PATH"] = GPU_LIB
+        if inject == "option":
+            extra = list(extra) + ["--gpu-kernels"]
         with frtest.cpu_burners(burners):
             frtest.record(trace, ["--probes", "cuda,gpu"] + list(extra),
                           ["--", "env"] + [f"{k}={v}" for k, v in env.items()] +
@@ -50,6 +57,19 @@ class GpuKernels(frtest.Case):
 
     def test_every_launch_has_its_kernel(self):
         self.check(*self.record("gpu_dwarf"), frame="train_step")
+
+    def test_gpu_kernels_option(self):
+        # the recorder finds the library in its build tree and sets the variable
+        self.check(*self.record("gpu_option", inject="option"), frame="train_step")
+
+    def test_gpu_kernels_without_the_library(self):
+        d = frtest.workdir("gpu_nolib")
+        p = subprocess.run([frtest.FLIGHTREC, "record", "-o", os.path.join(d, "x.frec"),
+                            "--gpu-kernels", "--", "true"], capture_output=True, text=True,
+                           env=dict(os.environ, FLIGHTREC_CUPTI_INJECTION="/nonexistent.so"))
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--gpu-kernels: no libflightrec_cupti.so in /nonexistent.so "
+                      "(FLIGHTREC_CUPTI_INJECTION)", p.stderr)
 
     def test_fp_beside_a_burner(self):
         # --stack fp: the walk stops inside the stand-in runtime (a frame
