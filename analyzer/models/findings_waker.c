@@ -62,32 +62,33 @@ static const struct fx_offcpu *offcpu_of(const struct fx_proc *p, const struct f
 
 static int find_woken(const struct fx_proc *p, struct fx_waker *out)
 {
-	struct hmap votes; /* (pid, tid) -> waits it woke */
+	struct hmap votes, blocked; /* (pid, tid) -> waits it woke, their time off CPU */
 	hmap_init(&votes);
+	hmap_init(&blocked);
 	out->woken = 1;
-	for (size_t i = 0; i < p->n_dl_waits; i++) {
+	int rc = 0;
+	for (size_t i = 0; i < p->n_dl_waits && !rc; i++) {
 		const struct fx_offcpu *o = offcpu_of(p, &p->dl_waits[i]);
 		if (!o || o->waker_irq || !o->waker_tid)
 			continue;
 		uint64_t *v = hmap_slot(&votes, o->waker_pid, o->waker_tid, NULL);
-		if (!v) {
-			hmap_free(&votes);
-			return -1;
+		uint64_t *ns = hmap_slot(&blocked, o->waker_pid, o->waker_tid, NULL);
+		if (!v || !ns) {
+			rc = -1;
+			break;
 		}
+		*ns += o->off_ns;
 		if (++*v > out->matched) {
 			out->matched = *v;
 			out->pid = o->waker_pid;
 			out->tid = o->waker_tid;
 		}
 	}
+	if (!rc && out->matched)
+		hmap_get(&blocked, out->pid, out->tid, &out->blocked_ns);
 	hmap_free(&votes);
-	if (out->matched)
-		for (size_t i = 0; i < p->n_dl_waits; i++) {
-			const struct fx_offcpu *o = offcpu_of(p, &p->dl_waits[i]);
-			if (o && o->waker_pid == out->pid && o->waker_tid == out->tid && !o->waker_irq)
-				out->blocked_ns += o->off_ns;
-		}
-	return 0;
+	hmap_free(&blocked);
+	return rc;
 }
 
 int fx_find_waker(const struct fx_state *m, const struct fx_proc *p, struct fx_waker *out)

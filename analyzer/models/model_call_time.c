@@ -28,8 +28,11 @@ struct pending {
 
 struct model_call_time {
 	struct model_opts opts;
-	int cuda;                  /* 1: cuda_time, 0: syscall_time or offcpu_time */
-	int offcpu;                /* 1: offcpu_time (FR_EV_SCHED) */
+	enum call_kind {
+		CALL_SYSCALL,      /* syscall_time: FR_EV_SYSCALL */
+		CALL_CUDA,         /* cuda_time: FR_EV_CUDA */
+		CALL_OFFCPU,       /* offcpu_time: FR_EV_SCHED */
+	} kind;
 	struct stack_profile rows;
 	struct hmap thread_at;     /* (file, tid) -> index into threads */
 	struct pending *threads;
@@ -40,15 +43,14 @@ struct model_call_time {
 	struct call_time_result result;
 };
 
-static void *create(const struct model_opts *opts, int cuda, int offcpu)
+static void *create(const struct model_opts *opts, enum call_kind kind)
 {
 	struct model_call_time *m = calloc(1, sizeof(*m));
 	if (!m)
 		return NULL;
 	if (opts)
 		m->opts = *opts;
-	m->cuda = cuda;
-	m->offcpu = offcpu;
+	m->kind = kind;
 	stack_profile_init(&m->rows);
 	hmap_init(&m->thread_at);
 	return m;
@@ -56,17 +58,17 @@ static void *create(const struct model_opts *opts, int cuda, int offcpu)
 
 static void *cuda_create(const struct model_opts *opts)
 {
-	return create(opts, 1, 0);
+	return create(opts, CALL_CUDA);
 }
 
 static void *sys_create(const struct model_opts *opts)
 {
-	return create(opts, 0, 0);
+	return create(opts, CALL_SYSCALL);
 }
 
 static void *offcpu_create(const struct model_opts *opts)
 {
-	return create(opts, 0, 1);
+	return create(opts, CALL_OFFCPU);
 }
 
 static uint16_t rec_type(const struct fr_rec_hdr *rec)
@@ -118,7 +120,7 @@ static int feed(void *state, uint32_t file_index, const struct fr_rec_hdr *rec)
 	uint16_t type = rec_type(rec);
 	uint32_t pid, tid, stack, leaf;
 	uint64_t dur;
-	if (m->cuda && type == FR_EV_CUDA) {
+	if (m->kind == CALL_CUDA && type == FR_EV_CUDA) {
 		struct fr_ev_cuda ev;
 		memcpy(&ev, rec, sizeof(ev));
 		if (m->opts.filter_pid && ev.c.pid != m->opts.pid)
@@ -134,7 +136,7 @@ static int feed(void *state, uint32_t file_index, const struct fr_rec_hdr *rec)
 			m->result.launches++;
 			m->result.launches_with_stack += !(ev.flags & FR_CUDAF_UNSAMPLED);
 		}
-	} else if (m->offcpu && type == FR_EV_SCHED) {
+	} else if (m->kind == CALL_OFFCPU && type == FR_EV_SCHED) {
 		struct fr_ev_sched ev;
 		memcpy(&ev, rec, sizeof(ev));
 		if (m->opts.filter_pid && ev.c.pid != m->opts.pid)
@@ -144,7 +146,7 @@ static int feed(void *state, uint32_t file_index, const struct fr_rec_hdr *rec)
 		stack = ev.stack_id;
 		leaf = ev.nr >= 0 && (uint32_t)ev.nr < SYSCALLS_MAX_NR ? (uint32_t)ev.nr : SYSCALLS_MAX_NR;
 		dur = ev.duration_ns;
-	} else if (!m->cuda && !m->offcpu && type == FR_EV_SYSCALL) {
+	} else if (m->kind == CALL_SYSCALL && type == FR_EV_SYSCALL) {
 		struct fr_ev_syscall ev;
 		memcpy(&ev, rec, sizeof(ev));
 		if (m->opts.filter_pid && ev.c.pid != m->opts.pid)
@@ -166,7 +168,7 @@ static int feed(void *state, uint32_t file_index, const struct fr_rec_hdr *rec)
 static int leaf_names(struct model_call_time *m)
 {
 	struct stack_profile *p = &m->rows;
-	if (m->cuda) {
+	if (m->kind == CALL_CUDA) {
 		for (uint16_t f = 0; f < CUDA_FUNC_LIMIT; f++)
 			m->func_names[f] = cuda_func_name(f);
 		p->leaf_names = m->func_names;
@@ -177,7 +179,7 @@ static int leaf_names(struct model_call_time *m)
 	m->sys_name_ptrs = calloc(SYSCALLS_MAX_NR + 1, sizeof(*m->sys_name_ptrs));
 	if (!m->sys_names || !m->sys_name_ptrs)
 		return -1;
-	const char *tag = m->offcpu ? "[off-cpu]" : "[syscall]";
+	const char *tag = m->kind == CALL_OFFCPU ? "[off-cpu]" : "[syscall]";
 	for (uint32_t nr = 0; nr <= SYSCALLS_MAX_NR; nr++) {
 		const char *name = nr < SYSCALLS_MAX_NR ? syscall_name(nr) : NULL;
 		if (name)
@@ -203,7 +205,7 @@ static int finish(void *state, struct trace_set *ts, struct frec_error *err)
 	stack_profile_sort(p);
 	p->count_type = "calls";
 	p->count_unit = "count";
-	p->value_type = m->cuda ? "cuda_api" : m->offcpu ? "offcpu" : "syscall";
+	p->value_type = m->kind == CALL_CUDA ? "cuda_api" : m->kind == CALL_OFFCPU ? "offcpu" : "syscall";
 	p->value_unit = "nanoseconds";
 	if (leaf_names(m) || !(m->result.tree = flame_tree_new()))
 		goto oom;

@@ -54,6 +54,8 @@ struct tl_perfetto {
 	FILE *out;
 	struct pb_buf pkt, sub, sub2;
 	struct pb_buf interned, entry; /* the packet's interned_data, one entry */
+	char *json;         /* an event's "{args}", reused: one allocation, not one an event */
+	size_t json_cap;
 	struct hmap seen;   /* track key (process_key...) -> its uuid, once its descriptor is out */
 	uint64_t next_uuid; /* uuids are small numbers: every event names its track */
 	struct hmap iids;   /* (hash of the string, ID_NAMES or ID_CATEGORIES) -> iid */
@@ -262,17 +264,19 @@ static void track_event(struct tl_perfetto *p, int64_t ts, uint64_t track, int t
 		pb_reset(&p->sub2);
 		pb_string(&p->sub2, DA_NAME, "args");
 		size_t n = strlen(args);
-		char *json = malloc(n + 3);
-		if (!json) {
-			p->failed = 1;
-			return;
+		if (n + 2 > p->json_cap) {
+			char *grown = realloc(p->json, n + 2);
+			if (!grown) {
+				p->failed = 1;
+				return;
+			}
+			p->json = grown;
+			p->json_cap = n + 2;
 		}
-		json[0] = '{';
-		memcpy(json + 1, args, n);
-		json[n + 1] = '}';
-		json[n + 2] = 0;
-		pb_string(&p->sub2, DA_LEGACY_JSON, json);
-		free(json);
+		p->json[0] = '{';
+		memcpy(p->json + 1, args, n);
+		p->json[n + 1] = '}';
+		pb_bytes(&p->sub2, DA_LEGACY_JSON, p->json, n + 2);
 		pb_msg(&p->sub, TE_DEBUG, &p->sub2);
 	}
 	pb_msg(&p->pkt, PKT_TRACK_EVENT, &p->sub);
@@ -366,6 +370,7 @@ static void pf_free(void *e)
 	pb_free(&p->sub2);
 	pb_free(&p->interned);
 	pb_free(&p->entry);
+	free(p->json);
 	hmap_free(&p->seen);
 	hmap_free(&p->iids);
 	for (size_t i = 0; i < p->nstrs; i++)

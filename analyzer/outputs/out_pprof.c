@@ -235,6 +235,10 @@ static int write_samples(struct pprof_writer *w, const struct pprof_opts *o)
 	const char **names = NULL;
 	unsigned char *hide = NULL;
 	struct pb_buf sample = { 0 };
+	/* the identity labels of the last (file, pid): rows come sorted by
+	 * process, and the cgroup path is parsed once per process, not per row */
+	struct out_identity_labels il = { .n = 0 };
+	uint64_t il_of = UINT64_MAX;
 	if (!sym)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->n_rows && !w->out.failed; i++) {
@@ -299,8 +303,10 @@ static int write_samples(struct pprof_writer *w, const struct pprof_opts *o)
 			label(w, &sample, "rank", number_str(w, (uint64_t)rank));
 		if (f->hdr.host[0])
 			label(w, &sample, "host", str_of(w, f->hdr.host));
-		struct out_identity_labels il;
-		out_identity_labels(f, r->pid, &il);
+		if (il_of != ((uint64_t)r->file << 32 | r->pid)) {
+			out_identity_labels(f, r->pid, &il);
+			il_of = (uint64_t)r->file << 32 | r->pid;
+		}
 		for (size_t i = 0; i < il.n; i++)
 			label(w, &sample, il.key[i], str_of(w, il.value[i]));
 		pb_msg(&w->out, PROFILE_SAMPLE, &sample);
