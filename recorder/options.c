@@ -681,6 +681,16 @@ int record_opts_parse(int argc, char **argv, struct record_opts *o)
 		o->command = &argv[optind];
 		o->command_argc = argc - optind;
 	}
+	/* The gpu family attaches only to the CUDA injection library, which a
+	 * job loads when CUDA_INJECTION64_PATH names it: by default it is
+	 * loaded (its programs verified, ~0.4 s here) only when this recording
+	 * sets that variable or the command inherits it from here; --probes
+	 * gpu asks for it with an attached job started with the variable. */
+	const char *inject = getenv("CUDA_INJECTION64_PATH");
+	if (o->gpu_kernels)
+		o->probes |= PROBE_BIT(FR_PROBE_GPU);
+	else if (!o->probes_given && !(o->command && inject && inject[0]))
+		o->probes &= ~PROBE_BIT(FR_PROBE_GPU);
 	if (!o->cache_dir) {
 		const char *env = getenv("FLIGHTREC_CACHE_DIR");
 		o->cache_dir = env && *env ? env : UNWIND_CACHE_DEFAULT_DIR;

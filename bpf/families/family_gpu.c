@@ -36,7 +36,9 @@ const struct fr_family fr_family_gpu = {
 	.help = "GPU kernel times (start, end, device, stream,\n"
 		"grid, name) with their launches' stacks, from\n"
 		"libflightrec_cupti.so in processes started with\n"
-		"CUDA_INJECTION64_PATH naming it",
+		"CUDA_INJECTION64_PATH naming it; by default only\n"
+		"with --gpu-kernels or that variable set for\n"
+		"-- COMMAND",
 	.attach = FR_ATTACH_LIBRARY,
 	.records = records,
 	.n_records = sizeof(records) / sizeof(records[0]),
