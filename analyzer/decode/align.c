@@ -103,82 +103,32 @@ static int cmp_sync(const void *a, const void *b)
 	return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
 }
 
-/* Differences (t_a + corr_a) - t_b over the groups files a and b share, and
- * the causality bounds on the correction of b: exits on b (corrected) not
- * before entries on a, and the reverse. */
-static size_t shared_diffs(const struct group_file *gf, size_t n_gf, uint32_t a, int64_t corr_a,
-			   uint32_t b, int64_t *out, int64_t *lo, int64_t *hi)
-{
-	size_t k = 0;
-	*lo = INT64_MIN;
-	*hi = INT64_MAX;
-	for (size_t i = 0; i < n_gf;) {
-		size_t j = i;
-		const struct group_file *ga = NULL, *gb = NULL;
-		for (; j < n_gf && gf[j].group == gf[i].group; j++) {
-			if (gf[j].file_index == a)
-				ga = &gf[j];
-			else if (gf[j].file_index == b)
-				gb = &gf[j];
-		}
-		if (ga && gb) {
-			out[k++] = ga->t_ns + corr_a - gb->t_ns;
-			if (ga->entry_ns != INT64_MIN && ga->entry_ns + corr_a - gb->t_ns > *lo)
-				*lo = ga->entry_ns + corr_a - gb->t_ns;
-			if (gb->entry_ns != INT64_MIN && ga->t_ns + corr_a - gb->entry_ns < *hi)
-				*hi = ga->t_ns + corr_a - gb->entry_ns;
-		}
-		i = j;
-	}
-	return k;
-}
-
-/* How many groups each file shares with one file f, without comparing
- * every pair of files over every group (that was files^3 x groups at
- * hundreds of nodes): each (group, file) entry knows its group's extent in
- * gf, and each file its entries. */
+/* Each file's (group, file) entries, in group order, so that what two files
+ * share is a merge of their two lists: comparing every file against all of
+ * gf was files^2 x groups, minutes at thousands of nodes. */
 struct shared_index {
-	size_t *group_end;   /* per gf entry: one past its group's last entry */
-	size_t *group_begin; /* per gf entry: its group's first entry */
-	size_t *by_file;     /* gf entries ordered by file */
+	size_t *by_file;     /* gf entries ordered by file, then group */
 	size_t *file_at;     /* n_files + 1: each file's entries in by_file */
-	size_t *shared;      /* per file: groups shared with the file counted */
-	size_t n_files;
 };
 
 static void shared_index_free(struct shared_index *sh)
 {
-	free(sh->group_end), free(sh->group_begin), free(sh->by_file), free(sh->file_at);
-	free(sh->shared);
+	free(sh->by_file), free(sh->file_at);
 	memset(sh, 0, sizeof(*sh));
 }
 
 static int shared_index_alloc(struct shared_index *sh, size_t n, size_t n_files)
 {
-	size_t cap = n ? n : 1;
-	sh->group_end = malloc(cap * sizeof(size_t));
-	sh->group_begin = malloc(cap * sizeof(size_t));
-	sh->by_file = malloc(cap * sizeof(size_t));
+	sh->by_file = malloc((n ? n : 1) * sizeof(size_t));
 	sh->file_at = calloc(n_files + 1, sizeof(size_t));
-	sh->shared = calloc(n_files ? n_files : 1, sizeof(size_t));
-	sh->n_files = n_files;
-	return sh->group_end && sh->group_begin && sh->by_file && sh->file_at && sh->shared ? 0 : -1;
+	return sh->by_file && sh->file_at ? 0 : -1;
 }
 
-/* gf is sorted by group, then file, one entry per (group, file). */
+/* gf is sorted by group, then file, one entry per (group, file): a counting
+ * sort by file keeps each file's entries in group order. */
 static void shared_index_build(struct shared_index *sh, const struct group_file *gf, size_t n_gf,
 			       size_t n_files)
 {
-	for (size_t i = 0; i < n_gf;) {
-		size_t j = i;
-		while (j < n_gf && gf[j].group == gf[i].group)
-			j++;
-		for (size_t k = i; k < j; k++) {
-			sh->group_begin[k] = i;
-			sh->group_end[k] = j;
-		}
-		i = j;
-	}
 	for (size_t i = 0; i < n_gf; i++)
 		sh->file_at[gf[i].file_index + 1]++;
 	for (size_t f = 0; f < n_files; f++)
@@ -190,17 +140,82 @@ static void shared_index_build(struct shared_index *sh, const struct group_file 
 	sh->file_at[0] = 0;
 }
 
-/* sh->shared[g]: the groups files f and g are both in (what shared_diffs
- * would return for them). */
-static void shared_count(struct shared_index *sh, const struct group_file *gf, size_t f)
+/* Calls each(ga, gb, arg) for every group files a and b are both in, in
+ * group order; returns how many. */
+static size_t shared_merge(const struct shared_index *sh, const struct group_file *gf, size_t a,
+			   size_t b,
+			   void (*each)(const struct group_file *, const struct group_file *, void *),
+			   void *arg)
 {
-	memset(sh->shared, 0, sh->n_files * sizeof(*sh->shared));
-	for (size_t x = sh->file_at[f]; x < sh->file_at[f + 1]; x++) {
-		size_t i = sh->by_file[x];
-		for (size_t j = sh->group_begin[i]; j < sh->group_end[i]; j++)
-			if (gf[j].file_index != f)
-				sh->shared[gf[j].file_index]++;
+	size_t x = sh->file_at[a], xe = sh->file_at[a + 1];
+	size_t y = sh->file_at[b], ye = sh->file_at[b + 1];
+	size_t k = 0;
+	while (x < xe && y < ye) {
+		const struct group_file *ga = &gf[sh->by_file[x]], *gb = &gf[sh->by_file[y]];
+		if (ga->group < gb->group) {
+			x++;
+		} else if (gb->group < ga->group) {
+			y++;
+		} else {
+			if (each)
+				each(ga, gb, arg);
+			k++, x++, y++;
+		}
 	}
+	return k;
+}
+
+struct diffs {
+	int64_t corr_a;
+	int64_t *out;
+	size_t k;
+	int64_t lo, hi;
+};
+
+static void diff_one(const struct group_file *ga, const struct group_file *gb, void *arg)
+{
+	struct diffs *d = arg;
+	d->out[d->k++] = ga->t_ns + d->corr_a - gb->t_ns;
+	if (ga->entry_ns != INT64_MIN && ga->entry_ns + d->corr_a - gb->t_ns > d->lo)
+		d->lo = ga->entry_ns + d->corr_a - gb->t_ns;
+	if (gb->entry_ns != INT64_MIN && ga->t_ns + d->corr_a - gb->entry_ns < d->hi)
+		d->hi = ga->t_ns + d->corr_a - gb->entry_ns;
+}
+
+/* Differences (t_a + corr_a) - t_b over the groups files a and b share, and
+ * the causality bounds on the correction of b: exits on b (corrected) not
+ * before entries on a, and the reverse. */
+static size_t shared_diffs(const struct shared_index *sh, const struct group_file *gf, size_t a,
+			   int64_t corr_a, size_t b, int64_t *out, int64_t *lo, int64_t *hi)
+{
+	struct diffs d = { corr_a, out, 0, INT64_MIN, INT64_MAX };
+	shared_merge(sh, gf, a, b, diff_one, &d);
+	*lo = d.lo;
+	*hi = d.hi;
+	return d.k;
+}
+
+/* The refined file sharing the most groups with f (the lowest index on a
+ * tie), SIZE_MAX if none; *best_n its count.  A file in no more groups than
+ * the best so far cannot beat it, and none beats one sharing all of f's
+ * groups: with every rank in every collective the first refined file ends
+ * the search. */
+static size_t best_refined(struct trace_set *ts, const struct shared_index *sh,
+			   const struct group_file *gf, const uint64_t *groups_of, size_t n_files,
+			   size_t f, size_t *best_n)
+{
+	size_t best = SIZE_MAX;
+	*best_n = 0;
+	for (size_t g = 0; g < n_files && *best_n < groups_of[f]; g++) {
+		if (g == f || !trace_set_file(ts, g)->align.refined || groups_of[g] <= *best_n)
+			continue;
+		size_t k = shared_merge(sh, gf, f, g, NULL, NULL);
+		if (k > *best_n) {
+			*best_n = k;
+			best = g;
+		}
+	}
+	return best;
 }
 
 int align_refine(struct trace_set *ts, const struct align_sync *ev, size_t n,
@@ -274,24 +289,13 @@ int align_refine(struct trace_set *ts, const struct align_sync *ev, size_t n,
 			struct ts_align *fa = &trace_set_file(ts, f)->align;
 			if (fa->refined)
 				continue;
-			size_t best = SIZE_MAX, best_n = 0;
-			shared_count(&sh, gf, f);
-			for (size_t g = 0; g < n_files; g++) {
-				const struct ts_align *ga = &trace_set_file(ts, g)->align;
-				if (g == f || !ga->refined)
-					continue;
-				size_t k = sh.shared[g];
-				if (k > best_n) {
-					best_n = k;
-					best = g;
-				}
-			}
+			size_t best_n;
+			size_t best = best_refined(ts, &sh, gf, groups_of, n_files, f, &best_n);
 			if (best == SIZE_MAX || best_n < ALIGN_MIN_GROUPS)
 				continue;
 			const struct ts_align *ba = &trace_set_file(ts, best)->align;
 			int64_t lo, hi;
-			size_t k = shared_diffs(gf, n_gf, (uint32_t)best, ba->correction_ns,
-						(uint32_t)f, tmp, &lo, &hi);
+			size_t k = shared_diffs(&sh, gf, best, ba->correction_ns, f, tmp, &lo, &hi);
 			int64_t corr = median_i64(tmp, k);
 			for (size_t i = 0; i < k; i++)
 				tmp[i] = llabs(tmp[i] - corr);
