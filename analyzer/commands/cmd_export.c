@@ -299,6 +299,10 @@ static int export_all(struct ch_export *x, struct export_args *a, unsigned jobs,
 		x->rec_id_list[i] = x->rec_ids[i];
 	}
 	ch_job_id(x->rec_id_list, x->n_files, x->job_id);
+	if (ch_job_recordings_json(x)) {
+		fprintf(errout, CLI_PROG " export: out of memory\n");
+		return CLI_FAIL;
+	}
 	x->exported_at_s = (uint64_t)time(NULL);
 
 	char *reply = NULL;
@@ -368,6 +372,7 @@ int cmd_export(int argc, char **argv, FILE *out, FILE *errout)
 	rc = export_all(&x, &a, jobs, errout);
 	free(x.rec_ids);
 	free(x.rec_id_list);
+	free(x.job_recordings_json);
 	trace_set_free(ts);
 	return rc;
 }

@@ -107,16 +107,27 @@ void ch_f64(struct ch_batch *b, const char *name, double v, int is_null)
 		fprintf(b->f, "%.17g", v);
 }
 
+void ch_json_str_array(FILE *f, const char *const *v, size_t n)
+{
+	fputc('[', f);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			fputc(',', f);
+		out_json_str(f, v[i] ? v[i] : "[unknown]");
+	}
+	fputc(']', f);
+}
+
 void ch_str_array(struct ch_batch *b, const char *name, const char *const *v, size_t n)
 {
 	key(b, name);
-	fputc('[', b->f);
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			fputc(',', b->f);
-		out_json_str(b->f, v[i] ? v[i] : "[unknown]");
-	}
-	fputc(']', b->f);
+	ch_json_str_array(b->f, v, n);
+}
+
+void ch_json(struct ch_batch *b, const char *name, const char *json, size_t len)
+{
+	key(b, name);
+	fwrite(json, 1, len, b->f);
 }
 
 void ch_i64_array(struct ch_batch *b, const char *name, const int64_t *v, size_t n)
