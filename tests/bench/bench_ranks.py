@@ -12,9 +12,19 @@ process, measured with wait4 (wall time and that process's own peak RSS):
   report -o FILE
   summary               (its standard output; it has no --jobs)
   sqlite -o FILE --force
-(--commands picks some of them).  export clickhouse is not among them: it
-needs a running clickhouse-server, and its analysis is the same pass as
-sqlite's (tests/integration/test_export_clickhouse.py tests it).
+  export clickhouse --url URL --database rN_jJ --create
+(--commands picks some of them).  For export a clickhouse-server is started
+once for the bench (unprivileged on 127.0.0.1, a temporary config, as
+tests/integration/test_export_clickhouse.py starts it; needs root for
+setpriv); each export goes into a fresh database, and its row counts are
+checked (recordings = files, collectives = ranks x steps, rank_steps =
+ranks x (steps - 1), stragglers = ranks): a count off is printed as WRONG.
+Only the analyzer's process is measured, not the server's.  Every
+job-level row (collectives, rank_steps, stragglers, findings) carries the
+job's recording ids (job_recordings, CLICKHOUSE.md), so what export sends
+grows as rows x files: 67 MB of collectives at 256 ranks, about 15 GB at
+4,096; keep export to the small sizes (--commands export --ranks
+64,256,1024).
 each with every --jobs N of --jobs (default 1,2: the serial path, then two
 threads decompressing ahead), and whether the output is the same for every
 N (it must be).  CPU is the process's user + system time (wait4): on a
@@ -44,7 +54,7 @@ CPU per rank still grows by about 1.5x over 16x the ranks: the sorts
 usage: tests/bench/bench_ranks.py [--build build] [--ranks 64,256,1024]
                                   [--ranks-per-node 8] [--steps 200]
                                   [--late-ms 10] [--jobs 1,2] [--out DIR]
-                                  [--commands stragglers,report,summary,sqlite]
+                                  [--commands stragglers,report,summary,sqlite,export]
   the large sizes: --ranks 1024,4096,16384 --jobs 1 (minutes each)
 """
 import filecmp
@@ -54,6 +64,8 @@ import os
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 
 
 def run_measured(cmd, stdout_path):
@@ -77,6 +89,26 @@ def straggler_named(json_path):
         return s.get("rank") if s else None
     except (OSError, ValueError, AttributeError):
         return "unreadable"
+
+
+def start_clickhouse():
+    from test_export_clickhouse import Server  # its server: same config, same start
+    return Server()
+
+
+def export_counts(server, db):
+    """Row count of each exported table of db."""
+    rows = server.query("SELECT name FROM system.tables WHERE database = '%s'" % db)
+    return {r["name"]: int(server.query("SELECT count() AS n FROM %s.%s" % (db, r["name"]))[0]["n"])
+            for r in rows}
+
+
+def export_wrong(counts, nfiles, ranks, steps):
+    """The expected counts that the export missed, as 'table: got != want'."""
+    # gen_ranks: one allreduce per step per rank; the steps between them
+    want = {"recordings": nfiles, "collectives": ranks * steps, "stragglers": ranks,
+            "rank_steps": ranks * (steps - 1)}
+    return ["%s: %s != %d" % (t, counts.get(t), w) for t, w in want.items() if counts.get(t) != w]
 
 
 def line_fit(xs, ys):
@@ -117,6 +149,16 @@ def main():
     counts = [int(x) for x in a.ranks.split(",") if x]
     jobs_list = [int(x) for x in a.jobs.split(",") if x]
     wanted = set(x for x in a.commands.split(",") if x)
+    server = start_clickhouse() if "export" in wanted else None
+    try:
+        run_all(a, gen, analyze, counts, jobs_list, wanted, server, build)
+    finally:
+        if server:
+            server.stop()
+            subprocess.run(["rm", "-rf", server.dir])
+
+
+def run_all(a, gen, analyze, counts, jobs_list, wanted, server, build):
 
     results = []
     rows = []
@@ -146,6 +188,11 @@ def main():
                      ("summary", j, [analyze, "summary"] + files, os.path.join(d, "summary-j%d.txt" % j)),
                      ("sqlite", j, [analyze, "sqlite"] + files + ["-o", os.path.join(d, "trace-j%d.db" % j), "--force"] + jj,
                       os.path.join(d, "trace-j%d.db" % j))]
+            if server:
+                # the server is the bench's own: every database is new
+                cmds.append(("export", j, [analyze, "export", "clickhouse"] + files +
+                             ["--url", server.url, "--database", "r%d_j%d" % (n, j), "--create"] + jj,
+                             os.path.join(d, "export-j%d.out" % j)))
         cmds = [c for c in cmds if c[0] in wanted]
         for name, j, cmd, result_path in cmds:
             stdout_path = result_path if name in ("stragglers", "summary") else os.path.join(d, "%s-j%d.out" % (name, j))
@@ -153,7 +200,16 @@ def main():
             c = {"jobs": j, "wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss_kib / 1024, "rc": rc,
                  "s_per_rank": wall / n, "cpu_ms_per_rank": 1000 * cpu / n}
             first = os.path.join(d, os.path.basename(result_path).replace("-j%d" % j, "-j%d" % jobs_list[0]))
-            c["same_as_jobs_%d" % jobs_list[0]] = filecmp.cmp(first, result_path, shallow=False)
+            if name == "export":
+                got = export_counts(server, "r%d_j%d" % (n, j))
+                wrong = export_wrong(got, len(files), n, a.steps)
+                c["rows"] = got
+                c["same_as_jobs_%d" % jobs_list[0]] = got == entry["commands"].get(
+                    "export@j%d" % jobs_list[0], c)["rows"]
+                print("  export rows %s: %s" % (", ".join("%s %d" % kv for kv in sorted(got.items())),
+                                               "right" if not wrong else "WRONG " + "; ".join(wrong)))
+            else:
+                c["same_as_jobs_%d" % jobs_list[0]] = filecmp.cmp(first, result_path, shallow=False)
             if name == "stragglers":
                 named = straggler_named(stdout_path)
                 c["straggler_named"] = named
