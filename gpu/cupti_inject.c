@@ -79,16 +79,21 @@ static const CUpti_CallbackId driver_launches[] = {
 };
 
 /* The probe functions: their own code (no inlining, no merging), their
- * arguments in registers when a uprobe fires at the first instruction. */
+ * arguments in registers when a uprobe fires at the first instruction.
+ * That instruction must be one the kernel emulates: an empty function is a
+ * lone `ret` (GCC drops even a forced frame pointer), which the kernel
+ * single-steps, a trap costing ~20 us per launch in a VM.  Clobbering %rbx
+ * gives the function a register to save, so it starts with a push, which
+ * the kernel emulates. */
 EXPORT __attribute__((noinline)) void flightrec_cupti_launch(uint64_t correlation_id)
 {
-	__asm__ volatile("" : : "r"(correlation_id) : "memory");
+	__asm__ volatile("" : : "r"(correlation_id) : "memory", "rbx");
 }
 
 EXPORT __attribute__((noinline)) void flightrec_cupti_kernels(const struct fr_gpu_kernel *k,
 							      uint32_t n, uint64_t dropped)
 {
-	__asm__ volatile("" : : "r"(k), "r"(n), "r"(dropped) : "memory");
+	__asm__ volatile("" : : "r"(k), "r"(n), "r"(dropped) : "memory", "rbx");
 }
 
 static uint64_t CUPTIAPI monotonic_ns(void)

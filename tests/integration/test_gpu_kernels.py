@@ -31,9 +31,9 @@ class GpuKernels(frtest.Case):
         if inject == "option":
             extra = list(extra) + ["--gpu-kernels"]
         with frtest.cpu_burners(burners):
-            frtest.record(trace, ["--probes", "cuda,gpu"] + list(extra),
+            self.stderr = frtest.record(trace, ["--probes", "cuda,gpu"] + list(extra),
                           ["--", "env"] + [f"{k}={v}" for k, v in env.items()] +
-                          [frtest.sample("cuda_train"), "--steps", str(STEPS)])
+                          [frtest.sample("cuda_train"), "--steps", str(STEPS)]).stderr
         events = frtest.dump(trace)
         return ([e for e in events if e["type"] == "gpu_launch"],
                 [e for e in events if e["type"] == "gpu_kernel"],
@@ -61,6 +61,14 @@ class GpuKernels(frtest.Case):
     def test_gpu_kernels_option(self):
         # the recorder finds the library in its build tree and sets the variable
         self.check(*self.record("gpu_option", inject="option"), frame="train_step")
+
+    def test_probe_functions_are_not_single_stepped(self):
+        # a probe function starting with an instruction the kernel single-steps
+        # (an empty function is a lone ret) costs a trap per launch: ~10x the
+        # whole uprobe path of --probes cuda, measured by bench_gpu_launch.py
+        self.record("gpu_no_single_step", inject="option")
+        self.assertIn("flightrec: gpu: attached 2 functions in " + GPU_LIB, self.stderr)
+        self.assertNotIn("single-steps", self.stderr)
 
     def test_gpu_kernels_without_the_library(self):
         d = frtest.workdir("gpu_nolib")
