@@ -9,6 +9,8 @@ a bench that cannot run (a missing tool) is reported and skipped.
   per-call cost        bench_cuda.py     cudaMalloc+cudaFree over the floor, beside
                                          perf probe with -g and --call-graph dwarf
                        bench_probes.py   NCCL, verbs, kernel-launch calls
+                       bench_gpu_launch.py  cudaLaunchKernel: --gpu-kernels (injected)
+                                         beside --probes cuda (uprobe)
   bytes per sample     bench_sample_bytes.py   torch loop, flightrec vs perf -g
   start-up             bench_startup.py  import torch bare / perf -g / flightrec,
                                          the fixed part beside perf archive
@@ -38,6 +40,7 @@ def benches(quick):
     return [
         ("cuda", ["bench_cuda.py", "--runs", runs]),
         ("probes", ["bench_probes.py", "--runs", "2" if quick else "3"]),
+        ("gpu_launch", ["bench_gpu_launch.py", "--runs", "2" if quick else "3"]),
         ("sample_bytes", ["bench_sample_bytes.py", "--runs", "1" if quick else "3", "--compare"]),
         ("startup", ["bench_startup.py", "--runs", "2" if quick else "5"]),
         ("cache", ["bench_cache.py", "--runs", "1" if quick else "3"]),
@@ -80,6 +83,13 @@ def summary(outdir, texts):
                  "perf probe + record -g", "<= 1x"))
     rows.append(("dwarf pair / fp pair (added cost)", fmt(get(cuda, "ratio_dwarf_over_fp"), "{:.2f}", "x"),
                  "", "<= 1.3x"))
+    gpu = {r["row"]: r for r in get(load(os.path.join(outdir, "gpu_launch.json")), "rows") or []}
+    for s in ("fp", "dwarf"):
+        g, c = gpu.get("gpu_" + s) or {}, gpu.get("cuda_" + s) or {}
+        rows.append(("cudaLaunchKernel, --gpu-kernels --probes gpu, %s, added" % s,
+                     "%s (%s cuda)" % (fmt(g.get("added_ns"), "{:.0f}", " ns"),
+                                       fmt(g.get("ratio_over_cuda"), "{:.2f}", "x")),
+                     "--probes cuda: %s" % fmt(c.get("added_ns"), "{:.0f}", " ns"), "stated"))
     bytes_txt = texts.get("sample_bytes", "")
     # bench_sample_bytes prints a table: its header, then a row per tool and run
     marg = [l.rstrip() for l in bytes_txt.splitlines()
