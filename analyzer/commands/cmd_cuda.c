@@ -1,12 +1,15 @@
 /* `flightrec-analyze cuda`: the CUDA API table (calls, total, self, p50,
  * p99, max, errors by code), the host-device copies table (direction,
- * pinned or pageable, sync or async, bytes, GB/s) and the async copies
- * immediately followed by a synchronize; text or --json.  Not the model
- * (model_cuda.c): this file parses options and lays out the result. */
+ * pinned or pageable, sync or async, bytes, GB/s), the async copies
+ * immediately followed by a synchronize, and the GPU kernels the CUPTI
+ * library recorded (by name, by stream); text or --json.  Not the models
+ * (model_cuda.c, model_gpu.c): this file parses options and lays out the
+ * results. */
 #include "cli.h"
 #include "out_common.h"
 #include "commands.h"
 #include "model_cuda.h"
+#include "model_gpu.h"
 #include "model_mem.h"
 #include "out_mem_stacks.h"
 #include "trace_set.h"
@@ -30,11 +33,17 @@ static const char cuda_help[] =
 	"  async then sync  cudaMemcpyAsync whose thread's next CUDA call is a\n"
 	"            stream/device/event synchronize starting < 50 us after the\n"
 	"            copy returned: the copy overlapped nothing; top stacks\n"
+	"  GPU kernels  what ran on the GPU, from the CUPTI records of a job\n"
+	"            recorded with --gpu-kernels: per kernel name count, total,\n"
+	"            p50, p99, max; per device and stream kernels and busy time;\n"
+	"            launches joined to their kernels.  Without those records\n"
+	"            (an attached job, --pid) the tables above are host-side\n"
+	"            times: they bound GPU time, they do not measure it\n"
 	"\n"
 	"options:\n"
 	"  --pid PID  only process PID\n"
 	"  --top N    stacks listed for async-then-sync (default 5)\n"
-	"  --json     one JSON object: calls, copies, async_then_sync\n"
+	"  --json     one JSON object: calls, copies, async_then_sync, gpu\n"
 	"\n"
 	"examples:\n"
 	"  " CLI_PROG " cuda run.frec\n"
@@ -51,6 +60,85 @@ static const struct cli_table_spec cuda_spec = {
 static double gbps(uint64_t bytes, uint64_t ns)
 {
 	return ns ? (double)bytes / (double)ns : -1;
+}
+
+/* Kernel names in the text table: C++ templates run long */
+#define GPU_NAME_COLUMN 44
+#define GPU_TEXT_ROWS 20
+
+static void gpu_text(const struct gpu_result *g, FILE *out)
+{
+	char d[6][32];
+	if (!g->kernels) {
+		fprintf(out, "\nGPU kernels: none recorded.  Kernel times need the job started by "
+			"'flightrec record --gpu-kernels -- COMMAND' (or with CUDA_INJECTION64_PATH "
+			"naming libflightrec_cupti.so); the times above are host-side: bounds on GPU "
+			"time, not measurements of it\n");
+		if (g->launches)
+			fprintf(out, "  (%" PRIu64 " launches recorded by the library, no kernel record "
+				"reached the trace)\n", g->launches);
+		return;
+	}
+	fprintf(out, "\nGPU kernels (CUPTI): %" PRIu64 ", %s on the GPU; %" PRIu64 " joined to their "
+		"launch of %" PRIu64 " launches recorded", g->kernels, out_duration(g->total_ns, d[0], 32),
+		g->joined, g->launches);
+	if (g->launches_without_kernel)
+		fprintf(out, ", %" PRIu64 " launches without a kernel record", g->launches_without_kernel);
+	if (g->dropped)
+		fprintf(out, "; %" PRIu64 " kernel records dropped by the library", g->dropped);
+	fputc('\n', out);
+	fprintf(out, "%-*s %10s %10s %10s %10s %10s\n", GPU_NAME_COLUMN, "kernel", "count", "total",
+		"p50", "p99", "max");
+	for (size_t i = 0; i < g->n_rows && i < GPU_TEXT_ROWS; i++) {
+		const struct gpu_kernel_row *w = &g->rows[i];
+		size_t n = strlen(w->name);
+		if (n > GPU_NAME_COLUMN)
+			fprintf(out, "%.*s...", GPU_NAME_COLUMN - 3, w->name);
+		else
+			fprintf(out, "%-*s", GPU_NAME_COLUMN, w->name);
+		fprintf(out, " %10" PRIu64 " %10s %10s %10s %10s\n", w->count,
+			out_duration(w->total_ns, d[0], 32), out_duration(w->p50_ns, d[1], 32),
+			out_duration(w->p99_ns, d[2], 32), out_duration(w->max_ns, d[3], 32));
+	}
+	if (g->n_rows > GPU_TEXT_ROWS)
+		fprintf(out, "... %zu more kernel names (--json lists them all)\n",
+			g->n_rows - GPU_TEXT_ROWS);
+	fprintf(out, "%-8s %6s %10s %10s %10s %10s %6s\n", "pid", "device", "stream", "kernels",
+		"busy", "span", "busy%");
+	for (size_t i = 0; i < g->n_streams; i++) {
+		const struct gpu_stream_row *s = &g->streams[i];
+		uint64_t span = s->last_ns - s->first_ns;
+		fprintf(out, "%-8u %6u %10u %10" PRIu64 " %10s %10s %5.1f%%\n", s->pid, s->device,
+			s->stream, s->kernels, out_duration(s->busy_ns, d[0], 32),
+			out_duration(span, d[1], 32),
+			span ? 100.0 * (double)s->busy_ns / (double)span : 100.0);
+	}
+}
+
+static void gpu_json(const struct gpu_result *g, FILE *out)
+{
+	fprintf(out, ",\"gpu\":{\"source\":\"%s\",\"kernels\":%" PRIu64 ",\"launches\":%" PRIu64
+		",\"joined\":%" PRIu64 ",\"in_api_call\":%" PRIu64 ",\"launches_without_kernel\":%" PRIu64
+		",\"dropped\":%" PRIu64 ",\"bad_times\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"by_name\":[",
+		g->kernels ? "cupti" : "none", g->kernels, g->launches, g->joined, g->in_api_call,
+		g->launches_without_kernel, g->dropped, g->bad_times, g->total_ns);
+	for (size_t i = 0; i < g->n_rows; i++) {
+		const struct gpu_kernel_row *w = &g->rows[i];
+		fprintf(out, "%s{\"name\":", i ? "," : "");
+		out_json_str(out, w->name);
+		fprintf(out, ",\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"min_ns\":%" PRIu64
+			",\"max_ns\":%" PRIu64 ",\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64 "}",
+			w->count, w->total_ns, w->min_ns, w->max_ns, w->p50_ns, w->p99_ns);
+	}
+	fputs("],\"streams\":[", out);
+	for (size_t i = 0; i < g->n_streams; i++) {
+		const struct gpu_stream_row *s = &g->streams[i];
+		fprintf(out, "%s{\"file\":%u,\"pid\":%u,\"device\":%u,\"stream\":%u,\"kernels\":%" PRIu64
+			",\"busy_ns\":%" PRIu64 ",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 "}",
+			i ? "," : "", s->file, s->pid, s->device, s->stream, s->kernels, s->busy_ns,
+			s->first_ns, s->last_ns);
+	}
+	fputs("]}", out);
 }
 
 static void cuda_text(struct trace_set *ts, const struct cuda_result *r, unsigned top, FILE *out)
@@ -178,7 +266,7 @@ static void cuda_json(struct trace_set *ts, const struct cuda_result *r, unsigne
 		mem_stack_json(ts, s->file, s->stack_id, out);
 		fputc('}', out);
 	}
-	fprintf(out, "]}}\n");
+	fputs("]}", out);
 }
 
 int cmd_cuda(int argc, char **argv, FILE *out, FILE *errout)
@@ -195,10 +283,17 @@ int cmd_cuda(int argc, char **argv, FILE *out, FILE *errout)
 	free(a.files);
 	if (!ts)
 		return CLI_FAIL;
+	void *gpu = trace_set_use_model(ts, "gpu", &mo);
+	if (!gpu) {
+		fprintf(errout, CLI_PROG " cuda: out of memory\n");
+		trace_set_free(ts);
+		return CLI_FAIL;
+	}
 	if (cli_run_set(ts, errout))
 		return CLI_FAIL;
 	const struct cuda_result *r = model_cuda_result(cuda);
-	if (!r->events) {
+	const struct gpu_result *g = model_gpu_result(gpu);
+	if (!r->events && !g->kernels && !g->launches) {
 		const char *path = trace_set_file(ts, 0)->path;
 		if (a.filter_pid)
 			fprintf(errout, CLI_PROG ": %s: no CUDA calls of pid %u in this trace (see '" CLI_PROG
@@ -209,10 +304,14 @@ int cmd_cuda(int argc, char **argv, FILE *out, FILE *errout)
 		trace_set_free(ts);
 		return CLI_FAIL;
 	}
-	if (a.json)
+	if (a.json) {
 		cuda_json(ts, r, a.number, out);
-	else
+		gpu_json(g, out);
+		fputs("}\n", out);
+	} else {
 		cuda_text(ts, r, a.number, out);
+		gpu_text(g, out);
+	}
 	rc = CLI_OK;
 	if (fflush(out) || ferror(out)) {
 		fprintf(errout, CLI_PROG " cuda: write failed on standard output\n");

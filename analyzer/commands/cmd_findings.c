@@ -61,11 +61,17 @@ static const char findings_help[] =
 	"the outermost repeating unit of the synchronizing calls (a call made once a\n"
 	"step, with the calls made many times a step inside it); the first line says\n"
 	"which, the median step and how many steps lie within 25% of it.\n"
+	"A job recorded with --gpu-kernels carries the GPU's own kernel times: the\n"
+	"kernel time inside an interval the host signals call idle is then taken\n"
+	"off it, and each process's line says 'measured'; without them its idle\n"
+	"is an upper bound ('from host signals').\n"
 	"\n"
 	"options:\n"
 	"  --json      one JSON object (steps, steps_from, step_ms, steps_regular,\n"
 	"              step_site, wall_ms, gpu_idle_ms, unexplained_ms, streams,\n"
-	"              devices, not_evaluated, findings)\n"
+	"              devices, gpu_time_from (\"kernels\" or \"host_signals\"),\n"
+	"              gpu_kernels, gpu_busy_ms, busy_in_host_idle_ms, not_evaluated,\n"
+	"              findings)\n"
 	"  --pid PID   only this process\n"
 	"\n"
 	"examples:\n"
@@ -134,6 +140,13 @@ static void findings_text(const struct findings_result *r, FILE *out)
 		if (p->streams > 1 || p->devices > 1)
 			fprintf(out, "; %u streams, %u device%s (see per_stream_idle below)",
 				p->streams, p->devices, p->devices == 1 ? "" : "s");
+		if (p->gpu_kernels)
+			fprintf(out, "; measured: %" PRIu64 " kernel records, %.1f ms busy, %.1f ms of it "
+				"inside host-signal intervals and not counted idle", p->gpu_kernels,
+				p->gpu_busy_ms, p->busy_in_idle_ms);
+		else
+			fputs("; from host signals (an upper bound: 'flightrec record --gpu-kernels' "
+			      "measures it)", out);
 		fputc('\n', out);
 	}
 	if (!r->n_findings)

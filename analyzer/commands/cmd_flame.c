@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "model_call_time.h"
 #include "model_cpu.h"
+#include "model_gpu.h"
 #include "model_mem.h"
 #include "out_flame.h"
 #include "trace_set.h"
@@ -18,7 +19,7 @@
 #include <string.h>
 
 static const char flame_help[] =
-	"usage: " CLI_PROG " flame FILE... [--kind cpu|mem-inuse|mem-alloc|cuda|syscalls]\n"
+	"usage: " CLI_PROG " flame FILE... [--kind cpu|mem-inuse|mem-alloc|cuda|gpu|syscalls|offcpu]\n"
 	"                         [--at peak|SECONDS] [--pid PID] [--hide-interpreter]\n"
 	"                         [--format folded|svg|html|pprof|speedscope] [-o OUT]\n"
 	"\n"
@@ -39,6 +40,11 @@ static const char flame_help[] =
 	"                                stack one in 64 (the recorder's\n"
 	"                                --launch-stack-every), the others count\n"
 	"                                under [no stack]\n"
+	"                     gpu        nanoseconds kernels ran on the GPU per\n"
+	"                                launch stack, the kernel as the leaf (CUPTI\n"
+	"                                records: a job recorded with --gpu-kernels);\n"
+	"                                every launch carries its stack, cut after\n"
+	"                                the launch call (cudaLaunchKernel ...)\n"
 	"                     syscalls   nanoseconds in system calls per stack, the\n"
 	"                                call as the leaf ('[syscall] read'): the\n"
 	"                                calls the recorder kept (--syscall-min-us);\n"
@@ -83,6 +89,7 @@ static const char flame_help[] =
 	"  " CLI_PROG " flame run.frec --format pprof -o cpu.pb.gz && go tool pprof -top cpu.pb.gz\n"
 	"  " CLI_PROG " flame run.frec --kind cuda --format speedscope -o cuda.speedscope.json\n"
 	"  " CLI_PROG " flame run.frec --kind offcpu --format svg -o blocked.svg\n"
+	"  " CLI_PROG " flame run.frec --kind gpu --format html -o gpu.html\n"
 	"  " CLI_PROG " flame run.frec --kind mem-inuse --format html -o peak.html\n"
 	"  " CLI_PROG " flame run.frec --kind mem-inuse --at 42.5 > at42.folded\n"
 	"  " CLI_PROG " flame run.frec --kind mem-alloc --pid 4242 | flamegraph.pl --countname bytes > alloc.svg\n";
@@ -93,8 +100,8 @@ struct flame_args {
 	struct flame_request q;
 };
 
-static const char *const flame_kinds[] = { "cpu", "mem-inuse", "mem-alloc", "cuda", "syscalls", "offcpu",
-					    NULL };
+static const char *const flame_kinds[] = { "cpu", "mem-inuse", "mem-alloc", "cuda", "gpu", "syscalls",
+					    "offcpu", NULL };
 static const char *const flame_formats[] = { "folded", "svg", "html", "pprof", "speedscope", NULL };
 
 static int one_of(const char *v, const char *const *list)
@@ -156,7 +163,7 @@ static int flame_parse(int argc, char **argv, struct flame_args *a, FILE *out, F
 	}
 	if (!one_of(q->kind, flame_kinds)) {
 		fprintf(errout, CLI_PROG " flame: unknown --kind '%s' (expected cpu, mem-inuse, mem-alloc, "
-			"cuda, syscalls or offcpu)\n", q->kind);
+			"cuda, gpu, syscalls or offcpu)\n", q->kind);
 		return CLI_USAGE;
 	}
 	if (!one_of(q->format, flame_formats)) {
@@ -221,6 +228,27 @@ static int flame_mem(const struct flame_request *q, struct trace_set *ts, FILE *
 		return CLI_FAIL;
 	}
 	return out_flame_mem(q, r, ts, out, errout) ? CLI_FAIL : CLI_OK;
+}
+
+/* Kernel time on the GPU by launch stack. */
+static int flame_gpu(const struct flame_request *q, struct trace_set *ts, FILE *out, FILE *errout)
+{
+	void *state = flame_run(ts, "gpu", q, errout);
+	if (!state)
+		return CLI_FAIL;
+	const struct gpu_result *r = model_gpu_result(state);
+	if (!r->kernels) {
+		char of_pid[32] = "";
+		if (q->filter_pid)
+			snprintf(of_pid, sizeof(of_pid), " of pid %u", q->pid);
+		fprintf(errout, CLI_PROG ": %s: no GPU kernel records%s in this trace, so --kind gpu "
+			"has nothing to show: kernel times need the job started by 'flightrec record "
+			"--gpu-kernels -- COMMAND' (or with CUDA_INJECTION64_PATH naming "
+			"libflightrec_cupti.so); --kind cuda shows host time in CUDA calls\n",
+			trace_set_file(ts, 0)->path, of_pid);
+		return CLI_FAIL;
+	}
+	return out_flame_calls(q, &r->flame, ts, out, errout) ? CLI_FAIL : CLI_OK;
 }
 
 /* Time in CUDA API calls, in system calls, or blocked in them. */
@@ -289,6 +317,8 @@ int cmd_flame(int argc, char **argv, FILE *out, FILE *errout)
 		rc = flame_mem(&a.q, ts, out, errout);
 	else if (strcmp(a.q.kind, "cpu") == 0)
 		rc = flame_cpu(&a.q, ts, out, errout);
+	else if (strcmp(a.q.kind, "gpu") == 0)
+		rc = flame_gpu(&a.q, ts, out, errout);
 	else
 		rc = flame_calls(&a.q, ts, out, errout);
 	trace_set_free(ts);

@@ -176,9 +176,9 @@ int cmd_timeline(int argc, char **argv, FILE *out, FILE *errout)
 		if (dst.is_file)
 			fprintf(errout, CLI_PROG ": %s: %" PRIu64 " slices (%" PRIu64 " that did not nest "
 				"written as async), %" PRIu64 " async events, %" PRIu64 " counter values, %"
-				PRIu64 " steps, %" PRIu64 " GPU-idle intervals\n", fo.output,
-				s->slices + s->demoted, s->demoted, s->async, s->counters, s->steps,
-				s->gpu_idle);
+				PRIu64 " steps, %" PRIu64 " GPU kernels, %" PRIu64 " GPU-idle intervals\n",
+				fo.output, s->slices + s->gpu_kernels + s->demoted, s->demoted, s->async,
+				s->counters, s->steps, s->gpu_kernels, s->gpu_idle);
 		if (dst.is_file && s->filtered)
 			fprintf(errout, CLI_PROG ": %s: %" PRIu64 " events outside --from/--to, --pid or "
 				"--rank left out\n", fo.output, s->filtered);

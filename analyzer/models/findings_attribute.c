@@ -577,6 +577,7 @@ static int split_rest(struct ctx *c, struct split *sp, const struct rest_to *res
 			} else {
 				p->e.lb_gaps++;
 				p->e.lb_gap_ns += other_ns;
+				p->e.lb_measured += p->gpu != NULL;
 			}
 			if (add_where(p, rest_to->kind, FX_WHERE_WHOLE, rest_to->stack_id,
 				      rest_to->leaf, other_ns))
@@ -612,15 +613,36 @@ int fx_attribute(struct ctx *c, uint64_t a, uint64_t b, uint32_t tid,
 		p->idle = grown;
 		p->cap_idle = cap;
 	}
+	/* Kernel records say when the GPU really ran: what of [a, b) it ran
+	 * is not idle, and every cause's share shrinks with the interval (the
+	 * host signals that divide it do not say which part the kernel
+	 * overlapped).  The stand-in's fake GPU runs work as queued, so there
+	 * busy is 0 unless several streams overlap. */
+	uint64_t busy = p->gpu ? gpu_busy_within(p->gpu, a, b) : 0;
+	if (busy) {
+		double keep = (double)(b - a - busy) / (double)(b - a);
+		uint64_t left = b - a - busy, sum = 0;
+		uint64_t hs = sp.kind_ns[FIND_HOST_SYNC], lb = sp.kind_ns[FIND_LAUNCH_BOUND];
+		for (int k = 0; k < FIND_IDLE_KINDS; k++)
+			sum += sp.kind_ns[k] = (uint64_t)((double)sp.kind_ns[k] * keep);
+		/* the evidence's gap sums (split_rest) shrink as their kinds did */
+		if (rest_to->kind == FIND_HOST_SYNC && c->have_samples)
+			p->e.hs_ns -= hs - sp.kind_ns[FIND_HOST_SYNC];
+		if (rest_to->kind == FIND_LAUNCH_BOUND && c->have_samples)
+			p->e.lb_gap_ns -= lb - sp.kind_ns[FIND_LAUNCH_BOUND];
+		unexplained = left > sum ? left - sum : 0;
+		p->busy_in_idle_ns += busy;
+	}
 	struct findings_idle_interval *kept = &p->idle[p->n_idle++];
 	kept->start_ns = a;
 	kept->end_ns = b;
+	kept->busy_ns = busy;
 	memcpy(kept->kind_ns, sp.kind_ns, sizeof(kept->kind_ns));
 	kept->unexplained_ns = unexplained;
 	for (int k = 0; k < FIND_IDLE_KINDS; k++)
 		p->kind_ns[k] += sp.kind_ns[k];
 	p->unexplained_ns += unexplained;
-	p->idle_ns += b - a;
+	p->idle_ns += b - a - busy;
 	p->intervals++;
 	return 0;
 }

@@ -397,12 +397,16 @@ static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t
 			 "waited %.3f ms on average, less than the median time between launches; %.0f "
 			 "launches per run, %.3f ms apart on average (the launch calls %.1f us each), "
 			 "while each run's last kernel ran within %.3f ms; %" PRIu64 " gaps left the GPU "
-			 "idle (%.2f ms) if no kernel ran longer than that (kernel times are not recorded)",
+			 "idle (%.2f ms) %s",
 			 e->lb_steps, ms(e->lb_wait_ns) / runs, (double)e->lb_launches / runs,
 			 e->lb_launches > e->lb_steps
 				 ? ms(e->lb_span_ns) / (double)(e->lb_launches - e->lb_steps) : 0.0,
 			 e->lb_launches ? ms(e->lb_launch_ns) * 1e3 / (double)e->lb_launches : 0.0,
-			 ms(e->lb_bound_ns) / runs, e->lb_gaps, ms(e->lb_gap_ns));
+			 ms(e->lb_bound_ns) / runs, e->lb_gaps, ms(e->lb_gap_ns),
+			 e->lb_measured && e->lb_measured == e->lb_gaps ? "as the kernel records measured (the gaps less the kernels' "
+					  "time in them)" :
+					  "if no kernel ran longer than that (kernel times are not "
+					  "recorded: 'flightrec record --gpu-kernels' measures them)");
 		if (e->lb_mixed)
 			appendf(f->evidence, sizeof(f->evidence), "; %" PRIu64 " runs of as many launches "
 				"not read (several streams, a graph launch, or a synchronize of another "
@@ -911,6 +915,10 @@ int fx_build_findings(struct fx_state *m, struct trace_set *ts, struct symbolize
 		o->devices = p->devices;
 		o->idle = p->idle;
 		o->n_idle = p->n_idle;
+		o->gpu_time_from = p->gpu ? "kernels" : "host_signals";
+		o->gpu_kernels = p->gpu ? p->gpu->kernels : 0;
+		o->gpu_busy_ms = p->gpu ? ms(p->gpu->busy_ns) : 0;
+		o->busy_in_idle_ms = ms(p->busy_in_idle_ns);
 		if (!busiest || p->idle_ns > busiest->idle_ns)
 			busiest = p;
 	}

@@ -28,7 +28,9 @@
  * step 3 would give host_sync goes to launch_bound (the host issuing
  * work: the launch calls and the dispatch code between them).  The run
  * before the first idle interval is not read: what the GPU held when the
- * recording began is not known. */
+ * recording began is not known.  Where the trace has the process's kernel
+ * records (--gpu-kernels) the gaps are read off them instead of replayed
+ * (measured_gaps). */
 #include "findings_idle.h"
 #include "fr_family.h"
 
@@ -52,6 +54,43 @@ static int sync_covers(const struct fx_ev *sync, uint64_t stream, int16_t device
 	if (sync->what == FR_CUDA_STREAM_SYNC)
 		return same_device && sync->stream == stream;
 	return 0; /* an event's stream is not known here */
+}
+
+/* With the process's kernel records the gaps need no replay: every
+ * stretch between two of its merged kernel spans inside the run, from the
+ * first kernel on, up to the synchronize's return, is GPU idle, charged
+ * to the launch that queued the kernel ending it (the latest launch
+ * entered before it) or, for the stretch after the last kernel, to the
+ * synchronize's own thread. */
+static int measured_gaps(struct ctx *c, const uint32_t *items, size_t n, const struct fx_ev *opener)
+{
+	const struct fx_proc *p = c->p;
+	const struct gpu_proc *g = p->gpu;
+	uint64_t a = p->ev[items[0]].t0, b = opener->t1;
+	/* the first span ending after the run's first launch */
+	size_t lo = 0, hi = g->n_busy;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (g->busy[mid].end_ns <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t next_launch = 0;
+	for (size_t k = lo; k < g->n_busy && g->busy[k].end_ns < b; k++) {
+		uint64_t gap_a = g->busy[k].end_ns;
+		uint64_t gap_b = k + 1 < g->n_busy && g->busy[k + 1].start_ns < b ? g->busy[k + 1].start_ns : b;
+		if (gap_b <= gap_a)
+			continue;
+		while (next_launch + 1 < n && p->ev[items[next_launch + 1]].t0 <= gap_b)
+			next_launch++;
+		const struct fx_ev *by = gap_b == b ? opener : &p->ev[items[next_launch]];
+		struct rest_to rest = { .kind = FIND_LAUNCH_BOUND, .stack_id = by->stack_id,
+					.leaf = by->what };
+		if (fx_attribute(c, gap_a, gap_b, by->tid, &rest))
+			return -1;
+	}
+	return 0;
 }
 
 /* The run of device work from marks[from] (the launch that ended an idle
@@ -104,6 +143,12 @@ int fx_launch_run(struct ctx *c, const struct mark *marks, size_t from, size_t t
 	if (wait >= median_gap || opener->t1 <= last->t0)
 		goto out; /* work was still queued: the GPU, not the host, set the pace */
 	uint64_t bound = opener->t1 - last->t0, end = 0, launch_ns = 0;
+	if (p->gpu) {
+		for (size_t i = 0; i < n; i++)
+			launch_ns += p->ev[items[i]].t1 - p->ev[items[i]].t0;
+		rc = measured_gaps(c, items, n, opener);
+		goto counted;
+	}
 	for (size_t i = 0; i < n && !rc; i++) {
 		const struct fx_ev *e = &p->ev[items[i]];
 		launch_ns += e->t1 - e->t0;
@@ -117,6 +162,7 @@ int fx_launch_run(struct ctx *c, const struct mark *marks, size_t from, size_t t
 		if (next->t0 > end)
 			rc = fx_attribute(c, end, next->t0, next->tid, &rest);
 	}
+counted:
 	p->e.lb_steps++;
 	p->e.lb_launches += n;
 	p->e.lb_launch_ns += launch_ns;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include "hmap.h"
 #include "model_findings.h"
+#include "model_gpu.h"
 
 struct trace_set;
 struct symbolizer;
@@ -103,6 +104,7 @@ struct fx_evidence {
 	uint64_t lb_steps, lb_launches, lb_launch_ns, lb_wait_ns, lb_bound_ns;
 	uint64_t lb_span_ns;              /* first launch to last, summed over the runs */
 	uint64_t lb_gaps, lb_gap_ns;      /* the gaps that left the GPU idle, their idle */
+	uint64_t lb_measured;             /* of those gaps, read against kernel records */
 	uint64_t lb_mixed;                /* long runs of launches skipped: several streams,
 					     a graph launch, or a synchronize of another stream */
 	/* nccl_exchange and the rest of the time in collectives (findings_attribute.c) */
@@ -165,11 +167,15 @@ struct fx_proc {
 	size_t n_nccl, cap_nccl;
 	struct fx_offcpu *offcpu; /* sorted by t0 with the events (fx_sort_events) */
 	size_t n_offcpu, cap_offcpu;
+	/* its kernels' merged spans (model_gpu), NULL when the trace has no
+	 * kernel record of it: then idle is read from host signals alone */
+	const struct gpu_proc *gpu;
+	uint64_t busy_in_idle_ns; /* kernel time inside the host-signal intervals */
 };
 
 struct fx_state {
 	struct model_opts opts;
-	void *cuda, *mem, *strag, *rdma;
+	void *cuda, *mem, *strag, *rdma, *gpu;
 	struct fx_proc *procs;
 	size_t n_procs, cap_procs;
 	struct hmap proc_index;   /* (file, pid) -> index */

@@ -123,6 +123,8 @@ static void fx_bind(void *state, const char *name, void *dep)
 		m->strag = dep;
 	} else if (!strcmp(name, "rdma")) {
 		m->rdma = dep;
+	} else if (!strcmp(name, "gpu")) {
+		m->gpu = dep;
 	}
 }
 
@@ -290,6 +292,9 @@ static int fx_finish(void *state, struct trace_set *ts, struct frec_error *err)
 	if (m->n_procs && !(sym = trace_set_symbolizer(ts, err)))
 		return -1;
 	for (size_t i = 0; i < m->n_procs; i++) {
+		if (m->gpu)
+			m->procs[i].gpu = model_gpu_proc(model_gpu_result(m->gpu), m->procs[i].file,
+							 m->procs[i].pid);
 		if (fx_idle_attribute(&m->procs[i], ts, sym, m->samples > 0, m->paths) ||
 		    fx_streams_of(&m->procs[i]))
 			goto oom;
@@ -337,7 +342,7 @@ const struct findings_result *model_findings_result(const void *state)
 	return &((const struct fx_state *)state)->result;
 }
 
-static const char *const fx_needs[] = { "cuda", "mem", "stragglers", "rdma", NULL };
+static const char *const fx_needs[] = { "cuda", "mem", "stragglers", "rdma", "gpu", NULL };
 
 const struct model_ops model_findings_ops = {
 	.name = "findings",

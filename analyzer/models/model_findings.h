@@ -64,10 +64,11 @@ struct finding {
 /* One GPU-idle interval of a process and where its time went (the same
  * attribution as the process's totals: findings_idle.c).  Times are the
  * file's CLOCK_MONOTONIC ns (add out_clock_offset_ns for the common
- * clock).  kind_ns[] and unexplained_ns add up to end_ns - start_ns
- * (give or take the clock rounding between probes). */
+ * clock).  kind_ns[] and unexplained_ns add up to end_ns - start_ns -
+ * busy_ns (give or take the clock rounding between probes). */
 struct findings_idle_interval {
 	uint64_t start_ns, end_ns;
+	uint64_t busy_ns;          /* kernel records' time inside it (0 without them) */
 	uint64_t kind_ns[FIND_IDLE_KINDS];
 	uint64_t unexplained_ns;
 };
@@ -90,6 +91,16 @@ struct findings_proc {
 	uint32_t streams;          /* distinct (device, stream) its launches and async
 				      copies went to */
 	uint32_t devices;          /* distinct devices of its CUDA calls (-1, unknown, is one) */
+	/* Where its GPU time came from: "kernels" (the CUPTI records of a job
+	 * recorded with --gpu-kernels: idle_ms is the host-signal intervals
+	 * less the kernel time inside them, a measurement) or "host_signals"
+	 * (idle_ms is an upper bound: a kernel may run on after the host
+	 * signal that opened an interval says the device is empty, and in a
+	 * launch-bound run's gaps). */
+	const char *gpu_time_from;
+	uint64_t gpu_kernels;      /* its kernel records */
+	double gpu_busy_ms;        /* their merged spans */
+	double busy_in_idle_ms;    /* of which inside the host-signal intervals (taken off idle_ms) */
 	/* its idle intervals in time order (intervals of them), owned by the
 	 * model: for outputs that draw them (the timeline), which ask for
 	 * them with model_opts.idle_intervals; none (NULL, 0) otherwise */

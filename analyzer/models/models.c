@@ -5,6 +5,7 @@
 #include "model_cuda.h"
 #include "model_events.h"
 #include "model_findings.h"
+#include "model_gpu.h"
 #include "model_mem.h"
 #include "model_nccl.h"
 #include "model_rdma.h"
@@ -20,6 +21,7 @@ const struct model_ops *const analyzer_models[] = {
 	&model_mem_ops,
 	&model_cuda_ops,
 	&model_cuda_time_ops,
+	&model_gpu_ops,
 	&model_syscall_time_ops,
 	&model_offcpu_time_ops,
 	&model_rdma_ops,

@@ -5,6 +5,7 @@
 #include "model_findings.h"
 #include "out_common.h"
 
+#include <inttypes.h>
 #include <math.h>
 
 static void json_num(FILE *out, double v)
@@ -89,6 +90,23 @@ void out_findings_json(FILE *out, const struct findings_result *r)
 	fputs("},\"devices\":{", out);
 	for (size_t i = 0; i < r->n_procs; i++)
 		fprintf(out, "%s\"%u\":%u", i ? "," : "", r->procs[i].pid, r->procs[i].devices);
+	fputs("},\"gpu_time_from\":{", out);
+	for (size_t i = 0; i < r->n_procs; i++)
+		fprintf(out, "%s\"%u\":\"%s\"", i ? "," : "", r->procs[i].pid,
+			r->procs[i].gpu_time_from ? r->procs[i].gpu_time_from : "host_signals");
+	fputs("},\"gpu_kernels\":{", out);
+	for (size_t i = 0; i < r->n_procs; i++)
+		fprintf(out, "%s\"%u\":%" PRIu64, i ? "," : "", r->procs[i].pid, r->procs[i].gpu_kernels);
+	fputs("},\"gpu_busy_ms\":{", out);
+	for (size_t i = 0; i < r->n_procs; i++) {
+		fprintf(out, "%s\"%u\":", i ? "," : "", r->procs[i].pid);
+		json_num(out, r->procs[i].gpu_busy_ms);
+	}
+	fputs("},\"busy_in_host_idle_ms\":{", out);
+	for (size_t i = 0; i < r->n_procs; i++) {
+		fprintf(out, "%s\"%u\":", i ? "," : "", r->procs[i].pid);
+		json_num(out, r->procs[i].busy_in_idle_ms);
+	}
 	fputs("},\"not_evaluated\":[", out);
 	for (size_t i = 0; i < r->n_not_evaluated; i++) {
 		fputs(i ? ",{\"kind\":" : "{\"kind\":", out);

@@ -173,20 +173,28 @@ int out_flame_calls(const struct flame_request *q, const struct call_time_result
 	char title[512], subtitle[512], who[160], d1[32], sampling[200] = "";
 	const struct trace_file *f0 = trace_set_file(ts, 0);
 	int cuda = strcmp(q->kind, "cuda") == 0, offcpu = strcmp(q->kind, "offcpu") == 0;
+	int gpu = strcmp(q->kind, "gpu") == 0;
 	who_of(q, f0, who, sizeof(who));
-	snprintf(title, sizeof(title), "%s: %s, %s in %" PRIu64 " call%s",
-		 cuda ? "Time in CUDA API calls per stack" : offcpu ?
-		 "Blocked (off-CPU) time per stack" : "Time in system calls per stack", who,
-		 out_duration(r->total_ns, d1, sizeof(d1)), r->calls, r->calls == 1 ? "" : "s");
+	snprintf(title, sizeof(title), "%s: %s, %s in %" PRIu64 " %s%s",
+		 gpu ? "GPU kernel time per launch stack" : cuda ? "Time in CUDA API calls per stack" :
+		 offcpu ? "Blocked (off-CPU) time per stack" : "Time in system calls per stack", who,
+		 out_duration(r->total_ns, d1, sizeof(d1)), r->calls, gpu ? "kernel" : "call",
+		 r->calls == 1 ? "" : "s");
+	if (gpu && r->calls_no_stack)
+		snprintf(sampling, sizeof(sampling), "; %" PRIu64 " kernel%s without a launch stack "
+			 "(its launch not in the trace: under [no launch])", r->calls_no_stack,
+			 r->calls_no_stack == 1 ? "" : "s");
 	if (cuda && r->launches)
 		snprintf(sampling, sizeof(sampling), "; %" PRIu64 " of %" PRIu64 " kernel launches "
 			 "carry a stack (the recorder takes one launch in %u), the others are under "
 			 "[no stack]", r->launches_with_stack, r->launches, r->launch_stack_every);
-	else if (!cuda && !offcpu && r->calls_no_stack)
+	else if (!cuda && !offcpu && !gpu && r->calls_no_stack)
 		snprintf(sampling, sizeof(sampling), "; %" PRIu64 " call%s without a stack "
 			 "(sampled, or --no-syscall-stacks) under [no stack]", r->calls_no_stack,
 			 r->calls_no_stack == 1 ? "" : "s");
 	snprintf(subtitle, sizeof(subtitle), "nanoseconds, %s; %zu file%s (%s%s)%s",
+		 gpu ? "each kernel's run on the GPU (CUPTI), the kernel as the leaf under the "
+			"stack that launched it" :
 		 cuda ? "each call without the calls nested in it" : offcpu ?
 			"system calls blocked off CPU for --sched-min-us or more, their time "
 			"off CPU" : "calls the recorder kept (--syscall-min-us)",

@@ -234,6 +234,12 @@ static uint64_t ensure(struct tl_perfetto *p, uint64_t key, uint64_t pid, uint64
 /* The track of (pid, tid): a thread's, or the process's steps / GPU idle. */
 static uint64_t thread_track(struct tl_perfetto *p, uint64_t pid, uint64_t tid)
 {
+	if (tid & TL_GPU_TID_BIT) {
+		char name[48];
+		snprintf(name, sizeof(name), "GPU %u stream %u", (unsigned)(tid >> 24 & 0xff),
+			 (unsigned)(tid & 0xffffff));
+		return ensure(p, named_key(pid, "gpu", name), pid, tid, "gpu", name);
+	}
 	const char *kind = tid & TL_IDLE_TID_BIT ? "idle" : tid & TL_STEPS_TID_BIT ? "steps" : NULL;
 	uint64_t key = kind ? named_key(pid, kind, "") : thread_key(pid, tid);
 	return ensure(p, key, pid, tid, kind, kind ? (kind[0] == 'i' ? "GPU idle" : "steps") : NULL);
@@ -339,7 +345,7 @@ static void pf_meta(void *e, const char *what, uint64_t pid, uint64_t tid, const
 		uint64_t proc = ensure(p, process_key(pid), pid, 0, NULL, NULL);
 		descriptor(p, proc, 0, pid, 0, NULL, value);
 	} else if (!strcmp(what, "thread_name")) {
-		if (tid & (TL_IDLE_TID_BIT | TL_STEPS_TID_BIT))
+		if (tid & (TL_IDLE_TID_BIT | TL_STEPS_TID_BIT | TL_GPU_TID_BIT))
 			return; /* named when made */
 		uint64_t track = thread_track(p, pid, tid);
 		descriptor(p, track, ensure(p, process_key(pid), pid, 0, NULL, NULL), pid, tid,

@@ -7,6 +7,7 @@
 #include "out_timeline_emit.h"
 #include "cuda_funcs.h"
 #include "model_findings.h"
+#include "model_gpu.h"
 #include "model_mem.h"
 #include "hmap.h"
 #include "model_events.h"
@@ -126,8 +127,9 @@ static int keep(struct out_timeline *t, uint32_t fi, uint32_t pid, int64_t s, in
 	return 0;
 }
 
+/* tid: a thread, or a GPU stream's TL_GPU_TID */
 static struct thread_state *thread_of(struct out_timeline *t, uint32_t fi, uint32_t pid,
-				      uint32_t tid)
+				      uint64_t tid)
 {
 	int created;
 	uint64_t *v = hmap_slot(&t->thread_idx, (uint64_t)fi << 32 | pid, tid, &created);
@@ -201,6 +203,43 @@ static int slice(struct out_timeline *t, uint32_t fi, uint32_t pid, uint32_t tid
 	t->ops->async(t->em, 1, ocat, name, id, jpid(fi, pid), jpid(fi, tid), s, oargs);
 	t->ops->async(t->em, 0, ocat, name, id, jpid(fi, pid), jpid(fi, tid), e, NULL);
 	t->stats.demoted++;
+	return 0;
+}
+
+/* A kernel's run on its GPU stream's track; a stream's kernels run one
+ * after another, so they nest, and one that overlaps (a damaged file, a
+ * merged one) is an async slice as a thread's would be. */
+static int gpu_kernel(struct out_timeline *t, uint32_t fi, const struct fr_rec_hdr *rec)
+{
+	struct fr_ev_gpu_kernel ev;
+	memcpy(&ev, rec, sizeof(ev));
+	uint64_t dur = ev.end_ns > ev.start_ns ? ev.end_ns - ev.start_ns : 0;
+	int64_t s = rel(t, fi, ev.start_ns);
+	int64_t e = s + (int64_t)(dur > INT64_MAX / 2 ? INT64_MAX / 2 : dur);
+	if (!keep(t, fi, ev.c.pid, s, e))
+		return 0;
+	uint64_t tid = TL_GPU_TID(ev.device, ev.stream);
+	struct thread_state *th = thread_of(t, fi, ev.c.pid, tid);
+	if (!th)
+		return -1;
+	char buf[FR_GPU_KERNEL_NAME + 1], *demangled, args[192];
+	const char *name = gpu_kernel_name(ev.name, buf, &demangled);
+	if (!name)
+		return -1;
+	snprintf(args, sizeof(args), "\"correlation_id\":%" PRIu64 ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u]"
+		 ",\"shared_bytes\":%u,\"registers\":%u", ev.correlation_id, ev.grid[0], ev.grid[1],
+		 ev.grid[2], ev.block[0], ev.block[1], ev.block[2], ev.shared_bytes, ev.registers);
+	if (claim_x(th, s, e)) {
+		t->ops->slice(t->em, "gpu", name, jpid(fi, ev.c.pid), tid, s, e - s, args);
+		t->stats.gpu_kernels++;
+	} else {
+		char id[24];
+		snprintf(id, sizeof(id), "0x%" PRIx64, ++t->next_async_id);
+		t->ops->async(t->em, 1, "gpu.overlap", name, id, jpid(fi, ev.c.pid), tid, s, args);
+		t->ops->async(t->em, 0, "gpu.overlap", name, id, jpid(fi, ev.c.pid), tid, e, NULL);
+		t->stats.demoted++;
+	}
+	free(demangled);
 	return 0;
 }
 
@@ -413,6 +452,9 @@ static int on_event(void *ctx, const struct ev_item *e)
 		memcpy(&ev, rec, sizeof(ev));
 		return feed_step(t, fi, ev.c.pid, ev.c.tid, ev.c.ts_ns);
 	}
+	case FR_EV_GPU_KERNEL:
+		return gpu_kernel(t, fi, rec);
+	case FR_EV_GPU_LAUNCH: /* the launch call's slice is the cuda family's */
 	case FR_EV_CPU_SAMPLE: case FR_EV_PROC_FORK: case FR_EV_PROC_EXEC: case FR_EV_PROC_EXIT:
 		return 0; /* not on the timeline: the flame graph and the report show them */
 	}
@@ -568,12 +610,22 @@ int out_timeline_end(struct out_timeline *t, struct trace_set *ts, struct frec_e
 		if (!s->used)
 			continue;
 		uint32_t fi = (uint32_t)(s->key_a >> 32), pid = (uint32_t)s->key_a;
-		uint32_t tid = (uint32_t)s->key_b;
 		const struct trace_file *f = trace_set_file(ts, fi);
 		if (!f)
 			continue;
 		if (!trace_file_process(f, pid))
 			name_process(t, fi, f, pid);
+		if (s->key_b & TL_GPU_TID_BIT) {
+			char name[48];
+			snprintf(name, sizeof(name), "GPU %u stream %u", (unsigned)(s->key_b >> 24 & 0xff),
+				 (unsigned)(s->key_b & 0xffffff));
+			meta_event(t, "thread_name", jpid(fi, pid), s->key_b, "name", name, 0, 0);
+			/* below the process's threads, in device and stream order */
+			meta_event(t, "thread_sort_index", jpid(fi, pid), s->key_b, "sort_index", NULL,
+				   (int64_t)(s->key_b & 0xffffffff) + 0x40000000, 1);
+			continue;
+		}
+		uint32_t tid = (uint32_t)s->key_b;
 		const struct ts_process *p = trace_file_process(f, pid);
 		char name[64];
 		/* a thread without a THREAD record: the main thread takes the

@@ -17,7 +17,11 @@
  * that holds most of the interval (dataloader, pageable_copy,
  * sync_checkpoint, host_sync, launch_bound (a launch-bound run's gaps),
  * nccl_exchange, straggler (time inside collectives), or "unexplained";
- * findings_idle_cause), with each cause's ms in args.  CPU samples are omitted (the
+ * findings_idle_cause), with each cause's ms in args.  GPU kernels (the
+ * CUPTI records of a job recorded with --gpu-kernels) are slices, category
+ * gpu, on a track per device and stream of their process ("GPU 0 stream
+ * 7"), named by the kernel, its launch's correlation id, grid and block in
+ * args.  CPU samples are omitted (the
  * flame graph and the report show them).  ts/dur are microseconds from the
  * origin (the earliest event of all files on the common clock,
  * out_clock_offset_ns).  The writer streams in the one pass over the
@@ -45,6 +49,7 @@ struct out_timeline_stats {
 	uint64_t instants;      /* i */
 	uint64_t steps;
 	uint64_t gpu_idle;      /* X slices on the "GPU idle" tracks */
+	uint64_t gpu_kernels;   /* X slices on the GPU stream tracks */
 	uint64_t filtered;      /* events left out by the filter */
 };
 

@@ -4,7 +4,7 @@
  * (filters, nesting, steps, counters, names); an emitter only encodes it.
  * Times are ns from the origin; pid and tid are the writer's track ids
  * (file and pid packed, out_timeline.c: jpid), tid with a high bit for a
- * process's "steps" and "GPU idle" tracks; args is a JSON object's inside
+ * process's "steps", "GPU idle" and GPU stream tracks; args is a JSON object's inside
  * ("\"result\":0,\"device\":1", "" for none).  Private to the timeline
  * writer's files. */
 #ifndef FLIGHTREC_OUT_TIMELINE_EMIT_H
@@ -16,6 +16,10 @@
 /* tid bits of a process's own tracks (not threads) */
 #define TL_STEPS_TID_BIT ((uint64_t)1 << 31)
 #define TL_IDLE_TID_BIT ((uint64_t)1 << 32)
+/* a process's GPU stream: the bit, device << 24, the stream's CUPTI id */
+#define TL_GPU_TID_BIT ((uint64_t)1 << 33)
+#define TL_GPU_TID(device, stream) \
+	(TL_GPU_TID_BIT | (uint64_t)((device) & 0xff) << 24 | ((stream) & 0xffffff))
 
 struct tl_emit {
 	/* a slice that nests with its thread's others */

@@ -185,6 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *svg[] = { "flame", p, "--format", "svg" }, *html[] = { "flame", p, "--format", "html" };
 	char *svg_mem[] = { "flame", p, "--kind", "mem-inuse", "--at", "peak", "--format", "svg" };
 	char *svg_offcpu[] = { "flame", p, "--kind", "offcpu", "--format", "svg" };
+	char *svg_gpu[] = { "flame", p, "--kind", "gpu", "--format", "svg" };
 	char *sqlite[] = { "sqlite", p, "-o", db, "--force" };
 	char *archive[] = { "archive", p, "-o", tar, "--redact", "--force" };
 	char *check_trace[] = { "check", p }, *check_archive[] = { "check", tar };
@@ -206,6 +207,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	RUN(cmd_flame, html, FLAME_HTML);
 	RUN(cmd_flame, svg_mem, FLAME_SVG);
 	RUN(cmd_flame, svg_offcpu, FLAME_SVG);
+	RUN(cmd_flame, svg_gpu, FLAME_SVG);
 	if (RUN(cmd_sqlite, sqlite, NONE) == 0)
 		check_db(db);
 	unlink(db);

@@ -130,6 +130,29 @@ class Findings(frtest.Case):
                     self.assertRegex(js["findings"][0]["evidence"], r"written to \S*/train\.pt",
                                      js["findings"][0])
 
+    def test_launch_bound_measured_with_kernel_records(self):
+        # record --gpu-kernels: the gaps come from the kernel records, not
+        # the replay's lower bound, so the cost follows the sample's truth
+        # (its first step's run is not read: no idle interval before it)
+        d = frtest.workdir("findings_lb_kernels")
+        trace = os.path.join(d, "run.frec")
+        p = frtest.record(trace, ["--probes", "cpu,syscalls,cuda", "--freq", "999",
+                                  "--gpu-kernels"],
+                          ["--", "env", "LD_LIBRARY_PATH=" + frtest.sample("cupti"),
+                           frtest.sample("train_causes"), "--steps", str(STEPS), "--dir", d,
+                           "--launch-bound"])
+        line = [ln for ln in p.stdout.splitlines() if ln.startswith("truth ")][-1]
+        truth = float(re.search(r"launch_bound_ms=(\S+)", line).group(1)) * (STEPS - 1) / STEPS
+        js = json.loads(frtest.analyze("findings", trace, "--json").stdout)
+        (pid,) = js["gpu_time_from"]
+        self.assertEqual(js["gpu_time_from"][pid], "kernels", js)
+        self.assertEqual(js["findings"][0]["kind"], "launch_bound", js["findings"])
+        f = js["findings"][0]
+        self.assertIn("as the kernel records measured", f["evidence"])
+        self.assertIn("optimizer_step", f["where"], f)
+        self.assertGreaterEqual(f["cost_ms"], 0.9 * truth, (f["cost_ms"], truth))
+        self.assertLessEqual(f["cost_ms"], 1.1 * truth, (f["cost_ms"], truth))
+
     def test_two_causes_together(self):
         for causes in (["dataloader", "pageable"], ["checkpoint", "host_sync"],
                        ["launch_bound", "dataloader"]):

@@ -9,7 +9,23 @@ pair them one to one, every kernel lasts exactly the fake GPU's time and
 starts after its launch.  The same with record --gpu-kernels setting the
 variable, and with frame-pointer stacks beside a CPU burner.  Without the
 variable nothing of the family is recorded; --gpu-kernels without the
-library is an error that says where it looked."""
+library is an error that says where it looked.
+
+The analyzer's join (GpuKernelAnalysis): `cuda` lists cuda_train's four
+kernels by name with exactly STEPS runs of KERNEL_US each and its one
+stream busy for all of them; `flame --kind gpu` puts each kernel's time
+under train_step's launch stack; the timeline has every kernel on a
+"GPU 0 stream 1" track; `findings` says its idle is measured from the
+kernel records and that no kernel ran inside an interval the host signals
+called idle.  The second workload is shaped apart from cuda_train:
+samples/train_shapes --compute two-streams (one kernel name launched 40
+times a step from run_rounds -> launch_op on a created stream, another
+kernel time), recorded with --probes gpu alone (every frame of the launch
+stack) and with the cuda family too (its return probe on cudaLaunchKernel
+replaces the caller's return address with the kernel's trampoline: that
+one frame is [unknown]).  A job recorded without the library has no
+kernel section and says its figures are host-side bounds."""
+import json
 import os
 import subprocess
 import frtest
@@ -89,6 +105,126 @@ class GpuKernels(frtest.Case):
         launches, kernels, cuda_launches = self.record("gpu_none", inject=False)
         self.assertTrue(cuda_launches)
         self.assertEqual((launches, kernels), ([], []))
+
+
+SHAPES_STEPS, SHAPES_KERNEL_US, SHAPES_ROUNDS = 3, 300, 40
+KERNELS = ["gemm_backward_kernel", "gemm_forward_kernel", "relu_kernel", "sgd_update_kernel"]
+
+
+def record_job(name, probes, job, kernel_us, inject=True):
+    d = frtest.workdir(name)
+    trace = os.path.join(d, "g.frec")
+    env = ["FLIGHTREC_FAKE_KERNEL_US=%d" % kernel_us, "LD_LIBRARY_PATH=" + CUPTI_DIR]
+    if inject:
+        env.append("CUDA_INJECTION64_PATH=" + GPU_LIB)
+    frtest.record(trace, ["--probes", probes], ["--", "env"] + env + job)
+    return trace, d
+
+
+def folded_lines(trace):
+    out = frtest.analyze("flame", trace, "--kind", "gpu").stdout
+    return [(ln.rsplit(" ", 1)[0].split(";"), int(ln.rsplit(" ", 1)[1])) for ln in out.splitlines()]
+
+
+class GpuKernelAnalysis(frtest.Case):
+    def test_cuda_train_kernels_streams_flame_timeline_findings(self):
+        trace, d = record_job("gpu_analysis", "cpu,cuda,gpu",
+                              [frtest.sample("cuda_train"), "--steps", str(STEPS)], KERNEL_US)
+        g = json.loads(frtest.analyze("cuda", trace, "--json").stdout)["gpu"]
+        n, ns = 4 * STEPS, KERNEL_US * 1000
+        self.assertEqual((g["source"], g["kernels"], g["launches"], g["joined"], g["in_api_call"],
+                          g["launches_without_kernel"], g["dropped"], g["bad_times"]),
+                         ("cupti", n, n, n, n, 0, 0, 0), g)
+        self.assertEqual(g["total_ns"], n * ns)
+        self.assertEqual(sorted(r["name"] for r in g["by_name"]), KERNELS)
+        for r in g["by_name"]:
+            self.assertEqual((r["count"], r["total_ns"], r["min_ns"], r["max_ns"]),
+                             (STEPS, STEPS * ns, ns, ns), r)
+            self.assertLessEqual(abs(r["p50_ns"] - ns), ns * 0.004, r)
+        self.assertEqual(len(g["streams"]), 1, g["streams"])
+        st = g["streams"][0]
+        self.assertEqual((st["device"], st["stream"], st["kernels"], st["busy_ns"]),
+                         (0, 1, n, n * ns), st)
+        text = frtest.analyze("cuda", trace).stdout
+        self.assertIn("GPU kernels (CUPTI): %d, %.1f ms on the GPU; %d joined to their launch "
+                      "of %d launches recorded\n" % (n, n * ns / 1e6, n, n), text)
+
+        lines = folded_lines(trace)
+        self.assertEqual(sorted(f[-1] for f, _ in lines), KERNELS, lines)
+        for frames, value in lines:
+            self.assertEqual(value, STEPS * ns, frames)
+            self.assertEqual(frames[-2], "cudaLaunchKernel", frames)  # cut below the API
+            at = frames.index("main")
+            self.assertEqual(frames[at:at + 3], ["main", "run", "train_step"], frames)
+
+        tl = os.path.join(d, "t.json")
+        frtest.analyze("timeline", trace, "-o", tl)
+        with open(tl) as fh:
+            events = json.load(fh)["traceEvents"]
+        slices = [e for e in events if e.get("cat") == "gpu"]
+        self.assertEqual(len(slices), n)
+        self.assertEqual({e["dur"] for e in slices}, {KERNEL_US})
+        self.assertEqual(len({(e["pid"], e["tid"]) for e in slices}), 1)
+        pid, tid = slices[0]["pid"], slices[0]["tid"]
+        names = [e["args"]["name"] for e in events if e.get("ph") == "M" and
+                 e.get("name") == "thread_name" and (e["pid"], e["tid"]) == (pid, tid)]
+        self.assertEqual(names, ["GPU 0 stream 1"])
+        starts = sorted(e["ts"] for e in slices)  # one stream: one after another
+        for a, b in zip(starts, starts[1:]):
+            self.assertGreaterEqual(b - a, KERNEL_US - 0.002)
+
+        js = json.loads(frtest.analyze("findings", trace, "--json").stdout)
+        (p,) = js["gpu_time_from"].keys()
+        self.assertEqual((js["gpu_time_from"][p], js["gpu_kernels"][p]), ("kernels", n), js)
+        self.assertAlmostEqual(js["gpu_busy_ms"][p], n * ns / 1e6, places=3)
+        self.assertEqual(js["busy_in_host_idle_ms"][p], 0, js)  # the host rule agrees
+        self.assertIn("; measured: %d kernel records" % n,
+                      frtest.analyze("findings", trace).stdout)
+
+    def test_second_workload_two_streams_one_kernel_name(self):
+        job = [frtest.sample("train_shapes"), "--compute", "two-streams", "--steps",
+               str(SHAPES_STEPS), "--kernel-us", str(SHAPES_KERNEL_US)]
+        n, ns = SHAPES_STEPS * SHAPES_ROUNDS, SHAPES_KERNEL_US * 1000
+        for probes, caller in (("gpu", "launch_op"), ("cpu,syscalls,cuda,gpu", "[unknown]")):
+            with self.subTest(probes=probes):
+                name = "gpu_shapes_" + probes.replace(",", "_")
+                trace, d = record_job(name, probes, job + ["--dir", frtest.workdir(name + "_dir")],
+                                      SHAPES_KERNEL_US)
+                g = json.loads(frtest.analyze("cuda", trace, "--json").stdout)["gpu"]
+                self.assertEqual((g["kernels"], g["joined"], g["launches_without_kernel"]),
+                                 (n, n, 0), g)
+                self.assertEqual([(r["name"], r["count"], r["total_ns"], r["min_ns"], r["max_ns"])
+                                  for r in g["by_name"]], [("op_kernel", n, n * ns, ns, ns)])
+                self.assertEqual([(s["kernels"], s["busy_ns"]) for s in g["streams"]],
+                                 [(n, n * ns)])
+                lines = folded_lines(trace)
+                self.assertEqual(len(lines), 1, lines)
+                frames, value = lines[0]
+                self.assertEqual(value, n * ns)
+                self.assertEqual(frames[-4:], ["run_rounds", caller, "cudaLaunchKernel",
+                                               "op_kernel"], frames)
+                if "cuda" in probes:
+                    js = json.loads(frtest.analyze("findings", trace, "--json").stdout)
+                    (p,) = js["gpu_time_from"].keys()
+                    self.assertEqual(js["gpu_time_from"][p], "kernels", js)
+                    self.assertEqual(js["busy_in_host_idle_ms"][p], 0, js)
+
+    def test_without_kernel_records_figures_are_bounds(self):
+        trace, _ = record_job("gpu_bounds", "cpu,cuda",
+                              [frtest.sample("cuda_train"), "--steps", str(STEPS)], KERNEL_US,
+                              inject=False)
+        g = json.loads(frtest.analyze("cuda", trace, "--json").stdout)["gpu"]
+        self.assertEqual((g["source"], g["kernels"], g["by_name"]), ("none", 0, []), g)
+        self.assertIn("GPU kernels: none recorded.  Kernel times need the job started by "
+                      "'flightrec record --gpu-kernels -- COMMAND'",
+                      frtest.analyze("cuda", trace).stdout)
+        p = frtest.analyze("flame", trace, "--kind", "gpu", check=False)
+        self.assertEqual(p.returncode, 1, p)
+        self.assertIn("no GPU kernel records in this trace, so --kind gpu has nothing to show",
+                      p.stderr)
+        js = json.loads(frtest.analyze("findings", trace, "--json").stdout)
+        self.assertEqual(set(js["gpu_time_from"].values()), {"host_signals"}, js)
+        self.assertIn("from host signals (an upper bound", frtest.analyze("findings", trace).stdout)
 
 
 if __name__ == "__main__":

@@ -127,6 +127,12 @@ int main(void)
 	CHECK(r.rc != 0 && strstr(r.err, "no CUDA allocation events"));
 	run_free(&r);
 	r = run(cmd_flame, (char *[]){ "flame", path, "--kind", "gpu", NULL });
+	CHECK_EQ_U64(r.rc, 1);
+	CHECK(one_line(r.err));
+	CHECK(strstr(r.err, "no GPU kernel records in this trace") != NULL);
+	CHECK_STR(r.out, "");
+	run_free(&r);
+	r = run(cmd_flame, (char *[]){ "flame", path, "--kind", "kernels", NULL });
 	CHECK_EQ_U64(r.rc, 2);
 	CHECK(one_line(r.err));
 	run_free(&r);

@@ -138,7 +138,8 @@ static void test_two_streams(void)
 	free(json);
 	char *text = launch_findings("analyzer_findings_2streams.frec", LAUNCH_TWO_STREAMS, 1, 0);
 	HAS(text, "pid 510: GPU idle 10.8 ms in 11 intervals (36.0% of wall), unexplained 0.0 ms; "
-		  "2 streams, 1 device (see per_stream_idle below)\n");
+		  "2 streams, 1 device (see per_stream_idle below); from host signals (an upper "
+		  "bound: 'flightrec record --gpu-kernels' measures it)\n");
 	free(text);
 }
 
