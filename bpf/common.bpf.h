@@ -213,6 +213,19 @@ static __always_inline int fr_emit_ustack_dynptr(void *ctx, struct fr_ustack_scr
 		bpf_ringbuf_discard_dynptr(&dp, BPF_RB_NO_WAKEUP);
 		return FR_DYNPTR_FALLBACK;
 	}
+	/* the return addresses a uretprobe replaced (ustack.bpf.h) */
+	__u32 n_fix = (__u32)fr_ret_fixups_collect(s);
+	__u64 sp = s->hdr.regs[7];
+	for (int i = 0; i < FR_RET_FIXUPS; i++) {
+		if (i >= n_fix)
+			break;
+		__u64 slot = s->fix.slot[i], v = 0;
+		if (slot < sp || slot - sp + 8 > stack)
+			continue;
+		__u32 off = head + (__u32)(slot - sp);
+		if (!bpf_dynptr_read(&v, 8, &dp, off, 0) && v == s->fix.tramp)
+			bpf_dynptr_write(&dp, off, &s->fix.ra[i], 8, 0);
+	}
 	bpf_ringbuf_submit_dynptr(&dp, BPF_RB_NO_WAKEUP);
 	return 0;
 }

@@ -33,9 +33,30 @@ _Static_assert(FR_USTACK_STACK_AT_MAX <= FR_USTACK_AT_MASK, "ustack offsets");
  * all lie in the first 128 bytes from 3.10 to 3.13. */
 #define FR_PY_FRAME_READ 128
 
+/* Return probes and a copied stack.  A uretprobe replaces the return
+ * address of the call it watches, on the user stack, with the address of
+ * the kernel's trampoline in the process's [uprobes] page, and keeps the
+ * real one in the thread's return instances.  A stack copied while such a
+ * call runs (a CPU sample inside cudaStreamSynchronize, a system call
+ * inside cudaMemcpy, the gpu family's probe inside cudaLaunchKernel) would
+ * lose that call's caller: the unwinder finds no code at the trampoline.
+ * So the copy gets the real addresses back, as the kernel's own stack walk
+ * does (fixup_uretprobe_trampoline_entries): a slot inside the copy that
+ * still holds the trampoline takes its instance's orig_ret_vaddr. */
+#define FR_RET_FIXUPS 8
+
+struct ret_fixups {
+	__u64 tramp;                /* the trampoline's address, 0: none */
+	__u32 n;
+	__u32 _pad;
+	__u64 slot[FR_RET_FIXUPS];  /* where a replaced return address is */
+	__u64 ra[FR_RET_FIXUPS];    /* what it was */
+};
+
 struct fr_ustack_scratch {
 	__u32 busy;                 /* claimed by a running program */
 	__u32 _pad;
+	struct ret_fixups fix;
 	__u8 pyframe[FR_PY_FRAME_READ + 8]; /* the frame being walked */
 	__u8 ev[FR_RING_EV_MAX];    /* the event's fixed part, ending at hdr */
 	struct fr_ring_ustack hdr;
@@ -394,6 +415,65 @@ static __always_inline void copy_stack(struct stack_copy *c)
 	bpf_loop(FR_USTACK_MAX / 4096 + 1, copy_step, c, 0);
 }
 
+/* The current thread's replaced return addresses, innermost first, into
+ * s->fix (n = 0 when it is inside no watched call).  A global function:
+ * verified once. */
+__attribute__((noinline)) int fr_ret_fixups_collect(struct fr_ustack_scratch *s)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	if (!s)
+		return 0;
+	s->fix.n = 0;
+	s->fix.tramp = 0;
+	struct uprobe_task *ut = task->utask;
+	if (!ut)
+		return 0;
+	struct return_instance *ri = ut->return_instances;
+	struct mm_struct *mm = task->mm;
+	if (!ri || !mm)
+		return 0;
+	struct xol_area *xa = mm->uprobes_state.xol_area;
+	if (!xa)
+		return 0;
+	s->fix.tramp = xa->vaddr;
+	__u32 n = 0;
+	for (int i = 0; i < FR_RET_FIXUPS; i++) {
+		if (!ri)
+			break;
+		s->fix.slot[i] = ri->stack;
+		s->fix.ra[i] = ri->orig_ret_vaddr;
+		n = i + 1;
+		ri = ri->next;
+	}
+	s->fix.n = n;
+	return (int)n;
+}
+
+/* s->fix applied to the len stack bytes copied to s->tail at `at`. */
+__attribute__((noinline)) int fr_ret_fixups_apply(struct fr_ustack_scratch *s, __u32 at, __u32 len)
+{
+	if (!s || !s->fix.tramp)
+		return 0;
+	__u64 sp = s->hdr.regs[7], tramp = s->fix.tramp;
+	__u32 n = s->fix.n, done = 0;
+	for (int i = 0; i < FR_RET_FIXUPS; i++) {
+		if (i >= n)
+			break;
+		__u64 slot = s->fix.slot[i];
+		if (slot < sp || slot - sp + 8 > len || slot - sp >= FR_USTACK_MAX)
+			continue;
+		__u32 idx = (at & FR_USTACK_AT_MASK) + ((__u32)(slot - sp) & (FR_USTACK_MAX - 1));
+		__u64 v;
+		__builtin_memcpy(&v, &s->tail[idx], 8);
+		if (v == tramp) {
+			__builtin_memcpy(&s->tail[idx], &s->fix.ra[i], 8);
+			done++;
+		}
+	}
+	return (int)done;
+}
+
 /* Fills the head of slot s's fr_ring_ustack trailer for the current
  * thread (registers, Python frames after the n_kernel kernel ips already in
  * s->tail; stack_len 0) and returns where the stack bytes go in s->tail.
@@ -467,6 +547,8 @@ __attribute__((noinline)) int fr_fill_ustack_user(struct fr_ustack_scratch *s, _
 	__u32 off = c.off;
 	if (off > FR_USTACK_MAX)
 		off = FR_USTACK_MAX;
+	if (fr_ret_fixups_collect(s))
+		fr_ret_fixups_apply(s, at, off);
 	s->hdr.stack_len = off;
 	__u32 size = (__u32)sizeof(struct fr_ring_ustack) + at + off;
 	s->hdr.h.size = size;
