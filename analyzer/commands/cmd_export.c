@@ -165,32 +165,78 @@ static int create_tables(struct ch_target *t)
 	return 0;
 }
 
-/* The delete of every row of these recordings, and the wait for it. */
+/* The jobs these recordings were exported with before, and this one, as
+ * a quoted list in *jobs: the job rows to delete.  Ids are hex: nothing
+ * to escape; a reply line that is not an id (a damaged table) is skipped. */
+static int previous_jobs(struct ch_target *t, const struct ch_export *x, const char *rec_set,
+			 char **jobs)
+{
+	size_t cap = strlen(rec_set) + 256;
+	char *sql = malloc(cap), *reply = NULL;
+	if (!sql) {
+		snprintf(t->err, sizeof(t->err), "out of memory");
+		return -1;
+	}
+	snprintf(sql, cap, "SELECT DISTINCT job_id FROM %s.job_recordings WHERE recording_id IN (%s) "
+		 "FORMAT TabSeparated", t->database, rec_set);
+	int rc = ch_query(t, sql, &reply);
+	free(sql);
+	if (rc)
+		return -1;
+	size_t n = 1;
+	for (const char *c = reply ? reply : ""; *c; c++)
+		n += *c == '\n';
+	char *list = malloc((n + 1) * (CH_ID_LEN + 4));
+	if (!list) {
+		free(reply);
+		snprintf(t->err, sizeof(t->err), "out of memory");
+		return -1;
+	}
+	size_t len = (size_t)sprintf(list, "'%s'", x->job_id);
+	for (char *line = reply, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		size_t k = strspn(line, "0123456789abcdef");
+		if (k == CH_ID_LEN && !line[k] && strcmp(line, x->job_id))
+			len += (size_t)sprintf(list + len, ",'%s'", line);
+	}
+	free(reply);
+	*jobs = list;
+	return 0;
+}
+
+/* The delete of every row of these recordings and of their jobs, and the
+ * wait for it. */
 static int delete_previous(struct ch_target *t, const struct ch_export *x)
 {
 	size_t cap = 256 + x->n_files * (CH_ID_LEN + 4);
-	char *set = malloc(cap), *sql = malloc(cap + 256);
+	char *set = malloc(cap), *sql = NULL, *jobs = NULL;
 	int rc = -1;
-	if (!set || !sql) {
+	if (!set) {
 		snprintf(t->err, sizeof(t->err), "out of memory");
 		goto out;
 	}
 	size_t len = 0;
 	for (size_t i = 0; i < x->n_files; i++) /* ids are hex: nothing to escape */
 		len += (size_t)snprintf(set + len, cap - len, "%s'%s'", i ? "," : "", x->rec_ids[i]);
+	if (previous_jobs(t, x, set, &jobs))
+		goto out;
+	size_t sql_cap = cap + strlen(jobs) + 256;
+	if (!(sql = malloc(sql_cap))) {
+		snprintf(t->err, sizeof(t->err), "out of memory");
+		goto out;
+	}
 	for (size_t i = 0; i < ch_n_tables; i++) {
 		const struct ch_table *tb = &ch_tables[i];
-		if (strcmp(tb->key, "recording_id") == 0)
-			snprintf(sql, cap + 256, "ALTER TABLE %s.%s DELETE WHERE recording_id IN (%s)",
-				 t->database, tb->name, set);
-		else
-			snprintf(sql, cap + 256, "ALTER TABLE %s.%s DELETE WHERE hasAny(%s, [%s])",
-				 t->database, tb->name, tb->key, set);
+		int by_rec = strcmp(tb->key, "recording_id") == 0;
+		snprintf(sql, sql_cap, "ALTER TABLE %s.%s DELETE WHERE %s IN (%s)", t->database,
+			 tb->name, tb->key, by_rec ? set : jobs);
 		if (ch_query(t, sql, NULL))
 			goto out;
 	}
 	/* mutations run in the background: wait for them (bounded) */
-	snprintf(sql, cap + 256, "SELECT count() FROM system.mutations WHERE database = '%s' "
+	snprintf(sql, sql_cap, "SELECT count() FROM system.mutations WHERE database = '%s' "
 		 "AND is_done = 0", t->database);
 	for (int tries = 0;; tries++) {
 		char *reply = NULL;
@@ -213,6 +259,7 @@ static int delete_previous(struct ch_target *t, const struct ch_export *x)
 out:
 	free(set);
 	free(sql);
+	free(jobs);
 	return rc;
 }
 
@@ -299,10 +346,6 @@ static int export_all(struct ch_export *x, struct export_args *a, unsigned jobs,
 		x->rec_id_list[i] = x->rec_ids[i];
 	}
 	ch_job_id(x->rec_id_list, x->n_files, x->job_id);
-	if (ch_job_recordings_json(x)) {
-		fprintf(errout, CLI_PROG " export: out of memory\n");
-		return CLI_FAIL;
-	}
 	x->exported_at_s = (uint64_t)time(NULL);
 
 	char *reply = NULL;
@@ -313,7 +356,7 @@ static int export_all(struct ch_export *x, struct export_args *a, unsigned jobs,
 		goto fail;
 	if (delete_previous(t, x))
 		goto fail;
-	if (ch_put_findings(x, model_findings_result(findings)) ||
+	if (ch_put_job_recordings(x) || ch_put_findings(x, model_findings_result(findings)) ||
 	    ch_put_stragglers(x, model_stragglers_result(strag)) ||
 	    ch_put_rdma(x, model_rdma_result(rdma)) ||
 	    ch_put_failed_allocations(x, model_mem_result(mem)))
@@ -372,7 +415,6 @@ int cmd_export(int argc, char **argv, FILE *out, FILE *errout)
 	rc = export_all(&x, &a, jobs, errout);
 	free(x.rec_ids);
 	free(x.rec_id_list);
-	free(x.job_recordings_json);
 	trace_set_free(ts);
 	return rc;
 }

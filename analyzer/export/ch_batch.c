@@ -124,12 +124,6 @@ void ch_str_array(struct ch_batch *b, const char *name, const char *const *v, si
 	ch_json_str_array(b->f, v, n);
 }
 
-void ch_json(struct ch_batch *b, const char *name, const char *json, size_t len)
-{
-	key(b, name);
-	fwrite(json, 1, len, b->f);
-}
-
 void ch_i64_array(struct ch_batch *b, const char *name, const int64_t *v, size_t n)
 {
 	key(b, name);

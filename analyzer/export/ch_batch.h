@@ -41,9 +41,6 @@ void ch_i64(struct ch_batch *b, const char *name, int64_t v);
 /* null when !isfinite(v) or is_null */
 void ch_f64(struct ch_batch *b, const char *name, double v, int is_null);
 void ch_str_array(struct ch_batch *b, const char *name, const char *const *v, size_t n);
-/* A value already in JSON (what ch_json_str_array wrote once for many
- * rows), copied as is. */
-void ch_json(struct ch_batch *b, const char *name, const char *json, size_t len);
 /* v as a JSON array of strings (NULL as "[unknown]"). */
 void ch_json_str_array(FILE *f, const char *const *v, size_t n);
 void ch_i64_array(struct ch_batch *b, const char *name, const int64_t *v, size_t n);

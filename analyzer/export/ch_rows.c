@@ -72,21 +72,28 @@ static const char *rec_id(const struct ch_export *x, uint32_t file)
 	return file < x->n_files ? x->rec_ids[file] : "";
 }
 
-int ch_job_recordings_json(struct ch_export *x)
-{
-	FILE *f = open_memstream(&x->job_recordings_json, &x->job_recordings_len);
-	if (!f)
-		return -1;
-	ch_json_str_array(f, x->rec_id_list, x->n_files);
-	return fclose(f) ? -1 : 0;
-}
-
 /* The columns every job-level row starts with. */
 static void job_cols(struct ch_batch *b, const struct ch_export *x)
 {
 	ch_str(b, "job_id", x->job_id);
-	ch_json(b, "job_recordings", x->job_recordings_json, x->job_recordings_len);
 	ch_u64(b, "start", start_s(x, 0));
+}
+
+int ch_put_job_recordings(const struct ch_export *x)
+{
+	struct ch_batch b;
+	if (ch_batch_open(&b, x->t, "job_recordings"))
+		return -1;
+	for (uint32_t i = 0; i < x->n_files; i++) {
+		ch_row_begin(&b);
+		job_cols(&b, x);
+		ch_str(&b, "recording_id", rec_id(x, i));
+		if (ch_row_end(&b)) {
+			ch_batch_drop(&b);
+			return -1;
+		}
+	}
+	return ch_batch_finish(&b);
 }
 
 static const char *base_name(const char *path)

@@ -28,10 +28,6 @@ struct ch_export {
 	char (*rec_ids)[CH_ID_LEN + 1];  /* per file of ts */
 	const char **rec_id_list;        /* the same as strings, for arrays */
 	size_t n_files;
-	/* rec_id_list as a JSON array, escaped once: every job-level row
-	 * carries it, and escaping it per row was most of the export's CPU */
-	char *job_recordings_json;
-	size_t job_recordings_len;
 	char job_id[CH_ID_LEN + 1];      /* of the set: its recording ids, sorted */
 	uint64_t exported_at_s;
 };
@@ -42,12 +38,9 @@ struct ch_export {
 void ch_recording_id(const void *hdr, size_t len, char out[CH_ID_LEN + 1]);
 /* The job id: sha256 of the sorted recording ids. */
 void ch_job_id(const char *const *ids, size_t n, char out[CH_ID_LEN + 1]);
-/* Fills x->job_recordings_json from x->rec_id_list: 0, or -1 when memory
- * runs out. */
-int ch_job_recordings_json(struct ch_export *x);
-
 /* Each returns 0, or -1 with x->t->err set. */
 int ch_put_recordings(const struct ch_export *x);
+int ch_put_job_recordings(const struct ch_export *x);
 int ch_put_findings(const struct ch_export *x, const struct findings_result *r);
 int ch_put_stragglers(const struct ch_export *x, const struct stragglers_result *r);
 int ch_put_rdma(const struct ch_export *x, const struct rdma_result *r);

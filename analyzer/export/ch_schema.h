@@ -15,8 +15,10 @@ struct ch_table {
 	const char *columns;  /* the part between CREATE TABLE's parentheses */
 	const char *order_by;
 	/* a row belongs to recording set S when: "recording_id IN S"
-	 * (recording_id) or "hasAny(job_recordings, S)" (job rows) */
-	const char *key;      /* "recording_id" or "job_recordings" */
+	 * (recording_id), or its job_id is of a job of S's recordings (job
+	 * rows, job_recordings: the jobs of S as job_recordings lists them,
+	 * and this export's) */
+	const char *key;      /* "recording_id" or "job_id" */
 };
 
 extern const struct ch_table ch_tables[];

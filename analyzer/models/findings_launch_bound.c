@@ -66,18 +66,9 @@ static int measured_gaps(struct ctx *c, const uint32_t *items, size_t n, const s
 {
 	const struct fx_proc *p = c->p;
 	const struct gpu_proc *g = p->gpu;
-	uint64_t a = p->ev[items[0]].t0, b = opener->t1;
-	/* the first span ending after the run's first launch */
-	size_t lo = 0, hi = g->n_busy;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (g->busy[mid].end_ns <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	uint64_t b = opener->t1;
 	size_t next_launch = 0;
-	for (size_t k = lo; k < g->n_busy && g->busy[k].end_ns < b; k++) {
+	for (size_t k = gpu_first_span_after(g, p->ev[items[0]].t0); k < g->n_busy && g->busy[k].end_ns < b; k++) {
 		uint64_t gap_a = g->busy[k].end_ns;
 		uint64_t gap_b = k + 1 < g->n_busy && g->busy[k + 1].start_ns < b ? g->busy[k + 1].start_ns : b;
 		if (gap_b <= gap_a)

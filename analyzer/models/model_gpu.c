@@ -555,11 +555,8 @@ const struct gpu_proc *model_gpu_proc(const struct gpu_result *r, uint32_t file,
 	return NULL;
 }
 
-uint64_t gpu_busy_within(const struct gpu_proc *p, uint64_t a, uint64_t b)
+size_t gpu_first_span_after(const struct gpu_proc *p, uint64_t a)
 {
-	if (!p || b <= a)
-		return 0;
-	/* the first span ending after a */
 	size_t lo = 0, hi = p->n_busy;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -568,8 +565,15 @@ uint64_t gpu_busy_within(const struct gpu_proc *p, uint64_t a, uint64_t b)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+uint64_t gpu_busy_within(const struct gpu_proc *p, uint64_t a, uint64_t b)
+{
+	if (!p || b <= a)
+		return 0;
 	uint64_t busy = 0;
-	for (size_t i = lo; i < p->n_busy && p->busy[i].start_ns < b; i++) {
+	for (size_t i = gpu_first_span_after(p, a); i < p->n_busy && p->busy[i].start_ns < b; i++) {
 		uint64_t s = p->busy[i].start_ns > a ? p->busy[i].start_ns : a;
 		uint64_t e = p->busy[i].end_ns < b ? p->busy[i].end_ns : b;
 		if (e > s)

@@ -74,6 +74,8 @@ const char *gpu_kernel_name(const char *raw, char *buf, char **to_free);
 /* The process's merged busy spans, or NULL when it ran no kernel the trace
  * recorded. */
 const struct gpu_proc *model_gpu_proc(const struct gpu_result *r, uint32_t file, uint32_t pid);
+/* The index of p's first merged span ending after a (n_busy: none). */
+size_t gpu_first_span_after(const struct gpu_proc *p, uint64_t a);
 /* Nanoseconds of [a, b) in which process p's GPU ran a kernel. */
 uint64_t gpu_busy_within(const struct gpu_proc *p, uint64_t a, uint64_t b);
 

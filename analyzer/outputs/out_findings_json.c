@@ -6,7 +6,9 @@
 #include "out_common.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <math.h>
+#include <string.h>
 
 static void json_num(FILE *out, double v)
 {
@@ -14,6 +16,19 @@ static void json_num(FILE *out, double v)
 		fprintf(out, "%.3f", v);
 	else
 		fputs("null", out);
+}
+
+/* ,"name":{PID:ms,...}: the double at offset off of each process */
+static void pid_map_ms(FILE *out, const struct findings_result *r, const char *name, size_t off)
+{
+	fprintf(out, ",\"%s\":{", name);
+	for (size_t i = 0; i < r->n_procs; i++) {
+		double v;
+		memcpy(&v, (const char *)&r->procs[i] + off, sizeof(v));
+		fprintf(out, "%s\"%u\":", i ? "," : "", r->procs[i].pid);
+		json_num(out, v);
+	}
+	fputc('}', out);
 }
 
 static void json_finding(FILE *out, const struct finding *f)
@@ -72,19 +87,12 @@ void out_findings_json(FILE *out, const struct findings_result *r)
 		fputs("null", out);
 	fputs(",\"wall_ms\":", out);
 	json_num(out, r->wall_ms);
-	fprintf(out, ",\"min_share\":%.3f,\"gpu_idle_ms\":{", r->min_share);
-	for (size_t i = 0; i < r->n_procs; i++) {
-		fprintf(out, "%s\"%u\":", i ? "," : "", r->procs[i].pid);
-		json_num(out, r->procs[i].idle_ms);
-	}
-	fputs("},\"unexplained_ms\":{", out);
-	for (size_t i = 0; i < r->n_procs; i++) {
-		fprintf(out, "%s\"%u\":", i ? "," : "", r->procs[i].pid);
-		json_num(out, r->procs[i].unexplained_ms);
-	}
+	fprintf(out, ",\"min_share\":%.3f", r->min_share);
+	pid_map_ms(out, r, "gpu_idle_ms", offsetof(struct findings_proc, idle_ms));
+	pid_map_ms(out, r, "unexplained_ms", offsetof(struct findings_proc, unexplained_ms));
 	/* what each process drove: with more than one stream or device its
 	 * idle is an upper bound (not_evaluated's per_stream_idle says why) */
-	fputs("},\"streams\":{", out);
+	fputs(",\"streams\":{", out);
 	for (size_t i = 0; i < r->n_procs; i++)
 		fprintf(out, "%s\"%u\":%u", i ? "," : "", r->procs[i].pid, r->procs[i].streams);
 	fputs("},\"devices\":{", out);
@@ -97,17 +105,10 @@ void out_findings_json(FILE *out, const struct findings_result *r)
 	fputs("},\"gpu_kernels\":{", out);
 	for (size_t i = 0; i < r->n_procs; i++)
 		fprintf(out, "%s\"%u\":%" PRIu64, i ? "," : "", r->procs[i].pid, r->procs[i].gpu_kernels);
-	fputs("},\"gpu_busy_ms\":{", out);
-	for (size_t i = 0; i < r->n_procs; i++) {
-		fprintf(out, "%s\"%u\":", i ? "," : "", r->procs[i].pid);
-		json_num(out, r->procs[i].gpu_busy_ms);
-	}
-	fputs("},\"busy_in_host_idle_ms\":{", out);
-	for (size_t i = 0; i < r->n_procs; i++) {
-		fprintf(out, "%s\"%u\":", i ? "," : "", r->procs[i].pid);
-		json_num(out, r->procs[i].busy_in_idle_ms);
-	}
-	fputs("},\"not_evaluated\":[", out);
+	fputc('}', out);
+	pid_map_ms(out, r, "gpu_busy_ms", offsetof(struct findings_proc, gpu_busy_ms));
+	pid_map_ms(out, r, "busy_in_host_idle_ms", offsetof(struct findings_proc, busy_in_idle_ms));
+	fputs(",\"not_evaluated\":[", out);
 	for (size_t i = 0; i < r->n_not_evaluated; i++) {
 		fputs(i ? ",{\"kind\":" : "{\"kind\":", out);
 		out_json_str(out, r->not_evaluated[i].kind);

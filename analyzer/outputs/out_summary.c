@@ -204,6 +204,18 @@ static double idle_ms_total(const struct findings_result *r)
 	return s;
 }
 
+/* How the processes' idle was read: measured from kernel records, or
+ * bounded from host signals, or some of each. */
+static const char *idle_read_from(const struct findings_result *r)
+{
+	size_t measured = 0;
+	for (size_t i = 0; i < r->n_procs; i++)
+		measured += r->procs[i].gpu_kernels > 0;
+	return measured == r->n_procs ? "measured from GPU kernel records" :
+	       measured ? "measured where kernel records exist, else a host-signal bound" :
+			  "from host signals: an upper bound";
+}
+
 static void findings_md(const struct summary_input *in, const struct summary_limits *lim,
 			FILE *out)
 {
@@ -215,9 +227,9 @@ static void findings_md(const struct summary_input *in, const struct summary_lim
 		return;
 	}
 	if (r->n_procs)
-		fprintf(out, "GPU idle %.1f ms over %zu process%s, wall %.1f ms, %zu step%s\n",
-			idle_ms_total(r), r->n_procs, r->n_procs == 1 ? "" : "es", r->wall_ms, r->steps,
-			r->steps == 1 ? "" : "s");
+		fprintf(out, "GPU idle %.1f ms over %zu process%s (%s), wall %.1f ms, %zu step%s\n",
+			idle_ms_total(r), r->n_procs, r->n_procs == 1 ? "" : "es", idle_read_from(r),
+			r->wall_ms, r->steps, r->steps == 1 ? "" : "s");
 	if (!r->n_findings)
 		fprintf(out, "none above %.0f%% of wall time\n", 100 * r->min_share);
 	for (size_t i = 0; i < r->n_findings && i < lim->findings; i++) {
@@ -251,9 +263,9 @@ static void findings_json(const struct summary_input *in, const struct summary_l
 		fputs("\"missing\":\"no CUDA events\"}", out);
 		return;
 	}
-	fprintf(out, "\"gpu_processes\":%zu,\"gpu_idle_ms\":%.3f,\"wall_ms\":%.3f,\"steps\":%zu,"
-		"\"total\":%zu,\"top\":[", r->n_procs, idle_ms_total(r), r->wall_ms, r->steps,
-		r->n_findings);
+	fprintf(out, "\"gpu_processes\":%zu,\"gpu_idle_ms\":%.3f,\"gpu_idle_from\":\"%s\","
+		"\"wall_ms\":%.3f,\"steps\":%zu,\"total\":%zu,\"top\":[", r->n_procs,
+		idle_ms_total(r), idle_read_from(r), r->wall_ms, r->steps, r->n_findings);
 	for (size_t i = 0; i < r->n_findings && i < lim->findings; i++) {
 		const struct finding *f = &r->findings[i];
 		fputs(i ? ",{" : "{", out);

@@ -204,6 +204,7 @@
 			el('span', null, f.fix, fx);
 		});
 		var idle = F.gpu_idle_ms || {}, unexp = F.unexplained_ms || {}, streams = F.streams || {};
+		var from = F.gpu_time_from || {};
 		var pids = Object.keys(idle);
 		el('h3', null, 'GPU idle per process', s);
 		if (!pids.length) empty(s, 'No process drove a GPU (no CUDA synchronizes or launches in this trace).');
@@ -215,13 +216,17 @@
 				{ title: 'GPU idle', key: 'idle_ms', num: true, fmt: function (v) { return v.toFixed(3) + ' ms'; } },
 				{ title: 'Of wall', key: 'idle_share', num: true, fmt: function (v) { return (100 * v).toFixed(1) + '%'; } },
 				{ title: 'Unexplained', key: 'unexplained_ms', num: true, fmt: function (v) { return v.toFixed(3) + ' ms'; } },
-				{ title: 'Streams', key: 'streams', num: true }
+				{ title: 'Streams', key: 'streams', num: true },
+				/* kernel records measure idle; host signals only bound it */
+				{ title: 'Read from', key: 'from' }
 			], pids.map(function (p) {
 				var pr = null;
 				procs.forEach(function (x) { if (String(x.pid) === p && !pr) pr = x; });
 				return { pid: Number(p), comm: pr ? pr.comm : null, idle_ms: idle[p],
 					idle_share: F.wall_ms > 0 && idle[p] !== null ? idle[p] / F.wall_ms : null,
-					unexplained_ms: unexp[p], streams: streams[p] === undefined ? null : streams[p] };
+					unexplained_ms: unexp[p], streams: streams[p] === undefined ? null : streams[p],
+					from: from[p] === 'kernels' ? 'GPU kernel records (measured)' :
+						'host signals (an upper bound)' };
 			})).id = 'fr-findings-idle';
 		}
 		if ((F.below || []).length) {

@@ -17,14 +17,12 @@ process, measured with wait4 (wall time and that process's own peak RSS):
 once for the bench (unprivileged on 127.0.0.1, a temporary config, as
 tests/integration/test_export_clickhouse.py starts it; needs root for
 setpriv); each export goes into a fresh database, and its row counts are
-checked (recordings = files, collectives = ranks x steps, rank_steps =
-ranks x (steps - 1), stragglers = ranks): a count off is printed as WRONG.
-Only the analyzer's process is measured, not the server's.  Every
-job-level row (collectives, rank_steps, stragglers, findings) carries the
-job's recording ids (job_recordings, CLICKHOUSE.md), so what export sends
-grows as rows x files: 67 MB of collectives at 256 ranks, about 15 GB at
-4,096; keep export to the small sizes (--commands export --ranks
-64,256,1024).
+checked (recordings = job_recordings = files, collectives = ranks x
+steps, rank_steps = ranks x (steps - 1), stragglers = ranks): a count off
+is printed as WRONG.  Only the analyzer's process is measured, not the
+server's.  A job's recording ids are rows of job_recordings, one per
+recording (CLICKHOUSE.md), so what export sends grows with the rows, not
+rows x files.
 each with every --jobs N of --jobs (default 1,2: the serial path, then two
 threads decompressing ahead), and whether the output is the same for every
 N (it must be).  CPU is the process's user + system time (wait4): on a
@@ -106,7 +104,8 @@ def export_counts(server, db):
 def export_wrong(counts, nfiles, ranks, steps):
     """The expected counts that the export missed, as 'table: got != want'."""
     # gen_ranks: one allreduce per step per rank; the steps between them
-    want = {"recordings": nfiles, "collectives": ranks * steps, "stragglers": ranks,
+    want = {"recordings": nfiles, "job_recordings": nfiles, "collectives": ranks * steps,
+            "stragglers": ranks,
             "rank_steps": ranks * (steps - 1)}
     return ["%s: %s != %d" % (t, counts.get(t), w) for t, w in want.items() if counts.get(t) != w]
 

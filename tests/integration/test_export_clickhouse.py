@@ -221,8 +221,8 @@ class ExportClickhouse(frtest.Case):
 
     def counts(self):
         return {t: self.server.count(t) for t in
-                ("recordings", "findings", "stragglers", "collectives", "rank_steps", "stacks",
-                 "failed_allocations", "rdma_connections")}
+                ("recordings", "job_recordings", "findings", "stragglers", "collectives",
+                 "rank_steps", "stacks", "failed_allocations", "rdma_connections")}
 
     def job_of(self, trace):
         """(job id, recording id) of a trace: its id as CLICKHOUSE.md defines
@@ -247,6 +247,7 @@ class ExportClickhouse(frtest.Case):
         self.export_all()
         before = self.counts()
         self.assertEqual(before["recordings"], 4)
+        self.assertEqual(before["job_recordings"], 4)  # one row per recording of a job
         for t, n in before.items():
             if t != "failed_allocations":
                 self.assertGreater(n, 0, t)
