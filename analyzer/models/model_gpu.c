@@ -497,10 +497,12 @@ static int finish(void *state, struct trace_set *ts, struct frec_error *err)
 		return -1;
 	if (rc)
 		goto oom;
-	qsort(m->kernels, m->n_kernels, sizeof(*m->kernels), by_stream_start);
+	if (m->n_kernels) /* qsort's base may not be NULL, even for 0 items */
+		qsort(m->kernels, m->n_kernels, sizeof(*m->kernels), by_stream_start);
 	if (build_streams(m))
 		goto oom;
-	qsort(m->kernels, m->n_kernels, sizeof(*m->kernels), by_proc_start);
+	if (m->n_kernels)
+		qsort(m->kernels, m->n_kernels, sizeof(*m->kernels), by_proc_start);
 	if (build_procs(m))
 		goto oom;
 	return 0;

@@ -520,13 +520,16 @@ int elf_find_functions(int fd, const char *const *names, size_t n, uint64_t *out
 			continue;
 		found++;
 		if (first_bytes) {
-			size_t len = 0;
-			char *raw = elf_rawfile(e, &len);
+			/* read, not from libelf's mapping: while another tracer has a
+			 * uprobe on this file the kernel puts its int3 into every
+			 * private mapping of it, ours too, and the bytes there would
+			 * say "single-stepped" of every probed function.  The page
+			 * cache holds the file's own bytes.  out[i] comes from the
+			 * file: an offset past off_t's range is not read. */
 			memset(first_bytes[i], 0, 8);
-			/* out[i] comes from the file: near 2^64, out[i] + 8
-			 * wraps and would pass a sum's check */
-			if (raw && out[i] <= len && len - out[i] >= 8)
-				memcpy(first_bytes[i], raw + out[i], 8);
+			if (out[i] <= (uint64_t)INT64_MAX - 8 &&
+			    pread(fd, first_bytes[i], 8, (off_t)out[i]) != 8)
+				memset(first_bytes[i], 0, 8);
 		}
 	}
 	elf_end(e);

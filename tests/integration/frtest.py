@@ -253,7 +253,14 @@ def start_held(cmd, env, why):
     sample = child_of(rec.pid)
     os.kill(rec.pid, signal.SIGSTOP)
     os.kill(sample, signal.SIGUSR1)
-    wait_state(sample, {"T"}, why)
+    try:
+        wait_state(sample, {"T"}, why)
+    except AssertionError:
+        # a stopped recorder left behind keeps its probes on the sample's
+        # libraries: every later test would see them
+        rec.kill()
+        rec.communicate(timeout=HANG_GUARD_S)
+        raise
     return rec, sample, out
 
 
