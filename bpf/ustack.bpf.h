@@ -516,6 +516,20 @@ static __always_inline int ustack_head(struct fr_ustack_scratch *s, __u64 pid_tg
 	s->hdr.regs[14] = regs->r14;
 	s->hdr.regs[15] = regs->r15;
 	s->hdr.regs[16] = regs->ip;
+	/* A CPU sample that interrupted the kernel (it has kernel frames)
+	 * between a uprobe's int3 and the kernel's handling of it finds the
+	 * user ip one past the breakpoint, while the probed instruction has
+	 * not run: unwound with the rules of the next byte (after a push, say)
+	 * the frame took its caller's data for a return address, and such an
+	 * unwind could end "at the outermost frame" inside the stack and cut
+	 * the thread's later copies there (fr_ustack_tops).  The kernel takes
+	 * the breakpoint's address the same way (uprobe_get_swbp_addr).  A
+	 * uprobe's own programs see the ip already moved back, so only here. */
+	if (n_kernel) {
+		__u8 op = 0;
+		if (!bpf_probe_read_user(&op, 1, (void *)(regs->ip - 1)) && op == 0xcc)
+			s->hdr.regs[16] = regs->ip - 1;
+	}
 	__u32 at = 8 * (n_kernel & (FR_MAX_KERNEL_FRAMES * 2 - 1));
 	py_walk(s, pid_tgid >> 32, (__u32)pid_tgid, at);
 	at += 16 * s->hdr.n_py;

@@ -276,6 +276,7 @@ size_t uw_unwind_traced(struct uw_process *p, uint32_t tid, const uint64_t regs[
 	memset(use->read_map, 0, stack_len);
 	p->read_map = use->read_map;
 	p->ran_off_copy = 0;
+	p->end_by_cfi = 0;
 	if (!p->deps) /* without it the fast path marks every byte it reads */
 		p->deps = malloc(UW_DEPS_MAX * sizeof(*p->deps));
 	uint64_t slow = p->slow;
@@ -285,6 +286,8 @@ size_t uw_unwind_traced(struct uw_process *p, uint32_t tid, const uint64_t regs[
 	use->regs_used = !fast || !p->deps ? (1u << UW_NREGS) - 1 : p->regs_used;
 	use->complete = *end == UW_END_OUTERMOST ||
 			(fast && *end == UW_END_STOPPED && p->ran_off_copy);
+	use->end_by_cfi = fast && *end == UW_END_OUTERMOST && p->end_by_cfi;
+	use->ran_off = *end == UW_END_STOPPED && (fast ? p->ran_off_copy : p->read_failed);
 	p->read_map = NULL;
 	return n;
 }

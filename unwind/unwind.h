@@ -80,6 +80,11 @@ struct uw_use {
 			       reached the outermost frame, or the fast path
 			       stopped at a return address past the copy's end
 			       (a shorter copy stops there too) */
+	int end_by_cfi;     /* the walk ended where the unwind tables say the
+			       return address is undefined (_start, a
+			       thread's first frame), not at a zero read from
+			       the copy (which any stale word can be) */
+	int ran_off;        /* the walk stopped for a byte past the copy's end */
 };
 
 /* uw_unwind, telling what the result depends on.  When use->complete, the

@@ -147,6 +147,7 @@ size_t uw_fast_unwind(struct uw_process *p, struct uw_frame *out, size_t max,
 		}
 		if (r->kind[16] == UW_UNDEF) {
 			*end = UW_END_OUTERMOST;
+			p->end_by_cfi = 1;
 			break;
 		}
 		uint64_t cfa = regs[r->cfa_reg] + (uint64_t)r->cfa_off, next[UW_NREGS];

@@ -94,6 +94,8 @@ struct uw_process {
 	struct uw_dep *deps;   /* UW_DEPS_MAX, the fast path's (unwind_fast.c) */
 	int ran_off_copy;      /* the fast path stopped at a return address
 				  past the copy's end */
+	int end_by_cfi;        /* the fast path ended where the CFI leaves
+				  the return address undefined */
 };
 
 /* The 8 bytes at addr in the copied stack, or -1 when the copy does not

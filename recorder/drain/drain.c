@@ -3,6 +3,7 @@
 #include "attach/attach_hold.h"
 #include "clock.h"
 #include "drain/ring_fill.h"
+#include "drain/stack_tops.h"
 #include "attach/rdma_datapath.h"
 #include "verbs_abi.h"
 
@@ -36,10 +37,9 @@ struct drain {
 	void *on_proc_ctx;
 	struct python_state *python;     /* told about code objects in stacks */
 	/* fr_ustack_tops (bpf/ustack.bpf.h), -1: copies never bounded; and
-	 * the tops written, so an unchanged one costs no system call (a
-	 * direct-mapped cache: bounded, whatever the churn of threads) */
+	 * which tops it holds (an unchanged one costs no system call) */
 	int tops_fd;
-	struct top_slot { uint64_t key, top; } tops[1024];
+	struct stack_tops tops;
 	/* rdma: attach the data path as soon as a context's ops table is seen
 	 * (setup to first post can take 2 ms); NULL without rdma probes */
 	struct uprobe_family *rdma_dp;
@@ -124,20 +124,19 @@ static void sink_kernel_ips(void *ctx, const uint64_t *ips, uint16_t n)
 		sym_collector_push(d->syms, 0, fresh, k, NULL, 0);
 }
 
-static void sink_stack_top(void *ctx, uint32_t pid, uint32_t tid, uint64_t top)
+static void sink_stack_top(void *ctx, uint32_t pid, uint32_t tid, uint64_t top, int cut_short)
 {
 	struct drain *d = ctx;
-	uint64_t key = (uint64_t)pid << 32 | tid;
-	struct top_slot *slot = &d->tops[(key * 0x9e3779b97f4a7c15ull) >> 54];
-	if (top) {
-		if (slot->key == key && slot->top == top)
-			return;
-		if (bpf_map_update_elem(d->tops_fd, &key, &top, BPF_ANY) == 0)
-			*slot = (struct top_slot){ key, top };
-	} else {
+	uint64_t key = (uint64_t)pid << 32 | tid, set;
+	switch (stack_tops_note(&d->tops, pid, tid, top, cut_short, &set)) {
+	case STACK_TOP_SET:
+		bpf_map_update_elem(d->tops_fd, &key, &set, BPF_ANY);
+		break;
+	case STACK_TOP_FORGET:
 		bpf_map_delete_elem(d->tops_fd, &key);
-		if (slot->key == key)
-			*slot = (struct top_slot){ 0, 0 };
+		break;
+	case STACK_TOP_KEEP:
+		break;
 	}
 }
 

@@ -140,22 +140,24 @@ static int write_ustack(struct ring_sink *s, const uint8_t *t, const struct fr_r
 		atomic_fetch_add_explicit(&s->whole_behind, 1, memory_order_relaxed);
 	}
 	uint64_t top = 0;
-	bool bounded = h->flags & FR_USTACK_BOUNDED;
+	bool bounded = h->flags & FR_USTACK_BOUNDED, ran_off = false;
 	if (bounded)
 		atomic_fetch_add_explicit(&s->bounded, 1, memory_order_relaxed);
 	if (plan && ustack_sparse_plan(s->sparse, h->pid, h->tid, regs, stack, h->stack_len,
-				       &stack_len, &keep, &regs_used, &top)) {
+				       &stack_len, &keep, &regs_used, &top, &ran_off)) {
 		for (int i = 0; i < FR_USTACK_REGS; i++)
 			if (!(regs_used & 1u << i))
 				regs[i] = 0;
 	}
 	if (plan && s->stack_top) {
-		/* a copy cut at its thread's top that does not reach the outermost
-		 * frame: the top is forgotten, the next copies are whole */
-		if (bounded && !top)
+		/* a copy cut at its thread's top whose unwind needed more: the top
+		 * was wrong (one that stops for want of unwind data, in the vdso
+		 * say, tells nothing about it) */
+		bool cut_short = bounded && !top && ran_off;
+		if (cut_short)
 			atomic_fetch_add_explicit(&s->bounded_short, 1, memory_order_relaxed);
-		if (top || bounded)
-			s->stack_top(s->ctx, h->pid, h->tid, top);
+		if (top || cut_short)
+			s->stack_top(s->ctx, h->pid, h->tid, top, cut_short);
 	}
 	uint32_t body = (uint32_t)sizeof(struct fr_rec_ustack) + kernel_bytes + py_bytes + stack_len;
 	uint32_t size = FR_ALIGN8(body);

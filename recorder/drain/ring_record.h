@@ -42,12 +42,14 @@ struct ring_sink {
 	bool (*behind)(void *ctx);
 	/* raw stacks written whole because the drain was behind */
 	atomic_uint_fast64_t whole_behind;
-	/* told each thread's stack top a planned copy found (top), or that a
-	 * copy bounded by the last one fell short (0: forget it); NULL: copies
+	/* told, for each planned copy that reached its thread's outermost
+	 * frame, the top it found, and of each copy cut at its thread's top
+	 * whose unwind needed bytes past it (top 0, cut_short);
+	 * drain/stack_tops.h decides what the kernel is told.  NULL: copies
 	 * are never bounded (bpf/ustack.bpf.h: fr_ustack_tops) */
-	void (*stack_top)(void *ctx, uint32_t pid, uint32_t tid, uint64_t top);
+	void (*stack_top)(void *ctx, uint32_t pid, uint32_t tid, uint64_t top, int cut_short);
 	/* raw stacks the kernel cut at their thread's top (FR_USTACK_BOUNDED),
-	 * and of them the ones whose unwind then fell short */
+	 * and of them the ones whose unwind then needed bytes past the cut */
 	atomic_uint_fast64_t bounded, bounded_short;
 	uint32_t ustacks; /* FR_REC_USTACK records written (their ids count up) */
 	atomic_uint_fast64_t events[FR_PROBE_MAX]; /* delivered, per probe */

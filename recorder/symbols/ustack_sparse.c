@@ -200,12 +200,14 @@ static bool new_mapping_of(struct ustack_sparse *s, struct sparse_proc *pr, uint
 
 static bool unwind(struct ustack_sparse *s, struct sparse_proc *pr, uint32_t tid,
 		   const uint64_t regs[FR_USTACK_REGS], const uint8_t *stack, uint32_t stack_len,
-		   uint32_t *regs_used, enum uw_end *end)
+		   uint32_t *regs_used, enum uw_end *end, int *end_by_cfi, bool *ran_off)
 {
 	struct uw_use use = { .read_map = s->read_map };
 	uw_unwind_traced(pr->uw, tid, regs, stack, stack_len, &use, s->frames, UW_MAX_FRAMES,
 			 end);
 	*regs_used = use.regs_used;
+	*end_by_cfi = use.end_by_cfi;
+	*ran_off = use.ran_off;
 	return use.complete;
 }
 
@@ -238,10 +240,11 @@ static uint32_t kept_len(const uint8_t *map, uint32_t len)
 bool ustack_sparse_plan(struct ustack_sparse *s, uint32_t pid, uint32_t tid,
 			const uint64_t regs[FR_USTACK_REGS], const uint8_t *stack,
 			uint32_t stack_len, uint32_t *keep_len, const uint8_t **keep,
-			uint32_t *regs_used, uint64_t *top)
+			uint32_t *regs_used, uint64_t *top, bool *ran_off)
 {
 	enum uw_end end = UW_END_STOPPED;
 	*top = 0;
+	*ran_off = false;
 	s->stats.bytes_in += stack_len;
 	if (!s->read_map || stack_len > s->read_map_cap) { /* never NULL, even for 0 bytes */
 		size_t cap = stack_len ? stack_len : 1;
@@ -254,18 +257,22 @@ bool ustack_sparse_plan(struct ustack_sparse *s, uint32_t pid, uint32_t tid,
 	struct sparse_proc *pr = proc_of(s, pid);
 	if (!pr || (new_mapping_of(s, pr, pid) && build(s, pr, pid)))
 		goto whole;
-	bool done = unwind(s, pr, tid, regs, stack, stack_len, regs_used, &end);
+	int by_cfi = 0;
+	bool done = unwind(s, pr, tid, regs, stack, stack_len, regs_used, &end, &by_cfi, ran_off);
 	if (!done && stale(s, pr)) {
 		if (build(s, pr, pid))
 			goto whole;
-		done = unwind(s, pr, tid, regs, stack, stack_len, regs_used, &end);
+		done = unwind(s, pr, tid, regs, stack, stack_len, regs_used, &end, &by_cfi, ran_off);
 	}
 	if (!done)
 		goto whole;
 	uint32_t len = kept_len(s->read_map, stack_len);
 	/* the outermost frame reached inside the copy: nothing above the last
-	 * byte read belongs to any later stack of this thread either */
-	if (end == UW_END_OUTERMOST && len)
+	 * byte read belongs to any later stack of this thread either.  Only
+	 * where the CFI says so: a walk that read a zero return address may
+	 * have read a stale word (registers caught mid-breakpoint, a
+	 * function's tables wrong), and its top would cut every later copy */
+	if (end == UW_END_OUTERMOST && by_cfi && len)
 		*top = regs[7] + len + USTACK_TOP_MARGIN;
 	*keep_len = len;
 	*keep = s->read_map;

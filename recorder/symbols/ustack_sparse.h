@@ -58,14 +58,15 @@ int ustack_sparse_add_image(struct ustack_sparse *s, uint32_t dso_id, uint8_t *i
  * to write (the copy cut after the last byte read), *keep (keep_len bytes,
  * valid until the next call) 1 for each byte to write as copied and 0 for
  * each to zero, and *regs_used bit r set for each register to keep.  *top:
- * when the unwind reached the thread's outermost frame inside the copy, the
+ * when the unwind reached the frame its CFI calls outermost inside the copy, the
  * address past the last byte it read (and a margin): every later stack of
  * the thread unwinds from the bytes below it (fr_ustack_tops,
- * bpf/ustack.bpf.h); else 0. */
+ * bpf/ustack.bpf.h); else 0.  *ran_off: the unwind stopped for a byte
+ * past the copy's end (a copy cut at a top that was wrong does). */
 bool ustack_sparse_plan(struct ustack_sparse *s, uint32_t pid, uint32_t tid,
 			const uint64_t regs[FR_USTACK_REGS], const uint8_t *stack,
 			uint32_t stack_len, uint32_t *keep_len, const uint8_t **keep,
-			uint32_t *regs_used, uint64_t *top);
+			uint32_t *regs_used, uint64_t *top, bool *ran_off);
 
 struct ustack_sparse_stats ustack_sparse_stats(const struct ustack_sparse *s);
 

@@ -7,9 +7,9 @@
  * became sparse, stayed whole, and their stack bytes before and after.
  * "none" writes the chunks uncompressed (the fuzz corpus's form).  "bound"
  * also cuts each copy at its thread's stack top as the planner found it in
- * an earlier copy, as the kernel does with the recorder's hints
- * (fr_ustack_tops, bpf/ustack.bpf.h), and forgets a top when a copy cut
- * there does not unwind to its outermost frame; it prints how many copies
+ * earlier copies, as the kernel does with the recorder's hints
+ * (fr_ustack_tops, bpf/ustack.bpf.h), trusting and forgetting tops as the
+ * recorder does (recorder/drain/stack_tops.h); it prints how many copies
  * it cut and how many of those fell short. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,14 +18,16 @@
 #include "fr_family.h"
 #include "frec_reader.h"
 #include "frec_writer.h"
+#include "drain/stack_tops.h"
 #include "symbols/ustack_sparse.h"
 
 #define CHUNK_TYPES 4
 
-/* "bound": each thread's stack top so far (a test's few threads). */
+/* "bound": the tops the recorder would hand the kernel (drain/stack_tops.h) */
 #define MAX_TOPS 4096
 static struct { uint32_t pid, tid; uint64_t top; } tops[MAX_TOPS];
 static size_t n_tops;
+static struct stack_tops policy;
 static int bound;
 static unsigned long long bounded, bounded_short;
 
@@ -93,6 +95,7 @@ static int rewrite_ustack(struct ustack_sparse *sp, struct frec_builder *b,
 	const uint8_t *p = (const uint8_t *)rec;
 	uint32_t keep_len, regs_used;
 	const uint8_t *keep;
+	bool ran_off;
 	uint64_t top = 0, *known = bound ? top_of(u.pid, u.tid, 0) : NULL;
 	if (head > rec->size || u.stack_len > rec->size - head || (u.flags & FR_USTACK_SPARSE))
 		return frec_builder_append(b, rec, rec->size, ts);
@@ -102,15 +105,25 @@ static int rewrite_ustack(struct ustack_sparse *sp, struct frec_builder *b,
 		bounded++;
 	}
 	bool planned = ustack_sparse_plan(sp, u.pid, u.tid, u.regs, p + head, u.stack_len,
-					  &keep_len, &keep, &regs_used, &top);
-	if ((u.flags & FR_USTACK_BOUNDED) && !top) {
-		bounded_short++; /* the recorder forgets the top, as here */
-		*known = 0;
-	}
-	if (bound && top) {
+					  &keep_len, &keep, &regs_used, &top, &ran_off);
+	int cut_short = (u.flags & FR_USTACK_BOUNDED) && !top && ran_off;
+	bounded_short += cut_short;
+	uint64_t set;
+	if (bound && (top || cut_short)) {
+		/* what the recorder then tells the kernel */
 		uint64_t *t = top_of(u.pid, u.tid, 1);
-		if (t)
-			*t = top;
+		switch (stack_tops_note(&policy, u.pid, u.tid, top, cut_short, &set)) {
+		case STACK_TOP_SET:
+			if (t)
+				*t = set;
+			break;
+		case STACK_TOP_FORGET:
+			if (t)
+				*t = 0;
+			break;
+		case STACK_TOP_KEEP:
+			break;
+		}
 	}
 	if (!planned && !(u.flags & FR_USTACK_BOUNDED))
 		return frec_builder_append(b, rec, rec->size, ts);

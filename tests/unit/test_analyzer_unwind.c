@@ -649,6 +649,9 @@ static void test_traced(const struct snap *s)
 	check_chain(s, fr, n, "traced");
 	CHECK_EQ_U64(end, UW_END_OUTERMOST);
 	CHECK(use.complete);
+	/* _start's CFI leaves the return address undefined: the recorder may
+	 * take the thread's stack top from this walk */
+	CHECK(use.end_by_cfi && !use.ran_off);
 	CHECK(regs_used & 1u << 7 && regs_used & 1u << 16);
 	size_t len = s->stack_len, kept = 0;
 	while (len && !map[len - 1])
@@ -684,6 +687,31 @@ static void test_traced(const struct snap *s)
 					  UW_MAX_FRAMES, &end);
 	CHECK_EQ_U64(end, UW_END_STOPPED);
 	CHECK(use.complete && n_short >= 1 && n_short < n);
+	CHECK(use.ran_off && !use.end_by_cfi);
+	/* the leaf's return address read as zero (a stale word where registers
+	 * caught mid-breakpoint point the walk): it ends there, as at an
+	 * outermost frame, but not by the CFI's word */
+	{
+		uint8_t *zeroed = malloc(s->stack_len);
+		memcpy(zeroed, s->stack, s->stack_len);
+		size_t at = SIZE_MAX;
+		for (size_t i = 0; i + 8 <= s->stack_len && at == SIZE_MAX; i += 8) {
+			uint64_t w;
+			memcpy(&w, zeroed + i, 8);
+			if (w == fr[1].pc)
+				at = i;
+		}
+		CHECK(at != SIZE_MAX);
+		if (at != SIZE_MAX) {
+			memset(zeroed + at, 0, 8);
+			size_t n0 = uw_unwind_traced(p, 4242, s->regs, zeroed, s->stack_len, &use,
+						     again, UW_MAX_FRAMES, &end2);
+			CHECK_EQ_U64(n0, 1);
+			CHECK_EQ_U64(end2, UW_END_OUTERMOST);
+			CHECK(!use.end_by_cfi && !use.ran_off);
+		}
+		free(zeroed);
+	}
 	memset(sparse, 0, s->stack_len);
 	len = short_len;
 	while (len && !map[len - 1])

@@ -1,0 +1,46 @@
+/* Stack tops trusted by agreement (see stack_tops.h). */
+#include "drain/stack_tops.h"
+
+#include <string.h>
+
+enum stack_top_action stack_tops_note(struct stack_tops *t, uint32_t pid, uint32_t tid,
+				      uint64_t top, int cut_short, uint64_t *set)
+{
+	uint64_t key = (uint64_t)pid << 32 | tid;
+	struct stack_top_slot *s = &t->slot[(key * 0x9e3779b97f4a7c15ull) >> 54];
+	*set = 0;
+	if (s->key != key) {
+		if (!top && !cut_short)
+			return STACK_TOP_KEEP;
+		/* the slot's thread is evicted: its top, if any, stays in the
+		 * kernel's LRU map until the thread's copies prove it wrong */
+		memset(s, 0, sizeof(*s));
+		s->key = key;
+	}
+	if (s->never)
+		return STACK_TOP_KEEP;
+	if (!top) {
+		if (!cut_short)
+			return STACK_TOP_KEEP;
+		/* cut at the top and short of the outermost frame: wrong */
+		s->never = 1;
+		s->top = s->seen = 0;
+		return STACK_TOP_FORGET;
+	}
+	if (s->top) {
+		if (s->top == top)
+			return STACK_TOP_KEEP;
+		s->never = 1;
+		s->top = s->seen = 0;
+		return STACK_TOP_FORGET;
+	}
+	if (s->seen == top) {
+		s->top = top;
+		*set = top;
+		return STACK_TOP_SET;
+	}
+	/* a first word, or one that disagrees with the first: the newer waits
+	 * for its second */
+	s->seen = top;
+	return STACK_TOP_KEEP;
+}
