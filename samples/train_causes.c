@@ -53,6 +53,11 @@
  *   launch or when the one before it ends, and runs --kernel-us).  Causes
  *   off read 0; launch_bound reads near 0 (300 us between 1000 us kernels
  *   leaves the fake GPU no gap, unless the host is descheduled for longer).
+ * The line before it, "sync_truth launch_bound_sync_ms=F": the fake GPU's
+ * idle from the last kernel of each step (as replayed) to end_of_step's
+ * synchronize's return, which kernel records count in a launch-bound run
+ * and a replay from host signals cannot see (near 0 unless the host wakes
+ * late from the synchronize, as on a loaded machine).
  *
  * The thread's timer slack is 1 ns: the stand-in's synchronize sleeps until
  * its fake GPU is done, and the default 50 us of slack would make every
@@ -99,6 +104,7 @@
 
 struct truth {
 	uint64_t dataloader_ns, pageable_ns, checkpoint_ns, host_sync_ns, launch_bound_ns;
+	uint64_t launch_bound_sync_ns;
 };
 
 struct job {
@@ -269,6 +275,9 @@ static NOINLINE void forward_backward(struct job *job)
 static NOINLINE void end_of_step(struct job *job)
 {
 	check(cudaStreamSynchronize(0), "end_of_step: cudaStreamSynchronize");
+	uint64_t now = mono_ns();
+	if (job->gpu_done_ns && now > job->gpu_done_ns)
+		job->truth.launch_bound_sync_ns += now - job->gpu_done_ns;
 	synchronized(job);
 }
 
@@ -398,6 +407,7 @@ int main(int argc, char **argv)
 	for (int step = 0; step < job.steps && !g_failed; step++)
 		train_step(&job, step);
 	check(cudaFree(job.dev), "cudaFree");
+	printf("sync_truth launch_bound_sync_ms=%.3f\n", ms(job.truth.launch_bound_sync_ns));
 	printf("truth steps=%d dataloader_ms=%.3f pageable_ms=%.3f checkpoint_ms=%.3f "
 	       "host_sync_ms=%.3f launch_bound_ms=%.3f\n", job.steps, ms(job.truth.dataloader_ns),
 	       ms(job.truth.pageable_ns), ms(job.truth.checkpoint_ns), ms(job.truth.host_sync_ns),

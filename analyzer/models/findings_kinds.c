@@ -393,12 +393,17 @@ static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t
 	case FIND_LAUNCH_BOUND: {
 		double runs = e->lb_steps ? (double)e->lb_steps : 1.0;
 		snprintf(f->evidence, sizeof(f->evidence),
-			 "%" PRIu64 " runs of launches paced by the host: their closing synchronize "
-			 "waited %.3f ms on average, less than the median time between launches; %.0f "
+			 "%" PRIu64 " runs of launches paced by the host: %s %.3f ms on average%s, "
+			 "less than the median time between launches; %.0f "
 			 "launches per run, %.3f ms apart on average (the launch calls %.1f us each), "
 			 "while each run's last kernel ran within %.3f ms; %" PRIu64 " gaps left the GPU "
 			 "idle (%.2f ms) %s",
-			 e->lb_steps, ms(e->lb_wait_ns) / runs, (double)e->lb_launches / runs,
+			 e->lb_steps,
+			 e->lb_measured ? "their closing synchronize found kernel work left for"
+					: "their closing synchronize waited",
+			 ms(e->lb_measured ? e->lb_left_ns : e->lb_wait_ns) / runs,
+			 e->lb_measured ? " (the kernel records)" : "",
+			 (double)e->lb_launches / runs,
 			 e->lb_launches > e->lb_steps
 				 ? ms(e->lb_span_ns) / (double)(e->lb_launches - e->lb_steps) : 0.0,
 			 e->lb_launches ? ms(e->lb_launch_ns) * 1e3 / (double)e->lb_launches : 0.0,

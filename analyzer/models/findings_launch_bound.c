@@ -15,7 +15,8 @@
  *     stream, or an event synchronize, says nothing about these kernels;
  *   - that synchronize waited less than the median time between the run's
  *     launches (the queue held less than one launch's worth of work when
- *     the host reached it).
+ *     the host reached it); with kernel records, the kernels' work left
+ *     at its entry is the wait, not the call's time.
  * The synchronize proves that the run's last kernel ran within `bound` =
  * its return minus that launch's entry.  Assuming no kernel of the run ran
  * longer than that (the many small kernels of a launch-bound step; a run
@@ -131,7 +132,12 @@ int fx_launch_run(struct ctx *c, const struct mark *marks, size_t from, size_t t
 		gaps[i] = p->ev[items[i + 1]].t0 - p->ev[items[i]].t0;
 	qsort(gaps, n - 1, sizeof(*gaps), u64_cmp);
 	uint64_t wait = opener->t1 - opener->t0, median_gap = gaps[(n - 1) / 2];
-	if (wait >= median_gap || opener->t1 <= last->t0)
+	/* With kernel records the work still queued is read off them: the
+	 * call's own time also holds any time its thread was descheduled
+	 * inside it, which on a loaded host would call a host-paced run
+	 * GPU-paced. */
+	uint64_t left = p->gpu ? gpu_work_left(p->gpu, opener->t0, opener->t1) : wait;
+	if (left >= median_gap || opener->t1 <= last->t0)
 		goto out; /* work was still queued: the GPU, not the host, set the pace */
 	uint64_t bound = opener->t1 - last->t0, end = 0, launch_ns = 0;
 	if (p->gpu) {
@@ -159,6 +165,7 @@ counted:
 	p->e.lb_launch_ns += launch_ns;
 	p->e.lb_span_ns += last->t0 - first->t0;
 	p->e.lb_wait_ns += wait;
+	p->e.lb_left_ns += left;
 	p->e.lb_bound_ns += bound;
 out:
 	free(items);

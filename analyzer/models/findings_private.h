@@ -105,6 +105,8 @@ struct fx_evidence {
 	uint64_t lb_span_ns;              /* first launch to last, summed over the runs */
 	uint64_t lb_gaps, lb_gap_ns;      /* the gaps that left the GPU idle, their idle */
 	uint64_t lb_measured;             /* of those gaps, read against kernel records */
+	uint64_t lb_left_ns;              /* kernel work left at the closing synchronizes
+					     (kernel records; lb_wait_ns: the calls' time) */
 	uint64_t lb_mixed;                /* long runs of launches skipped: several streams,
 					     a graph launch, or a synchronize of another stream */
 	/* nccl_exchange and the rest of the time in collectives (findings_attribute.c) */

@@ -7,9 +7,10 @@
  *   a site seen at least twice whose occurrences span at least half of
  *   the sequence is a candidate boundary; between two of its occurrences
  *   lies one step.  Another such site is *inside* the candidate's step
- *   when the same number of it (>= 1) falls in at least 80% of those
- *   steps, *rare* when it occurs in fewer than half of them (a periodic
- *   evaluation or save), and otherwise breaks the candidate (it does not
+ *   when about the same number of it (>= 1, within a quarter of the most
+ *   common count) falls in at least 80% of those steps, *rare* when it occurs in fewer than half of them (a periodic
+ *   evaluation or save, or a few calls whose stacks differ from their
+ *   site's others), and otherwise breaks the candidate (it does not
  *   repeat with it).  The boundary is the unbroken candidate with the most
  *   occurrences that has a site inside it; when none has, the unbroken
  *   one with the most occurrences (a loop of one synchronize a step).
@@ -123,10 +124,21 @@ static int judge(const uint64_t *seq, size_t n, const struct site *sites, size_t
 			uint32_t v = win[c * windows + j];
 			hist[v < 255 ? v : 255]++;
 		}
+		/* in fewer than half of the steps: rare, however many times it
+		 * occurs there (a burst, or a few stacks of a per-op call that
+		 * unwound differently, must not break the step) */
+		if (2 * (windows - hist[0]) < windows)
+			continue;
 		for (size_t v = 1; v < 256; v++)
 			if (hist[v] > hist[best])
 				best = v;
-		if (best == 0 || best == 255 || (double)hist[best] < INSIDE_SHARE * (double)windows)
+		/* the steps holding about that many (within a quarter: a step
+		 * whose few calls unwound to another stack, a data-dependent
+		 * count) */
+		size_t near = 0;
+		for (size_t v = 1; v < 255; v++)
+			near += 4 * v >= 3 * best && 4 * v <= 5 * best ? hist[v] : 0;
+		if (best == 0 || best == 255 || (double)near < INSIDE_SHARE * (double)windows)
 			broken = 1; /* repeats, but not with a's steps */
 		else
 			(*inside)++;

@@ -76,6 +76,10 @@ const char *gpu_kernel_name(const char *raw, char *buf, char **to_free);
 const struct gpu_proc *model_gpu_proc(const struct gpu_result *r, uint32_t file, uint32_t pid);
 /* The index of p's first merged span ending after a (n_busy: none). */
 size_t gpu_first_span_after(const struct gpu_proc *p, uint64_t a);
+/* The work a call over [t0, t1) waited for on process p's GPU: from t0 to
+ * the end of the last kernel that started before t1 (at most t1); 0 when
+ * the GPU was idle at t0 and stayed so. */
+uint64_t gpu_work_left(const struct gpu_proc *p, uint64_t t0, uint64_t t1);
 /* Nanoseconds of [a, b) in which process p's GPU ran a kernel. */
 uint64_t gpu_busy_within(const struct gpu_proc *p, uint64_t a, uint64_t b);
 

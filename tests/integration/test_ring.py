@@ -27,7 +27,9 @@ import threading
 import frtest
 
 MiB = 1048576
-STEPS = 400
+# 800 steps before the OOM put several times the 64K ring's worth of records
+# through it (at 400 the ring held most of the run: 400-700 records evicted)
+STEPS = 1600
 FAILED = 17179869184  # the stand-in's 16 GiB: cuda_train's try_huge_alloc
 # cuda_train's live allocations at the OOM in step STEPS/2 (0-based):
 # weights, the input buffer, the leaky cache of steps 0..STEPS/2, forward
@@ -72,8 +74,7 @@ class Ring(frtest.Case):
     def test_oom_snapshot_exact_holders(self):
         d = frtest.workdir("ring_oom")
         out = os.path.join(d, "job.frec")
-        # CPU samples at 999 Hz: with sparse stacks 400 steps alone no longer
-        # pass the 64K ring many times over
+        # CPU samples at 999 Hz add to the calls' records
         p = frtest.record(out, ["--ring", "64K", "--chunk-kib", "64", "--probes", "cuda,cpu",
                                 "--freq", "999"],
                           ["--", frtest.sample("cuda_train"), "--steps", str(STEPS),
