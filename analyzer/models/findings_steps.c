@@ -8,9 +8,10 @@
  *   the sequence is a candidate boundary; between two of its occurrences
  *   lies one step.  Another such site is *inside* the candidate's step
  *   when about the same number of it (>= 1, within a quarter of the most
- *   common count) falls in at least 80% of those steps, *rare* when it occurs in fewer than half of them (a periodic
- *   evaluation or save, or a few calls whose stacks differ from their
- *   site's others), and otherwise breaks the candidate (it does not
+ *   common count) falls in at least 80% of those steps, *rare* when it
+ *   occurs in fewer than half of them (a periodic evaluation or save, or a
+ *   few calls whose stacks differ from their site's others), and
+ *   otherwise breaks the candidate (it does not
  *   repeat with it).  The boundary is the unbroken candidate with the most
  *   occurrences that has a site inside it; when none has, the unbroken
  *   one with the most occurrences (a loop of one synchronize a step).

@@ -574,18 +574,10 @@ uint64_t gpu_work_left(const struct gpu_proc *p, uint64_t t0, uint64_t t1)
 {
 	if (!p)
 		return 0;
-	size_t lo = 0, hi = p->n_busy; /* the first span starting at or after t1 */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->busy[mid].start_ns < t1)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || p->busy[lo - 1].end_ns <= t0)
-		return 0;
-	uint64_t end = p->busy[lo - 1].end_ns < t1 ? p->busy[lo - 1].end_ns : t1;
-	return end - t0;
+	uint64_t end = t0; /* the spans are merged: the walk is the call's few */
+	for (size_t i = gpu_first_span_after(p, t0); i < p->n_busy && p->busy[i].start_ns < t1; i++)
+		end = p->busy[i].end_ns;
+	return (end < t1 ? end : t1) - t0;
 }
 
 uint64_t gpu_busy_within(const struct gpu_proc *p, uint64_t a, uint64_t b)
