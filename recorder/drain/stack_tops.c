@@ -17,23 +17,19 @@ enum stack_top_action stack_tops_note(struct stack_tops *t, uint32_t pid, uint32
 		memset(s, 0, sizeof(*s));
 		s->key = key;
 	}
-	if (s->never)
+	if (s->strikes >= STACK_TOPS_STRIKES)
 		return STACK_TOP_KEEP;
-	if (!top) {
-		if (!cut_short)
-			return STACK_TOP_KEEP;
-		/* cut at the top and short of the outermost frame: wrong */
-		s->never = 1;
+	/* cut at the top and short of the outermost frame, or a trusted top
+	 * another unwind contradicts; a short while none is trusted is a copy
+	 * the kernel cut before it was told to forget (or one of a thread
+	 * whose slot was retaken): no strike, but the kernel forgets */
+	if ((!top && cut_short) || (top && s->top && s->top != top)) {
+		s->strikes += s->top != 0;
 		s->top = s->seen = 0;
 		return STACK_TOP_FORGET;
 	}
-	if (s->top) {
-		if (s->top == top)
-			return STACK_TOP_KEEP;
-		s->never = 1;
-		s->top = s->seen = 0;
-		return STACK_TOP_FORGET;
-	}
+	if (!top || s->top)
+		return STACK_TOP_KEEP;
 	if (s->seen == top) {
 		s->top = top;
 		*set = top;

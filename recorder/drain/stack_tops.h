@@ -8,8 +8,12 @@
  * the outermost one (a zero return address read from the copy is not
  * enough: a CPU sample that lands in the kernel's handling of a
  * breakpoint read one 80 bytes above its stack pointer); even so a top is
- * trusted only when two unwinds agree on it, and a thread whose trusted
- * top once disagrees or falls short is never cut again.
+ * trusted only when two unwinds agree on it.  A trusted top that
+ * disagrees or falls short is forgotten until two unwinds agree again:
+ * a short may be the unwind's fault, not the top's (a sample in code
+ * whose tables mislead walks off to a wrong frame and past the cut, as
+ * it would have in the whole copy); a thread whose tops fall short
+ * STACK_TOPS_STRIKES times is never cut again.
  *
  * A direct-mapped table: bounded whatever the churn of threads; a thread
  * whose slot another took starts over (it may then be trusted again). */
@@ -19,13 +23,14 @@
 #include <stdint.h>
 
 #define STACK_TOPS_SLOTS 1024
+#define STACK_TOPS_STRIKES 3
 
 struct stack_tops {
 	struct stack_top_slot {
 		uint64_t key;       /* pid << 32 | tid; 0: free */
 		uint64_t top;       /* trusted and handed to the kernel; 0: none */
 		uint64_t seen;      /* a first unwind's top, not yet agreed on */
-		int never;          /* a trusted top was wrong: never cut again */
+		int strikes;        /* trusted tops that fell short or disagreed */
 	} slot[STACK_TOPS_SLOTS];
 };
 

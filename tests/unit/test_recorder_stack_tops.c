@@ -1,9 +1,11 @@
 /* Which stack top the recorder lets the kernel cut a thread's dwarf copies
  * at (recorder/drain/stack_tops.h): one unwind's word is not enough, two
  * that agree are; a trusted top that falls short or disagrees is forgotten
- * once and for all (a wrong top costs every stack of the thread copied
- * before the recorder finds out); threads do not share what they learned;
- * the table stays bounded whatever the number of threads. */
+ * until two agree again, and after STACK_TOPS_STRIKES such strikes for
+ * good (a wrong top costs every stack of the thread copied before the
+ * recorder finds out; one short may be a bad unwind); copies cut before
+ * the kernel forgot strike nothing; threads do not share what they
+ * learned; the table stays bounded whatever the number of threads. */
 #include "check.h"
 
 #include "drain/stack_tops.h"
@@ -31,21 +33,38 @@ int main(void)
 	CHECK_EQ_U64(set, top);
 	/* said again (a copy cut there that unwound to the end): nothing to do */
 	CHECK(note(1, top, 0, &set) == STACK_TOP_KEEP);
-	/* a copy cut there whose unwind needed bytes past the cut: forgotten,
-	 * for good */
+	/* a copy cut there whose unwind needed bytes past the cut: forgotten;
+	 * copies the kernel cut before it forgot, short too, strike nothing */
 	CHECK(note(1, 0, 1, &set) == STACK_TOP_FORGET);
+	CHECK(note(1, 0, 1, &set) == STACK_TOP_FORGET);
+	CHECK(note(1, 0, 1, &set) == STACK_TOP_FORGET);
+	CHECK(note(1, 0, 1, &set) == STACK_TOP_FORGET);
+	/* the next word alone is not enough; two that agree are trusted again */
+	CHECK(note(1, top, 0, &set) == STACK_TOP_KEEP);
+	CHECK(note(1, top, 0, &set) == STACK_TOP_SET);
+	CHECK_EQ_U64(set, top);
+	/* the strikes add up across trusts: the last one is for good */
+	for (int strike = 2; strike <= STACK_TOPS_STRIKES; strike++) {
+		CHECK(note(1, 0, 1, &set) == STACK_TOP_FORGET);
+		if (strike < STACK_TOPS_STRIKES) {
+			CHECK(note(1, top, 0, &set) == STACK_TOP_KEEP);
+			CHECK(note(1, top, 0, &set) == STACK_TOP_SET);
+		}
+	}
 	CHECK(note(1, top, 0, &set) == STACK_TOP_KEEP);
 	CHECK(note(1, top, 0, &set) == STACK_TOP_KEEP);
+	CHECK(note(1, 0, 1, &set) == STACK_TOP_KEEP);
 	CHECK(note(1, top, 0, &set) == STACK_TOP_KEEP);
 
 	/* another thread of the process starts from nothing; a trusted top
-	 * that a later unwind contradicts is forgotten too */
+	 * that a later unwind contradicts is forgotten too, until two agree */
 	CHECK(note(2, 0x7f0000002000, 0, &set) == STACK_TOP_KEEP);
 	CHECK(note(2, 0x7f0000002000, 0, &set) == STACK_TOP_SET);
 	CHECK_EQ_U64(set, 0x7f0000002000);
 	CHECK(note(2, 0x7f0000002400, 0, &set) == STACK_TOP_FORGET);
 	CHECK(note(2, 0x7f0000002400, 0, &set) == STACK_TOP_KEEP);
-	CHECK(note(2, 0x7f0000002400, 0, &set) == STACK_TOP_KEEP);
+	CHECK(note(2, 0x7f0000002400, 0, &set) == STACK_TOP_SET);
+	CHECK_EQ_U64(set, 0x7f0000002400);
 
 	/* a short bounded copy of a thread this table does not hold (its slot
 	 * was taken by another, the kernel's map still has the top): forgotten */
