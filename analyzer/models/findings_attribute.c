@@ -68,6 +68,19 @@ static size_t lower_bound(const struct fx_ev *ev, size_t n, uint64_t t)
 	return lo;
 }
 
+static size_t first_sample_at(const struct fx_sample *s, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s[mid].t < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 #define CKPT_FSYNCED_MIN_BYTES (1ull << 20)
 #define CKPT_LARGE_BYTES (16ull << 20)
 #define FDS_PER_INTERVAL 32
@@ -263,6 +276,7 @@ struct split {
 	uint64_t a, b;            /* the interval */
 	uint32_t tid;             /* the thread whose call opened it */
 	size_t first;             /* p's first event with t0 >= a */
+	size_t first_sample;      /* p's first sample at or after a */
 	uint64_t kind_ns[FIND_IDLE_KINDS];
 	uint64_t other_sc;        /* system calls of no rule: unexplained */
 	uint64_t nccl_other;      /* collectives' waits no one is charged for */
@@ -486,10 +500,10 @@ static int split_rest(struct ctx *c, struct split *sp, const struct rest_to *res
 		uint64_t in = covered(c->segs, c->n_segs, sp->ck_a, sp->ck_b);
 		uint64_t gap = sp->ck_b - sp->ck_a > in ? sp->ck_b - sp->ck_a - in : 0;
 		uint64_t n_span = 0, n_span_other = 0;
-		for (size_t i = sp->first; i < p->n && p->ev[i].t0 < b; i++) {
-			const struct fx_ev *e = &p->ev[i];
-			if (e->tid != sp->tid || e->type != FXE_SAMPLE || e->t0 < sp->ck_a ||
-			    e->t0 >= sp->ck_b || inside_any(c->segs, c->n_segs, e->t0))
+		for (size_t i = sp->first_sample; i < p->n_samples && p->samples[i].t < b; i++) {
+			const struct fx_sample *e = &p->samples[i];
+			if (e->tid != sp->tid || e->t < sp->ck_a || e->t >= sp->ck_b ||
+			    inside_any(c->segs, c->n_segs, e->t))
 				continue;
 			enum finding_kind k;
 			if (sample_class(c, e->stack_id, &k))
@@ -506,10 +520,10 @@ static int split_rest(struct ctx *c, struct split *sp, const struct rest_to *res
 		p->e.ck_between_ns += between;
 	}
 	uint64_t n_dl = 0, n_ck = 0, n_other = 0;
-	for (size_t i = sp->first; i < p->n && p->ev[i].t0 < b; i++) {
-		const struct fx_ev *e = &p->ev[i];
-		if (e->tid != sp->tid || e->type != FXE_SAMPLE || inside_any(c->segs, c->n_segs, e->t0) ||
-		    (sp->ck_b > sp->ck_a && e->t0 >= sp->ck_a && e->t0 < sp->ck_b))
+	for (size_t i = sp->first_sample; i < p->n_samples && p->samples[i].t < b; i++) {
+		const struct fx_sample *e = &p->samples[i];
+		if (e->tid != sp->tid || inside_any(c->segs, c->n_segs, e->t) ||
+		    (sp->ck_b > sp->ck_a && e->t >= sp->ck_a && e->t < sp->ck_b))
 			continue;
 		enum finding_kind k;
 		if (sample_class(c, e->stack_id, &k))
@@ -539,11 +553,10 @@ static int split_rest(struct ctx *c, struct split *sp, const struct rest_to *res
 	}
 	uint64_t other_ns = rest - dl_ns - ck_ns;
 	if (n_all) {
-		for (size_t i = sp->first; i < p->n && p->ev[i].t0 < b; i++) {
-			const struct fx_ev *e = &p->ev[i];
-			if (e->tid != sp->tid || e->type != FXE_SAMPLE ||
-			    inside_any(c->segs, c->n_segs, e->t0) ||
-			    (sp->ck_b > sp->ck_a && e->t0 >= sp->ck_a && e->t0 < sp->ck_b))
+		for (size_t i = sp->first_sample; i < p->n_samples && p->samples[i].t < b; i++) {
+			const struct fx_sample *e = &p->samples[i];
+			if (e->tid != sp->tid || inside_any(c->segs, c->n_segs, e->t) ||
+			    (sp->ck_b > sp->ck_a && e->t >= sp->ck_a && e->t < sp->ck_b))
 				continue;
 			enum finding_kind k;
 			if (sample_class(c, e->stack_id, &k))
@@ -599,7 +612,8 @@ int fx_attribute(struct ctx *c, uint64_t a, uint64_t b, uint32_t tid,
 		 const struct rest_to *rest_to)
 {
 	struct fx_proc *p = c->p;
-	struct split sp = { .a = a, .b = b, .tid = tid, .first = lower_bound(p->ev, p->n, a) };
+	struct split sp = { .a = a, .b = b, .tid = tid, .first = lower_bound(p->ev, p->n, a),
+			    .first_sample = first_sample_at(p->samples, p->n_samples, a) };
 	uint64_t unexplained;
 	c->n_segs = 0;
 	if (split_copies(c, &sp) || split_nccl(c, &sp) || split_syscalls(c, &sp) ||

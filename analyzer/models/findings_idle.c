@@ -123,6 +123,16 @@ static int nccl_spans(struct fx_proc *p, struct trace_set *ts, struct symbolizer
 	return rc;
 }
 
+static int sample_cmp(const void *a, const void *b)
+{
+	const struct fx_sample *x = a, *y = b;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
 static int offcpu_cmp(const void *a, const void *b)
 {
 	const struct fx_offcpu *x = a, *y = b;
@@ -137,6 +147,8 @@ void fx_sort_events(struct fx_proc *p)
 		qsort(p->ev, p->n, sizeof(*p->ev), ev_cmp);
 	if (p->n_offcpu)
 		qsort(p->offcpu, p->n_offcpu, sizeof(*p->offcpu), offcpu_cmp);
+	if (p->n_samples)
+		qsort(p->samples, p->n_samples, sizeof(*p->samples), sample_cmp);
 	fx_nccl_prepare(p);
 }
 
@@ -250,6 +262,8 @@ int fx_idle_attribute(struct fx_proc *p, struct trace_set *ts, struct symbolizer
 		for (size_t i = 0; i < p->n; i++)
 			if (p->ev[i].t1 > iv.b)
 				iv.b = p->ev[i].t1;
+		if (p->n_samples && p->samples[p->n_samples - 1].t > iv.b)
+			iv.b = p->samples[p->n_samples - 1].t; /* sorted */
 		rc = close_interval(&c, &iv);
 	}
 	free(marks);

@@ -268,7 +268,7 @@ void fx_nccl_prepare(struct fx_proc *p)
 			const struct fx_ev *w = &p->ev[j];
 			if (w->tid != e->tid || w->t0 < e->t1)
 				continue; /* another thread's, or inside the call */
-			if (w->type == FXE_SYSCALL || w->type == FXE_SAMPLE || w->type == FXE_FDPATH ||
+			if (w->type == FXE_SYSCALL || w->type == FXE_FDPATH ||
 			    w->type == FXE_NCCL_WORK)
 				continue;
 			if (((w->type == FXE_SYNC && waits_for(w, e->stream)) || w->type == FXE_QUERY) &&

@@ -23,7 +23,6 @@ enum fx_type {
 	FXE_NCCL_WORK, /* a launch made inside an NCCL call of its thread: the
 			  collective's own kernel (fx_nccl_prepare), not compute */
 	FXE_SYSCALL,
-	FXE_SAMPLE,   /* a CPU sample: t0 == t1 */
 	FXE_FDPATH,   /* which file fd names from t0 on (FR_EV_FD_PATH): bytes
 			 indexes the state's paths; any thread of the process */
 	FXE_NCCL,     /* a collective or send/recv (findings_nccl.c): t0 its entry,
@@ -54,7 +53,9 @@ struct fx_nccl {
 #define FX_LEAF_NCCL 0x8000u
 
 /* One event kept, of one process (48 bytes: one union instead of two
- * fields keeps it so; the findings model holds every one in memory). */
+ * fields keeps it so; the findings model holds every one in memory).  CPU
+ * samples, most of a process's events, are kept apart in 16 bytes each
+ * (struct fx_sample). */
 struct fx_ev {
 	uint64_t t0, t1;      /* entry and return, CLOCK_MONOTONIC of the file */
 	uint64_t bytes;       /* copies: bytes; syscalls: bytes transferred (ret) */
@@ -140,10 +141,18 @@ struct fx_offcpu {
 	uint16_t waker_irq;
 };
 
+/* A CPU sample of one process. */
+struct fx_sample {
+	uint64_t t;
+	uint32_t tid, stack_id;
+};
+
 struct fx_proc {
 	uint32_t file, pid;
 	struct fx_ev *ev;
 	size_t n, cap;
+	struct fx_sample *samples; /* sorted by t with the events (fx_sort_events) */
+	size_t n_samples, cap_samples;
 	uint64_t step_marks;      /* FR_EV_STEP events */
 	uint64_t exit_ns;         /* FR_EV_PROC_EXIT; 0 not recorded */
 	struct fx_wait *dl_waits; /* the dataloader waits in idle time (system calls) */
@@ -204,7 +213,8 @@ void fx_nccl_prepare(struct fx_proc *p);
 /* findings_nccl.c, once every process's events are prepared: each
  * FXE_NCCL's done_ns.  -1 when memory runs out. */
 int fx_nccl_first_done(struct fx_state *m);
-/* findings_idle.c: p's events sorted by entry, then fx_nccl_prepare. */
+/* findings_idle.c: p's events sorted by entry, its samples and off-CPU
+ * spans by time, then fx_nccl_prepare. */
 void fx_sort_events(struct fx_proc *p);
 
 /* findings_idle.c: the idle intervals of p and their attribution (kind_ns,

@@ -13,6 +13,7 @@
  * interval once every thread's events are past it. */
 #include "model_findings.h"
 #include "findings_private.h"
+#include "grow.h"
 #include "fr_family.h"
 #include "model_cuda.h"
 #include "symbolize.h"
@@ -212,9 +213,14 @@ static int fx_feed(void *state, uint32_t file, const struct fr_rec_hdr *rec)
 		memcpy(&ev, rec, sizeof(ev));
 		m->samples++;
 		struct fx_proc *p = fx_proc_get(m, file, pid);
-		struct fx_ev e = { .t0 = ev.c.ts_ns, .t1 = ev.c.ts_ns, .fd = -1, .tid = ev.c.tid,
-				   .stack_id = ev.stack_id, .type = FXE_SAMPLE };
-		return p ? fx_push(p, &e) : -1;
+		if (!p)
+			return -1;
+		void *samples = p->samples;
+		if (grow_array(&samples, &p->cap_samples, p->n_samples + 1, sizeof(*p->samples), 256))
+			return -1;
+		p->samples = samples;
+		p->samples[p->n_samples++] = (struct fx_sample){ ev.c.ts_ns, ev.c.tid, ev.stack_id };
+		return 0;
 	}
 	case FR_EV_FD_PATH: {
 		struct fr_ev_fd_path ev;
@@ -325,6 +331,7 @@ static void fx_destroy(void *state)
 		free(m->procs[i].mark_ts);
 		free(m->procs[i].dl_waits);
 		free(m->procs[i].offcpu);
+		free(m->procs[i].samples);
 		free(m->procs[i].nccl);
 		hmap_free(&m->procs[i].where);
 	}
