@@ -3,7 +3,7 @@
  * (tests/bench/bench_ranks.py).  Not a workload to record and not a test.
  *
  *   gen_ranks --ranks N --ranks-per-node R --steps S --straggler RANK --out DIR
- *             [--late-ms 10] [--compute-ms 40] [--seed 1]
+ *             [--late-ms 10] [--compute-ms 40] [--seed 1] [--pids job|node]
  *
  * writes DIR/node-NNN.frec, one file per node (N/R files), each with R
  * processes (PROC_ENV RANK=, LOCAL_RANK=, WORLD_SIZE=).  Each rank makes one
@@ -13,7 +13,9 @@
  * the last has entered; each leaves after a small wake-up latency.  The
  * straggler (--straggler -1: none) loads its batch for --late-ms longer each
  * step (samples on a load_batch stack), so it enters every collective late
- * by that much.  Each node has its own monotonic origin and a realtime clock
+ * by that much.  --pids node numbers each node's processes from 10000
+ * again, as containers with a PID namespace per node do (default job:
+ * pids unique across the job).  Each node has its own monotonic origin and a realtime clock
  * off by a node-specific skew; realtime anchors are written every second.
  *
  * The job is simulated once in true time for all ranks (three doubles per
@@ -165,7 +167,11 @@ static int put_dso(struct frec_builder *b)
 	return rc;
 }
 
-static uint32_t rank_pid(int rank) { return 10000u + (uint32_t)rank; }
+static int pids_per_node; /* 0: unique across the job; else ranks per node */
+static uint32_t rank_pid(int rank)
+{
+	return 10000u + (uint32_t)(pids_per_node ? rank % pids_per_node : rank);
+}
 static uint64_t rank_comm(int rank) { return 0x7f3a00a00000ull + 0x1000ull * (uint64_t)rank; }
 static uint32_t stack_id(int local, int which) { return 1 + (uint32_t)(local * STACKS_PER_RANK + which); }
 
@@ -328,7 +334,8 @@ static int write_node(const struct job *j, const struct rank_step *rs, int node,
 static void usage(void)
 {
 	fprintf(stderr, "usage: gen_ranks --ranks N --ranks-per-node R --steps S --straggler RANK "
-			"--out DIR\n                 [--late-ms 10] [--compute-ms 40] [--seed 1]\n");
+			"--out DIR\n                 [--late-ms 10] [--compute-ms 40] [--seed 1] "
+			"[--pids job|node]\n");
 	exit(2);
 }
 
@@ -356,9 +363,13 @@ int main(int argc, char **argv)
 			j.seed = (unsigned)strtoul(v, NULL, 10);
 		else if (!strcmp(a, "--out"))
 			j.out_dir = v;
+		else if (!strcmp(a, "--pids") && (!strcmp(v, "job") || !strcmp(v, "node")))
+			pids_per_node = !strcmp(v, "node");
 		else
 			usage();
 	}
+	if (pids_per_node)
+		pids_per_node = j.ranks_per_node;
 	if (!j.out_dir || j.ranks < 1 || j.ranks_per_node < 1 || j.steps < 1 ||
 	    j.ranks % j.ranks_per_node || j.straggler >= j.ranks || j.ranks_per_node > 4096) {
 		fprintf(stderr, "gen_ranks: --ranks must be a multiple of --ranks-per-node, "

@@ -34,6 +34,7 @@
  * model), else the period of the synchronizing calls, else 1 (the whole
  * run, said as steps_from "none"). */
 #include "findings_private.h"
+#include "grow.h"
 #include "cuda_funcs.h"
 #include "model_cuda.h"
 #include "model_mem.h"
@@ -147,23 +148,30 @@ static struct finding *new_finding(struct fx_state *m, enum finding_kind k)
 	struct finding *f = &grown[r->n_findings++];
 	memset(f, 0, sizeof(*f));
 	f->kind = k;
+	hmap_free(&m->listed);
+	hmap_init(&m->listed);
+	m->listed_cap_pids = m->listed_cap_ranks = 0;
 	snprintf(f->fix, sizeof(f->fix), "%s", fixes[k]);
 	return f;
 }
 
-static int add_pid(struct finding *f, uint32_t pid, int32_t rank)
+/* f, the finding new_finding made last, lists process pid of file (once). */
+static int add_pid(struct fx_state *m, struct finding *f, uint32_t file, uint32_t pid,
+		   int32_t rank)
 {
-	for (size_t i = 0; i < f->n_pids; i++)
-		if (f->pids[i] == pid)
-			return 0;
-	uint32_t *p = realloc(f->pids, (f->n_pids + 1) * sizeof(*p));
-	if (!p)
+	int created;
+	uint64_t *slot = hmap_slot(&m->listed, file, pid, &created);
+	if (!slot)
 		return -1;
-	f->pids = p;
-	int32_t *r = realloc(f->ranks, (f->n_pids + 1) * sizeof(*r));
-	if (!r)
+	if (!created)
+		return 0;
+	void *pids = f->pids, *ranks = f->ranks;
+	if (grow_array(&pids, &m->listed_cap_pids, f->n_pids + 1, sizeof(*f->pids), 8))
 		return -1;
-	f->ranks = r;
+	f->pids = pids;
+	if (grow_array(&ranks, &m->listed_cap_ranks, f->n_pids + 1, sizeof(*f->ranks), 8))
+		return -1;
+	f->ranks = ranks;
 	f->pids[f->n_pids] = pid;
 	f->ranks[f->n_pids++] = rank;
 	return 0;
@@ -241,6 +249,7 @@ static const char **entry_frames(struct symbolizer *sym, struct trace_set *ts, u
 	return frames;
 }
 
+/* out: the finding new_finding made last */
 static int pick_where(struct fx_state *m, struct trace_set *ts, struct symbolizer *sym,
 		      enum finding_kind k, struct finding *out)
 {
@@ -249,11 +258,9 @@ static int pick_where(struct fx_state *m, struct trace_set *ts, struct symbolize
 	int rc = 0;
 	for (size_t i = 0; i < m->n_procs && !rc; i++) {
 		const struct fx_proc *p = &m->procs[i];
-		int named = 0;
-		for (size_t j = 0; j < out->n_pids; j++)
-			named |= out->pids[j] == p->pid;
-		if (!named)
-			continue;
+		uint64_t listed;
+		if (!hmap_get(&m->listed, p->file, p->pid, &listed))
+			continue; /* not among out's (add_pid) */
 		for (size_t s = 0; s < p->where.cap && !rc; s++) {
 			const struct hmap_slot *slot = &p->where.slots[s];
 			if (!slot->used || (slot->key_a >> 8) != (uint64_t)k)
@@ -516,7 +523,7 @@ static int idle_findings(struct fx_state *m, struct trace_set *ts, struct symbol
 			if (!p->kind_ns[k] || (!thin && ms(p->kind_ns[k]) < PROC_MIN_SHARE * wall_ms &&
 					       (double)p->kind_ns[k] * 2 < (double)total))
 				continue; /* a trace of it in a process that has little */
-			if (add_pid(f, p->pid, rank_of(ts, p->file, p->pid)))
+			if (add_pid(m, f, p->file, p->pid, rank_of(ts, p->file, p->pid)))
 				return -1;
 			cost += p->kind_ns[k];
 			sum_evidence(&e, &p->e);
@@ -575,7 +582,7 @@ static int straggler_finding(struct fx_state *m, double wall_ms)
 		uint64_t at;
 		if (i == v->rank_index || !hmap_get(&m->proc_index, rk->file_index, rk->pid, &at))
 			continue;
-		if (add_pid(f, rk->pid, rk->rank))
+		if (add_pid(m, f, rk->file_index, rk->pid, rk->rank))
 			return -1;
 		cost += m->procs[at].kind_ns[FIND_STRAGGLER];
 		for (size_t c = 0; s->charged_lost_ns && c < rk->n_calls; c++)
@@ -618,7 +625,7 @@ static int oom_finding(struct fx_state *m, struct trace_set *ts)
 	if (!f)
 		return -1;
 	for (size_t i = 0; i < mr->n_failures_kept; i++)
-		if (add_pid(f, mr->failures[i].pid,
+		if (add_pid(m, f, mr->failures[i].file, mr->failures[i].pid,
 			    rank_of(ts, mr->failures[i].file, mr->failures[i].pid)))
 			return -1;
 	const struct mem_failure *x = &mr->failures[0];
@@ -679,7 +686,7 @@ static int leak_finding(struct fx_state *m, struct trace_set *ts, size_t steps, 
 		const struct mem_series *s = &mr->series[i];
 		if (s->space == MEM_SPACE_DEVICE && s->n_top_leaks &&
 		    s->top_leaks[0].count >= min_count &&
-		    add_pid(f, s->pid, rank_of(ts, s->file, s->pid)))
+		    add_pid(m, f, s->file, s->pid, rank_of(ts, s->file, s->pid)))
 			return -1;
 	}
 	const struct mem_stack_bytes *l = &worst->top_leaks[0];
@@ -721,7 +728,7 @@ static int rdma_finding(struct fx_state *m, struct trace_set *ts)
 		return -1;
 	for (size_t i = 0; i < rr->n_conns; i++)
 		if (rr->conns[i].errors &&
-		    add_pid(f, rr->conns[i].local.pid,
+		    add_pid(m, f, rr->conns[i].local.file, rr->conns[i].local.pid,
 			    rank_of(ts, rr->conns[i].local.file, rr->conns[i].local.pid)))
 			return -1;
 	snprintf(f->evidence, sizeof(f->evidence), "%" PRIu64 " error completions on %zu "
@@ -909,6 +916,8 @@ int fx_build_findings(struct fx_state *m, struct trace_set *ts, struct symbolize
 		o->file = p->file;
 		o->pid = p->pid;
 		o->rank = rank_of(ts, p->file, p->pid);
+		const struct trace_file *tf = trace_set_file(ts, p->file);
+		snprintf(o->host, sizeof(o->host), "%s", tf ? tf->hdr.host : "");
 		o->intervals = p->intervals;
 		o->idle_ms = ms(p->idle_ns);
 		for (int k = 0; k < FIND_IDLE_KINDS; k++)

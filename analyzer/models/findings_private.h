@@ -195,6 +195,11 @@ struct fx_state {
 	char **paths;             /* FXE_FDPATH's names */
 	size_t n_paths, cap_paths;
 	struct findings_result result;
+	/* the processes the finding being built lists, (file, pid): pids
+	 * repeat across nodes (a container's), and a finding can name
+	 * thousands of ranks; its arrays' capacities */
+	struct hmap listed;
+	size_t listed_cap_pids, listed_cap_ranks;
 };
 
 struct fx_proc *fx_proc_get(struct fx_state *m, uint32_t file, uint32_t pid);

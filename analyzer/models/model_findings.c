@@ -31,6 +31,7 @@ static void *fx_create(const struct model_opts *opts)
 	if (opts)
 		m->opts = *opts;
 	hmap_init(&m->proc_index);
+	hmap_init(&m->listed);
 	return m;
 }
 
@@ -337,6 +338,7 @@ static void fx_destroy(void *state)
 	}
 	free(m->procs);
 	hmap_free(&m->proc_index);
+	hmap_free(&m->listed);
 	fx_result_free(&m->result);
 	for (size_t i = 0; i < m->n_paths; i++)
 		free(m->paths[i]);

@@ -82,6 +82,7 @@ enum finding_kind findings_idle_cause(const struct findings_idle_interval *iv);
 struct findings_proc {
 	uint32_t file, pid;
 	int32_t rank;              /* -1 unknown */
+	char host[64];             /* its file's node name (pids repeat across nodes) */
 	uint64_t intervals;        /* idle intervals */
 	double idle_ms;
 	double kind_ms[FIND_IDLE_KINDS]; /* attributed, listed or not */

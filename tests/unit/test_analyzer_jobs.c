@@ -2,8 +2,9 @@
  * sqlite): on gen_ranks traces of 32 ranks in 8 files, the output is byte
  * for byte the same for every N, the straggler gen_ranks planted is named,
  * a damaged chunk is found and reported the same way with workers as
- * without, and a bad N is a usage error.  Also the per-process lists the
- * NCCL and stragglers models keep their events in. */
+ * without, and a bad N is a usage error.  Findings name every rank once
+ * when the nodes' pids repeat (containers).  Also the per-process lists
+ * the NCCL and stragglers models keep their events in. */
 #include "check.h"
 #include "test_analyzer_synth.h"
 
@@ -32,13 +33,15 @@ static char paths[NODES][600];
 #error "GEN_RANKS: the path of samples/gen_ranks"
 #endif
 
-static int generate(void)
+/* The job's traces into synth dir name, pids "job" (unique across the job)
+ * or "node" (each node's from 10000 again, as in containers). */
+static int generate(const char *name, const char *pids)
 {
-	synth_path("jobs_ranks", dir, sizeof(dir));
+	synth_path(name, dir, sizeof(dir));
 	char cmd[1400];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && '%s' --ranks %d --ranks-per-node %d --steps 30 "
-		 "--straggler %d --late-ms 10 --out '%s' > /dev/null", dir, GEN_RANKS, RANKS,
-		 PER_NODE, STRAGGLER, dir);
+		 "--straggler %d --late-ms 10 --pids %s --out '%s' > /dev/null", dir, GEN_RANKS,
+		 RANKS, PER_NODE, STRAGGLER, pids, dir);
 	if (system(cmd) != 0)
 		return -1;
 	for (int n = 0; n < NODES; n++)
@@ -218,6 +221,81 @@ static void test_bad_jobs(void)
 	free(e);
 }
 
+static int findings_of(char **out)
+{
+	const char *json[] = { "--json", NULL };
+	char *err = NULL;
+	int rc = run(cmd_findings, "findings", NULL, json, out, &err);
+	free(err);
+	return rc;
+}
+
+/* The part of a findings --json output from its first finding of kind on,
+ * its "pids":[...] and the evidence's "pid N" taken out: what must not
+ * depend on how the nodes number their processes. */
+static char *without_pids(const char *json, const char *kind)
+{
+	char want[64];
+	snprintf(want, sizeof(want), "{\"kind\":\"%s\"", kind);
+	const char *from = json ? strstr(json, want) : NULL;
+	if (!from)
+		return NULL;
+	char *s = strdup(from);
+	for (char *p = s; s && (p = strstr(p, "\"pids\":[")) != NULL;) {
+		char *end = strchr(p, ']');
+		if (!end)
+			break;
+		memmove(p, end + 2, strlen(end + 2) + 1); /* the comma after it too */
+	}
+	for (char *p = s; s && (p = strstr(p, "pid 1")) != NULL;) {
+		char *end = p + 4;
+		while (*end >= '0' && *end <= '9')
+			end++;
+		memmove(p + 4, end, strlen(end) + 1);
+		p += 4;
+	}
+	return s;
+}
+
+/* Every node's ranks are pids 10000-10003: the straggler finding names the
+ * 31 ranks that wait (by pid alone it named 4 and its share was 31/4 times
+ * too large), nccl_exchange all 32, processes lists all 32, and the
+ * findings are those of the same job with pids unique across it. */
+static void test_node_pids(const char *node_pids)
+{
+	char *job_pids = NULL;
+	CHECK(findings_of(&job_pids) == 0);
+	char want[400] = "\"ranks\":[";
+	for (int r = 0, n = 0; r < RANKS; r++)
+		if (r != STRAGGLER)
+			snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%d",
+				 n++ ? "," : "", r);
+	strcat(want, "]");
+	const char *strag = node_pids ? strstr(node_pids, "{\"kind\":\"straggler\"") : NULL;
+	CHECK(strag != NULL);
+	CHECK(strag && strstr(strag, want) != NULL);
+	CHECK(job_pids && strstr(job_pids, want) != NULL);
+	char *a = without_pids(node_pids, "straggler"), *b = without_pids(job_pids, "straggler");
+	CHECK(a && b && strcmp(a, b) == 0);
+	if (a && b && strcmp(a, b))
+		fprintf(stderr, "node pids: %.600s\njob pids:  %.600s\n", a, b);
+	free(a);
+	free(b);
+	/* each process once, told apart by its node */
+	CHECK(node_pids && strstr(node_pids, "{\"host\":\"node-005\",\"pid\":10001,\"rank\":21,"));
+	size_t listed = 0;
+	const char *procs = node_pids ? strstr(node_pids, "\"processes\":[") : NULL;
+	const char *procs_end = procs ? strstr(procs, "],\"not_evaluated\"") : NULL;
+	for (const char *p = procs; p && procs_end && (p = strstr(p, "{\"host\":")) && p < procs_end; p++)
+		listed++;
+	CHECK_EQ_U64(listed, RANKS);
+	a = without_pids(node_pids, "nccl_exchange");
+	CHECK(a && strstr(a, "\"ranks\":[0,1,2,3,4,5,6,7,8,") != NULL);
+	CHECK(a && strstr(a, ",28,29,30,31]") != NULL);
+	free(a);
+	free(job_pids);
+}
+
 static void test_proc_lists(void)
 {
 	struct proc_lists pl;
@@ -247,7 +325,12 @@ static void test_proc_lists(void)
 int main(void)
 {
 	test_proc_lists();
-	CHECK(generate() == 0);
+	char *node_pids = NULL;
+	CHECK(generate("jobs_ranks_node_pids", "node") == 0);
+	CHECK(findings_of(&node_pids) == 0);
+	CHECK(generate("jobs_ranks", "job") == 0);
+	test_node_pids(node_pids);
+	free(node_pids);
 	test_stragglers();
 	test_outputs();
 	test_bad_jobs();
