@@ -35,19 +35,23 @@ fitted to a line (least squares over the rank counts run), printed as
 "bound: CMD: F MiB fixed + P KiB per trace file", with CPU ms per rank at
 each count (flat means linear CPU).  Measured last on 1,024 / 4,096 /
 16,384 ranks (128 / 512 / 2,048 files, 8 ranks per node, 200 steps,
---jobs 1, a loaded 2-core machine):
+--jobs 1, 2026-12-04, the machine otherwise idle):
   stragglers  12 MiB fixed + 486 KiB per trace file (61 KiB per rank);
-              CPU 0.52 / 0.64 / 0.83 ms per rank; 0.98 GB at 16,384
-  report      15 MiB fixed + 954 KiB per trace file (119 KiB per rank);
-              CPU 0.76 / 0.85 / 1.19 ms per rank; 1.92 GB at 16,384
-  summary     12 MiB fixed + 953 KiB per trace file (119 KiB per rank);
-              CPU 0.67 / 0.79 / 1.07 ms per rank; 1.92 GB at 16,384
-The per-file part is the events the models keep until finish (every CPU
-sample of every rank: the findings model's 48-byte event, the stragglers
-model's 16-byte sample; the NCCL calls and the ranks built from them),
-not the reader: its chunk buffers are released after each file's pass.
-CPU per rank still grows by about 1.5x over 16x the ranks: the sorts
-(n log n) and cache misses of the larger sets.
+              CPU 0.45 / 0.32 / 0.34 ms per rank; 0.98 GB at 16,384
+  report      15 MiB fixed + 795 KiB per trace file (99 KiB per rank);
+              CPU 0.64 / 0.47 / 0.52 ms per rank; 1.60 GB at 16,384
+  summary     12 MiB fixed + 794 KiB per trace file (99 KiB per rank);
+              CPU 0.56 / 0.62 / 0.47 ms per rank; 1.60 GB at 16,384
+(before the findings kept CPU samples in 16 bytes and listed a finding's
+processes through a hash: report and summary 954 KiB per file, 1.92 GB
+and 10.3 s CPU at 16,384.)  The per-file part is the events the models
+keep until finish (every CPU sample of every rank: the findings model's
+16-byte sample, the stragglers model's; the NCCL calls and the ranks
+built from them), not the reader: its chunk buffers are released after
+each file's pass.  Memory is linear in the ranks, not bounded: the
+findings and stragglers models read cross-rank results (which instance
+each call joined, who the straggler is) that exist only once every file
+is read, so they keep each rank's events until then.
 
 usage: tests/bench/bench_ranks.py [--build build] [--ranks 64,256,1024]
                                   [--ranks-per-node 8] [--steps 200]
