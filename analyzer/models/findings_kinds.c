@@ -457,14 +457,14 @@ static void idle_evidence(struct finding *f, const struct fx_evidence *e, size_t
 
 /* A dataloader finding whose waits another thread ended (fx_find_waker):
  * the job has a worker, and the worker is what it waits for. */
-static void worker_bound(struct finding *f, const struct fx_waker *w, size_t steps)
+static void worker_bound(const struct fx_state *m, struct finding *f, const struct fx_waker *w,
+			 size_t steps)
 {
 	char was[sizeof(f->evidence)];
 	snprintf(was, sizeof(was), "%s", f->evidence);
 	double per = steps ? ms(w->wait_ns) / (double)steps : 0.0;
-	int own = 0;
-	for (size_t i = 0; i < f->n_pids; i++)
-		own |= f->pids[i] == w->pid;
+	uint64_t listed;
+	int own = hmap_get(&m->listed, w->file, w->pid, &listed); /* f is the last made */
 	if (w->woken && own)
 		snprintf(f->evidence, sizeof(f->evidence), "the training thread waited for its "
 			 "loader thread (tid %u), woken by it: %" PRIu64 " waits of at least 0.2 ms, "
@@ -537,7 +537,7 @@ static int idle_findings(struct fx_state *m, struct trace_set *ts, struct symbol
 		f->share = wall_ms > 0 ? f->cost_ms / (wall_ms * (double)f->n_pids) : 0;
 		idle_evidence(f, &e, r->steps, &ck);
 		if (waker.pid)
-			worker_bound(f, &waker, r->steps);
+			worker_bound(m, f, &waker, r->steps);
 		if (pick_where(m, ts, sym, (enum finding_kind)k, f))
 			return -1;
 	}

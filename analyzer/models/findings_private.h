@@ -246,6 +246,7 @@ int fx_streams_of(struct fx_proc *p);
  * matched counts the waits it woke, blocked_ns their time off CPU), else
  * from the system calls that handed input over. */
 struct fx_waker {
+	uint32_t file;            /* p's: a waker is of its node */
 	uint32_t pid, tid;
 	uint64_t waits, matched, wait_ns;
 	int woken;

@@ -93,7 +93,7 @@ static int find_woken(const struct fx_proc *p, struct fx_waker *out)
 
 int fx_find_waker(const struct fx_state *m, const struct fx_proc *p, struct fx_waker *out)
 {
-	*out = (struct fx_waker){ 0 };
+	*out = (struct fx_waker){ .file = p->file };
 	for (size_t i = 0; i < p->n_dl_waits; i++)
 		out->wait_ns += p->dl_waits[i].t1 - p->dl_waits[i].t0;
 	out->waits = p->n_dl_waits;
