@@ -70,7 +70,10 @@ static int decode_record(struct trace_set *ts, uint32_t file_index, const struct
 	struct fr_rec_hdr h;
 	memcpy(&h, p, sizeof(h));
 	f->records++;
-	f->records_by_type[h.type]++;
+	uint64_t **row = &f->records_by_type[h.type >> 8];
+	if (!*row && !(*row = calloc(256, sizeof(**row))))
+		return ts_oom(err, w);
+	(*row)[h.type & 0xff]++;
 	const struct frec_schema_entry *known = fr_schema_find(h.type);
 	if (!known)
 		return 0; /* unknown types are counted, never decoded */

@@ -90,7 +90,8 @@ static void trace_file_free(struct trace_file *f)
 	free(f->path);
 	free(f->cmdline);
 	free(f->snapshot_detail);
-	free(f->records_by_type);
+	for (size_t i = 0; i < 256; i++)
+		free(f->records_by_type[i]);
 	for (size_t i = 0; i < f->n_procs; i++)
 		free(f->procs[i].cmdline);
 	free(f->procs);
@@ -177,13 +178,12 @@ static int open_inputs(struct ts_inputs *in, struct trace_set **out, struct frec
 			f->reader = NULL;
 			goto fail;
 		}
-		f->records_by_type = calloc(TS_N_TYPES, sizeof(uint64_t));
 		/* The header's strings come from the stranger too: printable like
 		 * every record's, or `info` and the text writers would print a
 		 * trace's escape sequences to the terminal (found by fuzz_records). */
 		const char *cmdline = frec_cmdline(f->reader);
 		f->cmdline = ts_strndup_printable(cmdline, strlen(cmdline), ' ');
-		if (!f->records_by_type || !f->cmdline) {
+		if (!f->cmdline) {
 			frec_error_set(err, f->path, -1, ENOMEM, "out of memory");
 			goto fail;
 		}

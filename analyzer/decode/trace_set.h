@@ -180,7 +180,10 @@ struct trace_file {
 
 	/* records */
 	uint64_t records;
-	uint64_t *records_by_type;    /* 65536 counters */
+	/* per type: the counters of types hi << 8 .. hi << 8 | 0xff in
+	 * records_by_type[hi], NULL while none was seen (a trace uses a few
+	 * of the 65,536 types; thousands of files stay open at once) */
+	uint64_t *records_by_type[256];
 	uint64_t events;              /* kernel events fed to models */
 	uint64_t events_by_type[0x100]; /* the same, per type */
 	uint64_t first_event_ns;      /* CLOCK_MONOTONIC; 0 when no events */
@@ -276,6 +279,13 @@ struct trace_file {
 	struct ts_problem problems[TS_MAX_PROBLEMS_KEPT];
 	uint64_t n_problems;          /* may exceed the kept ones */
 };
+
+/* The records of type t that f held (0 none). */
+static inline uint64_t trace_file_records_of_type(const struct trace_file *f, uint16_t t)
+{
+	const uint64_t *row = f->records_by_type[t >> 8];
+	return row ? row[t & 0xff] : 0;
+}
 
 struct trace_set;
 

@@ -175,7 +175,8 @@ void out_info_text(struct trace_file *f, uint32_t file_index, const void *syscal
 
 	fprintf(out, "\n  records by type: %" PRIu64 "\n", f->records);
 	for (uint32_t t = 0; t < 65536; t++) {
-		if (!f->records_by_type[t])
+		uint64_t n = trace_file_records_of_type(f, (uint16_t)t);
+		if (!n)
 			continue;
 		const char *name = trace_file_type_name(f, (uint16_t)t);
 		if (name && rec_type_name((uint16_t)t))
@@ -184,7 +185,7 @@ void out_info_text(struct trace_file *f, uint32_t file_index, const void *syscal
 			snprintf(b1, sizeof(b1), "%.24s (0x%x, unknown; named by schema)", name, t);
 		else
 			snprintf(b1, sizeof(b1), "unknown type 0x%x", t);
-		fprintf(out, "    %-24s %12" PRIu64 "\n", b1, f->records_by_type[t]);
+		fprintf(out, "    %-24s %12" PRIu64 "\n", b1, n);
 	}
 
 	if (pr.source) {
@@ -305,7 +306,8 @@ void out_info_json(struct trace_file *f, uint32_t file_index, const void *syscal
 		f->records, f->events);
 	int first = 1;
 	for (uint32_t t = 0; t < 65536; t++) {
-		if (!f->records_by_type[t])
+		uint64_t n = trace_file_records_of_type(f, (uint16_t)t);
+		if (!n)
 			continue;
 		const char *name = trace_file_type_name(f, (uint16_t)t);
 		fprintf(out, "%s{\"type\":%u,\"name\":", first ? "" : ",", t);
@@ -314,7 +316,7 @@ void out_info_json(struct trace_file *f, uint32_t file_index, const void *syscal
 		else
 			fprintf(out, "null");
 		fprintf(out, ",\"known\":%s,\"count\":%" PRIu64 "}",
-			rec_type_name((uint16_t)t) ? "true" : "false", f->records_by_type[t]);
+			rec_type_name((uint16_t)t) ? "true" : "false", n);
 		first = 0;
 	}
 	struct out_file_probes pr;

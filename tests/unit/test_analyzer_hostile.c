@@ -130,7 +130,7 @@ int main(void)
 	for (uint64_t i = 0; i < f->n_problems && i < TS_MAX_PROBLEMS_KEPT; i++)
 		printf("problem: +%llu: %s\n", (unsigned long long)f->problems[i].rec_offset,
 		       f->problems[i].what);
-	CHECK_EQ_U64(f->records_by_type[0x4242], 1);
+	CHECK_EQ_U64(trace_file_records_of_type(f, 0x4242), 1);
 	CHECK(trace_file_damaged(f));
 	CHECK(trace_file_complete(f));
 	CHECK(trace_file_stack(f, 50) == NULL);
