@@ -1,6 +1,7 @@
 /* A CPU-bound workload with a known split: every round runs
  * compute_heavy (3 units of work) then compute_light (1 unit), so a CPU
- * profile should show 75% / 25% of the samples below run_rounds.  Used by
+ * profile should show 75% / 25% of the samples below run_rounds (a unit's
+ * length varies from round to round: round_steps).  Used by
  * the README demo and the integration tests.
  *
  * usage: cpu_split [SECONDS]        run for SECONDS (default 3)
@@ -22,25 +23,40 @@ __attribute__((noinline)) void unit_done(uint64_t x)
 	__asm__ volatile("" : : "r"(x) : "memory");
 }
 
-__attribute__((noinline)) static uint64_t spin_units(unsigned units)
+__attribute__((noinline)) static uint64_t spin_units(unsigned units, unsigned steps)
 {
 	uint64_t x = sink | 1;
 	for (unsigned u = 0; u < units; u++) {
-		for (int i = 0; i < 200000; i++)
+		for (unsigned i = 0; i < steps; i++)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
 		unit_done(x);
 	}
 	return x;
 }
 
-__attribute__((noinline)) uint64_t compute_heavy(void)
+__attribute__((noinline)) uint64_t compute_heavy(unsigned steps)
 {
-	return spin_units(3);
+	return spin_units(3, steps);
 }
 
-__attribute__((noinline)) uint64_t compute_light(void)
+__attribute__((noinline)) uint64_t compute_light(unsigned steps)
 {
-	return spin_units(1);
+	return spin_units(1, steps);
+}
+
+/* A round's unit, 100,000 to 300,000 steps (200,000 on average), drawn
+ * from a fixed sequence: rounds of one length (about 1 ms) could keep step
+ * with a periodic sampler (10.1 ms at 99 Hz is about ten rounds) and put
+ * its samples at one phase of the round, all in one function; varying
+ * lengths keep the 3:1 split within every round and the total work of N
+ * rounds fixed. */
+static unsigned round_steps(void)
+{
+	static uint64_t state = 0x9e3779b97f4a7c15ull;
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	return 100000u + (unsigned)(state % 200001u);
 }
 
 static double now_s(void)
@@ -55,8 +71,9 @@ __attribute__((noinline)) uint64_t run_rounds(double seconds)
 	double end = now_s() + seconds;
 	uint64_t rounds = 0;
 	while (now_s() < end) {
-		sink += compute_heavy();
-		sink += compute_light();
+		unsigned steps = round_steps();
+		sink += compute_heavy(steps);
+		sink += compute_light(steps);
 		rounds++;
 	}
 	return rounds;
@@ -65,8 +82,9 @@ __attribute__((noinline)) uint64_t run_rounds(double seconds)
 __attribute__((noinline)) void run_fixed_rounds(uint64_t rounds)
 {
 	for (uint64_t r = 0; r < rounds; r++) {
-		sink += compute_heavy();
-		sink += compute_light();
+		unsigned steps = round_steps();
+		sink += compute_heavy(steps);
+		sink += compute_light(steps);
 	}
 }
 

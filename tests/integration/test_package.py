@@ -64,7 +64,9 @@ class Package(frtest.Case):
     def test_demo_from_installed_paths(self):
         d = frtest.workdir("package_demo")
         trace = os.path.join(d, "cpu_split.frec")
-        run(["/usr/bin/flightrec", "record", "-q", "-o", trace, "--",
+        # 499 Hz: about 1,000 samples, so 75/25 cannot come out under 2:1
+        # by chance (at 99 Hz about 200: one CI run had 128 against 70)
+        run(["/usr/bin/flightrec", "record", "-q", "--freq", "499", "-o", trace, "--",
              frtest.sample("cpu_split"), "2"])
         folded = run(["/usr/bin/flightrec-analyze", "flame", trace, "--kind", "cpu"]).stdout
         per = {"compute_heavy": 0, "compute_light": 0}
