@@ -9,7 +9,8 @@ enum stack_top_action stack_tops_note(struct stack_tops *t, uint32_t pid, uint32
 	uint64_t key = (uint64_t)pid << 32 | tid;
 	struct stack_top_slot *s = &t->slot[(key * 0x9e3779b97f4a7c15ull) >> 54];
 	*set = 0;
-	if (s->key != key) {
+	int fresh = s->key != key;
+	if (fresh) {
 		if (!top && !cut_short)
 			return STACK_TOP_KEEP;
 		/* the slot's thread is evicted: its top, if any, stays in the
@@ -20,10 +21,12 @@ enum stack_top_action stack_tops_note(struct stack_tops *t, uint32_t pid, uint32
 	if (s->strikes >= STACK_TOPS_STRIKES)
 		return STACK_TOP_KEEP;
 	/* cut at the top and short of the outermost frame, or a trusted top
-	 * another unwind contradicts; a short while none is trusted is a copy
-	 * the kernel cut before it was told to forget (or one of a thread
-	 * whose slot was retaken): no strike, but the kernel forgets */
+	 * another unwind contradicts */
 	if ((!top && cut_short) || (top && s->top && s->top != top)) {
+		if (!s->top && !fresh)
+			return STACK_TOP_KEEP; /* cut before the kernel was told to forget */
+		/* a thread whose slot was retaken: the kernel's map may still
+		 * hold its top, to forget, but no strike is known against it */
 		s->strikes += s->top != 0;
 		s->top = s->seen = 0;
 		return STACK_TOP_FORGET;
