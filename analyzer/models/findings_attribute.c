@@ -52,15 +52,20 @@
 #include "symbolize.h"
 #include "trace_set.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-static size_t lower_bound(const struct fx_ev *ev, size_t n, uint64_t t)
+/* The first of n elements of elem bytes, sorted by the time each begins
+ * with (fx_ev.t0, fx_sample.t), at or after t. */
+static size_t first_at(const void *base, size_t n, size_t elem, uint64_t t)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (ev[mid].t0 < t)
+		uint64_t at;
+		memcpy(&at, (const char *)base + mid * elem, sizeof(at));
+		if (at < t)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -68,18 +73,8 @@ static size_t lower_bound(const struct fx_ev *ev, size_t n, uint64_t t)
 	return lo;
 }
 
-static size_t first_sample_at(const struct fx_sample *s, size_t n, uint64_t t)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s[mid].t < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
+_Static_assert(offsetof(struct fx_ev, t0) == 0 && offsetof(struct fx_sample, t) == 0,
+	       "first_at reads each element's first field");
 
 #define CKPT_FSYNCED_MIN_BYTES (1ull << 20)
 #define CKPT_LARGE_BYTES (16ull << 20)
@@ -612,8 +607,9 @@ int fx_attribute(struct ctx *c, uint64_t a, uint64_t b, uint32_t tid,
 		 const struct rest_to *rest_to)
 {
 	struct fx_proc *p = c->p;
-	struct split sp = { .a = a, .b = b, .tid = tid, .first = lower_bound(p->ev, p->n, a),
-			    .first_sample = first_sample_at(p->samples, p->n_samples, a) };
+	struct split sp = { .a = a, .b = b, .tid = tid,
+			    .first = first_at(p->ev, p->n, sizeof(*p->ev), a),
+			    .first_sample = first_at(p->samples, p->n_samples, sizeof(*p->samples), a) };
 	uint64_t unexplained;
 	c->n_segs = 0;
 	if (split_copies(c, &sp) || split_nccl(c, &sp) || split_syscalls(c, &sp) ||
