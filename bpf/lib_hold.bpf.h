@@ -110,24 +110,40 @@ static long match_one(__u64 i, void *data)
 }
 
 /* what the walk found so far */
-struct lib_walk {
-	__u64 map;  /* the struct link_map to look at next; 0: the end */
-	__u64 addr; /* an address of its object (its dynamic section) */
+struct lib_walk_found {
 	__u32 probes; /* PROBE_BIT of the families whose files were found */
 	__u32 n_keys;
 	struct lib_ready_key keys[LIB_HOLD_KEYS];
 };
 
+/* The walk's findings live in map memory, one entry per thread in dlopen's
+ * return, not on the BPF stack: there the verifier knows the count of keys
+ * found as a constant, and each of the 64 rounds of the walk with another
+ * count was a new state (the proc object took 0.2 s to load). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tid */
+	__type(value, struct lib_walk_found);
+} fr_lib_walk SEC(".maps");
+
+struct lib_walk {
+	__u64 map;  /* the struct link_map to look at next; 0: the end */
+	__u64 addr; /* an address of its object (its dynamic section) */
+	struct lib_walk_found *found;
+};
+
 static long check_object_vma(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
 	struct lib_walk *w = data;
+	struct lib_walk_found *found = w->found;
 	struct file *f = BPF_CORE_READ(vma, vm_file);
 	struct lib_ready_key key = {};
 	struct name_match m = {.probe = -1};
 	const unsigned char *dname;
 	int probe;
 
-	if (!f)
+	if (!f || !found)
 		return 0;
 	key.ino = BPF_CORE_READ(f, f_inode, i_ino);
 	key.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
@@ -140,14 +156,14 @@ static long check_object_vma(struct task_struct *task, struct vm_area_struct *vm
 	probe = m.probe;
 	if (probe < 0 || probe >= FR_PROBE_MAX)
 		return 0;
-	w->probes |= 1u << probe;
+	found->probes |= 1u << probe;
 	for (__u32 i = 0; i < LIB_HOLD_KEYS; i++) {
-		if (i == w->n_keys) {
-			w->keys[i] = key;
-			w->n_keys = i + 1;
+		if (i == found->n_keys) {
+			found->keys[i] = key;
+			found->n_keys = i + 1;
 			break;
 		}
-		if (w->keys[i].ino == key.ino && w->keys[i].dev == key.dev)
+		if (found->keys[i].ino == key.ino && found->keys[i].dev == key.dev)
 			break;
 	}
 	return 0;
@@ -196,15 +212,25 @@ SEC("uretprobe")
 int BPF_KRETPROBE(fr_dlopen_exit, void *handle)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
 	struct lib_walk w = {.map = (__u64)handle};
+	struct lib_walk_found none = {};
 	struct lib_hold_note *n;
 	__u64 held;
+	__u32 probes;
 
 	if (!w.map || !fr_is_traced(id >> 32))
 		return 0;
-	bpf_loop(LIB_HOLD_WALK, walk_one, &w, 0);
-	if (!w.probes)
+	bpf_map_update_elem(&fr_lib_walk, &tid, &none, BPF_ANY);
+	w.found = bpf_map_lookup_elem(&fr_lib_walk, &tid);
+	if (!w.found)
 		return 0;
+	bpf_loop(LIB_HOLD_WALK, walk_one, &w, 0);
+	probes = w.found->probes;
+	if (!probes) {
+		bpf_map_delete_elem(&fr_lib_walk, &tid);
+		return 0;
+	}
 	/* the note first: a process is never stopped for a note the recorder
 	 * will not get */
 	n = bpf_ringbuf_reserve(&fr_lib_notes, sizeof(*n), 0);
@@ -212,15 +238,17 @@ int BPF_KRETPROBE(fr_dlopen_exit, void *handle)
 	if (!held) {
 		if (n)
 			bpf_ringbuf_discard(n, BPF_RB_NO_WAKEUP);
-		count_unheld(w.probes);
+		bpf_map_delete_elem(&fr_lib_walk, &tid);
+		count_unheld(probes);
 		return 0;
 	}
 	n->held_ns = held;
 	n->tgid = id >> 32;
-	n->probes = w.probes;
-	n->n_keys = w.n_keys < LIB_HOLD_KEYS ? w.n_keys : LIB_HOLD_KEYS;
+	n->probes = probes;
+	n->n_keys = w.found->n_keys < LIB_HOLD_KEYS ? w.found->n_keys : LIB_HOLD_KEYS;
 	n->_pad = 0;
-	__builtin_memcpy(n->keys, w.keys, sizeof(n->keys));
+	__builtin_memcpy(n->keys, w.found->keys, sizeof(n->keys));
+	bpf_map_delete_elem(&fr_lib_walk, &tid);
 	bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }

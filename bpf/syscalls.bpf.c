@@ -142,7 +142,10 @@ static __always_inline void emit_fd_path(const struct sys_entry *ent, long ret, 
 		n = 1;
 	}
 	e->path_len = (__u16)(n - 1);
-	bpf_ringbuf_submit(e, 0);
+	/* no wakeup, as every event: the drain reads every few ms, and a
+	 * wakeup per open cost the opening thread an irq_work and the
+	 * recorder a context switch (an `import torch` opens thousands) */
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
 SEC("raw_tp/sys_enter")

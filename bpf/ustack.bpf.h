@@ -187,11 +187,15 @@ static __always_inline __u64 py_find_tstate(const struct py_proc *pp, __u32 tid,
 	return c.found;
 }
 
+/* The frames walked so far are counted in s->hdr.n_py, in map memory, not
+ * here: a count on the BPF stack is a constant to the verifier, which then
+ * sees each of bpf_loop's rounds as a new state and walks all 64 (kernels
+ * from 6.8 verify a callback round by round), 0.2 s per program that
+ * takes a stack. */
 struct frame_walk {
 	const struct py_offsets *o;
 	struct fr_ustack_scratch *s;
 	__u64 frame;
-	__u32 n;
 	__u32 at;  /* where the frames start in s->tail: after the kernel ips */
 	__u32 len; /* bytes of each frame to read */
 };
@@ -211,20 +215,25 @@ static __always_inline __u64 pf_u64(struct frame_walk *w, __u32 off)
  * of this walk with the same code when one of the last FR_PY_SEEN has it
  * (recursion, and PyTorch's module calls alternating forward and
  * _call_impl, repeat code objects within a few frames; the same object at
- * the same moment has the same first line), else read from the object. */
-static __always_inline __u16 code_fingerprint(struct frame_walk *w, __u64 code)
+ * the same moment has the same first line), else read from the object at
+ * firstlineno_off.  A global function: verified once, where inlined into
+ * frame_step its eight exits multiplied the states of every path before
+ * it (each stack-taking program cost the verifier 0.2 s). */
+__attribute__((noinline)) int fr_py_code_fingerprint(struct fr_ustack_scratch *s, __u32 at, __u32 n,
+						     __u64 code, __u64 firstlineno_off)
 {
-	__u32 base = w->at & FR_USTACK_AT_MASK, n = w->n;
+	__u32 base = at & FR_USTACK_AT_MASK;
 
-#pragma unroll
+	if (!s)
+		return 0;
 	for (__u32 k = 1; k <= FR_PY_SEEN; k++) {
 		if (n < k)
 			break;
-		struct fr_py_frame *q = (void *)&w->s->tail[base + 16 * ((n - k) & (FR_MAX_PY_FRAMES - 1))];
+		struct fr_py_frame *q = (void *)&s->tail[base + 16 * ((n - k) & (FR_MAX_PY_FRAMES - 1))];
 		if (q->code == code && !(q->flags & FR_PYF_SHIM))
 			return q->fingerprint;
 	}
-	return (__u16)rd32(code + w->o->code_firstlineno);
+	return (__u16)rd32(code + firstlineno_off);
 }
 
 /* One Python frame.  Its fields come from one read of the frame's first
@@ -266,17 +275,20 @@ static long frame_step(__u64 i, void *arg)
 		return 1;
 	}
 	__u64 previous = pf_u64(w, o->fr_previous);
-	__u32 at = w->at;
+	__u32 at = w->at, n = w->s->hdr.n_py;
+	if (n >= FR_MAX_PY_FRAMES)
+		return 1;
 	struct fr_py_frame *pf = (void *)&w->s->tail[(at & FR_USTACK_AT_MASK) +
-						    16 * (w->n & (FR_MAX_PY_FRAMES - 1))];
+						    16 * (n & (FR_MAX_PY_FRAMES - 1))];
 	pf->code = code;
 	pf->instr_off = instr_off;
 	pf->flags = flags;
 	pf->_pad = 0;
-	pf->fingerprint = (flags & FR_PYF_SHIM) ? 0 : code_fingerprint(w, code);
-	w->n++;
+	pf->fingerprint = (flags & FR_PYF_SHIM) ? 0 :
+		(__u16)fr_py_code_fingerprint(w->s, at, n, code, w->o->code_firstlineno);
+	w->s->hdr.n_py = (__u16)(n + 1);
 	w->frame = previous;
-	return w->n >= FR_MAX_PY_FRAMES;
+	return n + 1 >= FR_MAX_PY_FRAMES;
 }
 
 static __always_inline __u32 max_u32(__u32 a, __u32 b)
@@ -310,10 +322,10 @@ static __always_inline void py_walk(struct fr_ustack_scratch *s, __u32 pid, __u3
 		.frame = o->ts_cframe ? rd64(rd64(tstate + o->ts_cframe) + o->ts_frame) :
 					rd64(tstate + o->ts_frame),
 	};
+	s->hdr.n_py = 0;
 	bpf_loop(FR_MAX_PY_FRAMES, frame_step, &w, 0);
-	if (w.frame && w.n >= FR_MAX_PY_FRAMES)
+	if (w.frame && s->hdr.n_py >= FR_MAX_PY_FRAMES)
 		s->hdr.flags |= FR_USTACK_PY_TRUNCATED;
-	s->hdr.n_py = (__u16)w.n;
 }
 
 struct stack_copy {

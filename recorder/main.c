@@ -305,7 +305,9 @@ static void print_cache_summary(const struct recording *r)
 	fprintf(stderr, "; %.2f s of CPU on files\n", uw->file_cpu_ns / 1e9);
 }
 
-static void print_start_summary(struct recording *r)
+/* ready_s: from the command line to the probes attached, the time a
+ * launched command waits before it runs (most of it BPF verification) */
+static void print_start_summary(struct recording *r, double ready_s)
 {
 	const struct record_opts *o = &r->opts;
 	char what[256] = "";
@@ -360,7 +362,7 @@ static void print_start_summary(struct recording *r)
 	if (o->stack_dwarf)
 		fprintf(stderr, "; dwarf stacks copied %s", r->probes.ustack_dynptr ?
 			"once (straight into the ring)" : "twice (no dynptr read of user memory in this kernel, or FLIGHTREC_USTACK_DYNPTR=0)");
-	fprintf(stderr, "%s\n", o->duration_s > 0 ? "" : "; Ctrl-C to stop");
+	fprintf(stderr, "; ready in %.2f s%s\n", ready_s, o->duration_s > 0 ? "" : "; Ctrl-C to stop");
 	for (size_t i = 0; i < n_fams; i++)
 		if (r->probes.ustack_fallback[fams[i]->id][0])
 			fprintf(stderr, "flightrec: %s: %s; its stacks are copied twice\n",
@@ -653,6 +655,7 @@ static void recording_free(struct recording *r)
 
 static int cmd_record(int argc, char **argv)
 {
+	uint64_t entered_ns = mono_ns();
 	struct recording *r = calloc(1, sizeof(*r));
 	char msg[512];
 	uint64_t cgroup_id = 0, start_ns;
@@ -752,6 +755,8 @@ static int cmd_record(int argc, char **argv)
 		goto fail;
 	if (bpf_probes_load(&r->probes, &probes_cfg, cgroup_id, &ferr))
 		goto fail_err;
+	if (o->verbose)
+		bpf_probes_print_load(&r->probes, stderr);
 	lib_attach_init(&r->libs, &r->probes, o->quiet);
 	struct proc_track_config track_cfg = {
 		.probes = &r->probes,
@@ -897,7 +902,7 @@ static int cmd_record(int argc, char **argv)
 	sig_atomic_t usr2_seen = 0;
 
 	start_ns = mono_ns();
-	print_start_summary(r);
+	print_start_summary(r, (double)(start_ns - entered_ns) / 1e9);
 	if (o->command) {
 		int e = launch_release(&r->child);
 		if (e) {

@@ -4,6 +4,7 @@
  * empty-poll counter, and the words of the messages for proc and the step
  * marker (they exist when needed, so their failures are fatal). */
 #include "attach/bpf_probes.h"
+#include "clock.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -232,8 +233,10 @@ static int load_family(struct bpf_probes *p, const struct fr_family *f,
 			err = reuse_shared_maps(p, obj);
 		prepare_uprobes(obj);
 	}
+	uint64_t t0 = mono_ns();
 	if (!err)
 		err = bpf_object__load(obj);
+	p->load_ns[f->id] = mono_ns() - t0;
 	if (err && dynptr) {
 		/* a kernel whose BTF names the kfunc but whose verifier refuses
 		 * this use of it: the two-copy object, as on older kernels */
@@ -257,6 +260,30 @@ static int load_family(struct bpf_probes *p, const struct fr_family *f,
 	if (f->attach == FR_ATTACH_PERF && !program(p, f, f->entry_progs[0], fe))
 		return -ENOENT;
 	return 0;
+}
+
+void bpf_probes_print_load(const struct bpf_probes *p, FILE *out)
+{
+	size_t n;
+	const struct fr_family *const *fams = fr_families(&n);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct fr_family *f = fams[i];
+		struct bpf_program *prog;
+		if (!p->objs[f->id])
+			continue;
+		fprintf(out, "flightrec: probe family %s loaded in %.1f ms; instructions verified:",
+			f->name, p->load_ns[f->id] / 1e6);
+		bpf_object__for_each_program(prog, p->objs[f->id]) {
+			struct bpf_prog_info info = {0};
+			__u32 len = sizeof(info);
+			int fd = bpf_program__fd(prog);
+			if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+				continue;
+			fprintf(out, " %s %u", bpf_program__name(prog), info.verified_insns);
+		}
+		fputc('\n', out);
+	}
 }
 
 int bpf_probes_load(struct bpf_probes *p, const struct probes_config *o,

@@ -11,6 +11,7 @@
 #define FLIGHTREC_BPF_PROBES_H
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -42,6 +43,7 @@ struct bpf_probes {
 	/* the proc object's shared maps */
 	int events_fd, pids_fd, drops_fd, py_procs_fd;
 	unsigned loaded;   /* PROBE_BIT of the families that loaded */
+	uint64_t load_ns[FR_PROBE_MAX]; /* per family id: its object's load (verification) */
 	unsigned attached; /* PROBE_BIT of the families attached (or waiting for a file) */
 	char why_not[FR_PROBE_MAX][256]; /* per probe id: why it is missing */
 	/* --stack dwarf: PROBE_BIT of the families loaded as their one-copy
@@ -57,6 +59,10 @@ struct bpf_probes {
 		atomic_uint_fast64_t count, first_ns, last_ns;
 	} user_drops[FR_PROBE_MAX][FR_DROP_REASON_MAX];
 };
+
+/* One line per loaded family on out: its load time and each program's
+ * instructions the verifier processed (what start-up costs, -v). */
+void bpf_probes_print_load(const struct bpf_probes *p, FILE *out);
 
 /* Opens and loads every requested family.  Families that fail are skipped
  * with a reason when the user did not name them; when named, or for the

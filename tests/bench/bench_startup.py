@@ -3,14 +3,16 @@
 perf (root; needs Debian's python3-torch and perf).  Prints a table and
 writes BUILD/bench/startup.json; it never fails on a number.
 
-  1. `import torch` timed inside the job (time.perf_counter around it), the
-     ways interleaved run by run, medians of --runs:
+  1. `import torch` timed inside the job (time.perf_counter around it) and
+     the whole command (launch to exit: a recorder's start-up, the job, and
+     its finish), the ways interleaved run by run, medians of --runs:
        bare                      no recorder
        perf -g                   perf record -g -F 99 -- python3 -c ...
        flightrec <probes>        flightrec record (warm build-id cache) with
                                  --probes cpu, cpu+syscalls, and the default
                                  set: which family costs the import what
-     with the recorder's own CPU (its closing line) and the trace's size.
+     with the recorder's own CPU (its closing line), how long the job waited
+     for the probes (its start-up line's "ready in") and the trace's size.
   2. The fixed part of the trace: a flightrec trace of `import torch` is
      almost all symbols and unwind data (a few hundred files); beside it the
      size of `perf archive`'s tarball of the same job's perf.data (the
@@ -42,7 +44,9 @@ def import_seconds(text):
 
 
 def run_checked(cmd, **kw):
+    t = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    p.wall_s = time.perf_counter() - t
     if p.returncode != 0:
         raise RuntimeError("%s exited %d:\n%s" % (cmd[0], p.returncode, p.stderr[-2000:]))
     return p
@@ -52,7 +56,9 @@ def flightrec_run(rec, trace, cache, args, python):
     p = run_checked([rec, "record", "-o", trace, "--cache-dir", cache] + args +
                     ["--", python, "-c", IMPORT])
     cpu = re.search(r"recorder CPU ([0-9.]+) s", p.stderr)
-    return {"import_s": import_seconds(p.stdout),
+    ready = re.search(r"ready in ([0-9.]+) s", p.stderr)
+    return {"import_s": import_seconds(p.stdout), "command_s": p.wall_s,
+            "ready_s": float(ready.group(1)) if ready else None,
             "recorder_cpu_s": float(cpu.group(1)) if cpu else None,
             "trace_bytes": os.path.getsize(trace)}
 
@@ -62,14 +68,17 @@ def perf_run(perf_data, python):
     # ("assertion failed at util/build-id.c"): the run is repeated, and
     # counted, rather than lost
     for attempt in range(3):
+        t = time.perf_counter()
         p = subprocess.run(["perf", "record", "-q", "-g", "-F", "99", "-o", perf_data, "--",
                             python, "-c", IMPORT], capture_output=True, text=True)
+        wall = time.perf_counter() - t
         if p.returncode == 0:
             break
         print(f"bench_startup: perf record exited {p.returncode}; again", file=sys.stderr)
     else:
         raise RuntimeError("perf record failed 3 times:\n" + p.stderr[-2000:])
-    return {"import_s": import_seconds(p.stdout), "trace_bytes": os.path.getsize(perf_data)}
+    return {"import_s": import_seconds(p.stdout), "command_s": wall,
+            "trace_bytes": os.path.getsize(perf_data)}
 
 
 def perf_archive_bytes(perf_data):
@@ -126,7 +135,7 @@ def main():
         for way in ways:
             if way == "bare":
                 p = run_checked([a.python, "-c", IMPORT])
-                rows[way].append({"import_s": import_seconds(p.stdout)})
+                rows[way].append({"import_s": import_seconds(p.stdout), "command_s": p.wall_s})
             elif way == "perf -g":
                 rows[way].append(perf_run(perf_data, a.python))
             else:
@@ -148,18 +157,25 @@ def main():
     shutil.rmtree(tmp, ignore_errors=True)
 
     bare = med(rows["bare"], "import_s")
-    print(f"\nimport torch timed inside the job ({a.python}; medians of {a.runs}, "
-          "interleaved; warm page cache, warm build-id cache)")
-    print(f"{'way':<24} {'import':>9} {'x bare':>7} {'recorder CPU':>13} {'file':>10}")
+    bare_cmd = med(rows["bare"], "command_s")
+    print(f"\nimport torch timed inside the job, and the whole command ({a.python}; medians "
+          f"of {a.runs}, interleaved; warm page cache, warm build-id cache)")
+    print(f"{'way':<24} {'import':>9} {'x bare':>7} {'command':>9} {'x bare':>7} "
+          f"{'ready in':>9} {'recorder CPU':>13} {'file':>10}")
     summary = {}
     for way in ways:
         imp = med(rows[way], "import_s")
+        cmd = med(rows[way], "command_s")
+        ready = med(rows[way], "ready_s")
         cpu = med(rows[way], "recorder_cpu_s")
         size = med(rows[way], "trace_bytes")
         ratio = imp / bare if imp and bare else None
-        summary[way] = {"import_s": imp, "x_bare": ratio, "recorder_cpu_s": cpu,
-                        "file_bytes": size}
-        print(f"{way:<24} {fmt(imp):>9} {fmt(ratio, 'x'):>7} {fmt(cpu):>13} "
+        cmd_ratio = cmd / bare_cmd if cmd and bare_cmd else None
+        summary[way] = {"import_s": imp, "x_bare": ratio, "command_s": cmd,
+                        "command_x_bare": cmd_ratio, "ready_s": ready,
+                        "recorder_cpu_s": cpu, "file_bytes": size}
+        print(f"{way:<24} {fmt(imp):>9} {fmt(ratio, 'x'):>7} {fmt(cmd):>9} "
+              f"{fmt(cmd_ratio, 'x'):>7} {fmt(ready):>9} {fmt(cpu):>13} "
               f"{fmt(size / 1048576 if size else None, 'MiB', 1):>10}")
     print("\nfixed part (an `import torch` recording is almost all symbols and unwind data)")
     print(f"  flightrec trace, --probes cpu:   {fmt(fixed['flightrec_trace_bytes'] / 1048576, 'MiB', 1)}")
