@@ -750,6 +750,7 @@ static int cmd_record(int argc, char **argv)
 	}
 	dso_table_init(&r->dsos);
 	sym_collector_init(&r->syms, &r->dsos);
+	sym_collector_kernel_preload(&r->syms);
 	r->stacks = stack_table_new();
 	if (!r->stacks)
 		goto fail;
@@ -874,6 +875,7 @@ static int cmd_record(int argc, char **argv)
 		.on_commit = r->ring ? ring_mode_on_event : NULL,
 		.on_commit_ctx = r->ring ? &r->ring_mode : NULL,
 	};
+	sym_collector_kernel_wait(&r->syms);
 	if (drain_start(&drain_cfg, &r->drain, &ferr))
 		goto fail_err;
 	int err = proc_track_start(r->track);

@@ -439,8 +439,14 @@ int elf_find_functions(int fd, const char *const *names, size_t n, uint64_t *out
 		free(want);
 		return -1;
 	}
-	for (size_t i = 0; i < n; i++)
+	/* the first bytes the wanted names start with: most of a C++
+	 * library's names (_Z...) then cost one test, not a binary search */
+	uint64_t first[4] = {0};
+	for (size_t i = 0; i < n; i++) {
 		want[i] = (struct wanted){names[i], i};
+		unsigned char c = (unsigned char)names[i][0];
+		first[c >> 6] |= 1ull << (c & 63);
+	}
 	if (n)
 		qsort(want, n, sizeof(*want), by_name);
 	for (size_t i = 0; i < n; i++)
@@ -493,6 +499,9 @@ int elf_find_functions(int fd, const char *const *names, size_t n, uint64_t *out
 				continue;
 			const char *name = elf_strptr(e, sh.sh_link, s.st_name);
 			if (!name)
+				continue;
+			unsigned char c0 = (unsigned char)name[0];
+			if (!(first[c0 >> 6] & (1ull << (c0 & 63))))
 				continue;
 			const struct wanted *w = first_wanted(want, n, name);
 			for (; w && w < want + n && !strcmp(w->name, name); w++) {

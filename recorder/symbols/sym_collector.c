@@ -34,8 +34,33 @@ static void free_file(struct sym_file *f)
 	free(f->pending);
 }
 
+static void *load_kernel(void *arg)
+{
+	struct sym_file *k = arg;
+	k->usable = kallsyms_load("/proc/kallsyms", &k->tab) == 0;
+	k->loaded = true;
+	return NULL;
+}
+
+void sym_collector_kernel_preload(struct sym_collector *c)
+{
+	if (c->kernel || c->kernel_loading || !(c->kernel = calloc(1, sizeof(*c->kernel))))
+		return;
+	/* without a thread, file_for loads it when first needed */
+	c->kernel_loading = pthread_create(&c->kernel_loader, NULL, load_kernel, c->kernel) == 0;
+}
+
+void sym_collector_kernel_wait(struct sym_collector *c)
+{
+	if (!c->kernel_loading)
+		return;
+	pthread_join(c->kernel_loader, NULL);
+	c->kernel_loading = false;
+}
+
 void sym_collector_destroy(struct sym_collector *c)
 {
+	sym_collector_kernel_wait(c);
 	for (uint32_t i = 0; i < c->n_files; i++)
 		free_file(&c->files[i]);
 	free(c->files);
@@ -85,6 +110,7 @@ void sym_collector_push(struct sym_collector *c, uint32_t pid, const uint64_t *k
 static struct sym_file *file_for(struct sym_collector *c, uint32_t dso_id)
 {
 	if (dso_id == KERNEL_DSO_ID) {
+		sym_collector_kernel_wait(c);
 		if (!c->kernel)
 			c->kernel = calloc(1, sizeof(*c->kernel));
 		if (c->kernel && !c->kernel->loaded) {

@@ -33,6 +33,8 @@ struct sym_collector {
 	struct sym_file *files; /* index dso_id; grown on demand */
 	uint32_t n_files;
 	struct sym_file *kernel;
+	pthread_t kernel_loader; /* sym_collector_kernel_preload's */
+	bool kernel_loading;
 
 	/* stacks handed over by the drain thread */
 	pthread_mutex_t lock;
@@ -49,6 +51,14 @@ struct sym_collector {
 
 void sym_collector_init(struct sym_collector *c, struct dso_table *dsos);
 void sym_collector_destroy(struct sym_collector *c);
+
+/* Reads the kernel's symbols (/proc/kallsyms) on a thread of its own, while
+ * the caller loads the BPF programs: most of its 70 ms is the kernel
+ * formatting the file, and read at the first kernel frame it took a CPU
+ * beside the job as the job started.  sym_collector_kernel_wait joins it;
+ * before any stack is resolved (the tracking thread's start). */
+void sym_collector_kernel_preload(struct sym_collector *c);
+void sym_collector_kernel_wait(struct sym_collector *c);
 
 /* Drain thread: a stack was seen for the first time (copies ips). */
 void sym_collector_push(struct sym_collector *c, uint32_t pid, const uint64_t *kernel_ips,
