@@ -103,6 +103,11 @@ def summary(outdir, texts):
                  "perf -g: %s (%s)" % (fmt(get(s, "perf -g", "import_s"), "{:.2f}", " s"),
                                        fmt(get(s, "perf -g", "x_bare"), "{:.2f}", "x")),
                  "<= perf, ~1.1x bare"))
+    rows.append(("that command, launch to exit, x bare",
+                 fmt(get(s, "flightrec default", "command_x_bare"), "{:.2f}", "x"),
+                 "perf -g: %s" % fmt(get(s, "perf -g", "command_x_bare"), "{:.2f}", "x"), "stated"))
+    rows.append(("the job's wait for the probes (ready in)",
+                 fmt(get(s, "flightrec default", "ready_s"), "{:.2f}", " s"), "", "stated"))
     rows.append(("recorder CPU for that import", fmt(get(s, "flightrec default", "recorder_cpu_s"), "{:.2f}", " s"),
                  "", "stated"))
     fx = get(st, "fixed") or {}
