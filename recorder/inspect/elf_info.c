@@ -362,7 +362,7 @@ int kallsyms_load(const char *path, struct elf_symtab *out)
 {
 	struct sym_builder b = {0};
 	char line[512];
-	FILE *f = fopen(path, "r");
+	FILE *f = fopen(path, "re");
 
 	memset(out, 0, sizeof(*out));
 	if (!f)
