@@ -119,9 +119,11 @@ struct lib_walk_found {
 /* The walk's findings live in map memory, one entry per thread in dlopen's
  * return, not on the BPF stack: there the verifier knows the count of keys
  * found as a constant, and each of the 64 rounds of the walk with another
- * count was a new state (the proc object took 0.2 s to load). */
+ * count was a new state (the proc object took 0.2 s to load).  A plain
+ * hash: every path out of the program deletes its entry, and an LRU could
+ * hand an entry in use to another thread's insert. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32); /* tid */
 	__type(value, struct lib_walk_found);
