@@ -203,6 +203,22 @@ def proc_state(pid):
         return None
 
 
+def wait_all_threads_stopped(pid, why):
+    """Waits until every thread of pid is stopped: SIGSTOP reaches a
+    process's threads one by one, and one still running on another CPU
+    (the recorder's tracking thread) can act after kill() returns."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while time.monotonic() < deadline:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except FileNotFoundError:
+            raise AssertionError(f"pid {pid} is gone ({why})")
+        if all(proc_state(f"{pid}/task/{t}") in ("T", None) for t in tids):
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"pid {pid}'s threads never all stopped ({why})")
+
+
 def child_of(pid):
     """The first child of pid, once it has one."""
     deadline = time.monotonic() + HANG_GUARD_S
@@ -252,6 +268,7 @@ def start_held(cmd, env, why):
         raise AssertionError(f"the sample never waited for SIGUSR1: {out}")
     sample = child_of(rec.pid)
     os.kill(rec.pid, signal.SIGSTOP)
+    wait_all_threads_stopped(rec.pid, "the recorder stopped before the sample goes on")
     os.kill(sample, signal.SIGUSR1)
     try:
         wait_state(sample, {"T"}, why)

@@ -99,6 +99,7 @@ class DrainStorm(frtest.Case):
             job = frtest.child_of(rec.pid)
             os.kill(rec.pid, signal.SIGSTOP)
             try:
+                frtest.wait_all_threads_stopped(rec.pid, "the recorder stopped before the storm")
                 os.kill(job, signal.SIGUSR1)
                 frtest.wait_state(job, ("Z", None), "the storm ends while the recorder is stopped")
             finally:
