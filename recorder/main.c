@@ -641,6 +641,7 @@ static void recording_free(struct recording *r)
 		close(r->stats_fd);
 	drain_free(r->drain);
 	proc_track_close(r->track);
+	lib_attach_destroy(&r->libs);
 	bpf_probes_destroy(&r->probes);
 	stack_table_free(r->stacks);
 	sym_collector_destroy(&r->syms);

@@ -7,8 +7,10 @@
 #ifndef FLIGHTREC_LIB_ATTACH_H
 #define FLIGHTREC_LIB_ATTACH_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "attach/bpf_probes.h"
@@ -21,9 +23,19 @@ struct lib_attach {
 	bool quiet;
 	atomic_uint files_attached[FR_PROBE_MAX]; /* per probe id */
 	uint64_t gap_max_ns;      /* slowest mapping -> attached, this run */
+	/* Files looked at once for every family's functions together, by
+	 * (dev, inode): most files a job maps (314 for an import torch) hold
+	 * none, and each family opening and scanning them in turn tripled
+	 * the recorder's work at every new mapping */
+	pthread_mutex_t scanned_lock;
+	struct scanned_file *scanned; /* open addressing, n_scanned <= cap / 2 */
+	size_t n_scanned, cap_scanned;
+	const char **all_names;       /* every family's function names */
+	size_t n_all_names;
 };
 
 void lib_attach_init(struct lib_attach *la, struct bpf_probes *probes, bool quiet);
+void lib_attach_destroy(struct lib_attach *la);
 
 /* Tries every library family on the file m names: as mapped by m->pid, or
  * (pid 0) a path of this system that flightrec's user chose (--lib, the
