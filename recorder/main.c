@@ -25,6 +25,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -474,6 +475,12 @@ static void write_inflight(struct recording *r)
 	}
 }
 
+static void *detach_hold(void *track)
+{
+	proc_track_detach_hold(track);
+	return NULL;
+}
+
 static int finish(struct recording *r, uint64_t start_ns)
 {
 	struct recorder_stats st;
@@ -484,7 +491,13 @@ static int finish(struct recording *r, uint64_t start_ns)
 		ring_mode_last(&r->ring_mode, r->drain);
 	else
 		write_inflight(r);
+	pthread_t hold_thread;
+	bool hold_threaded = pthread_create(&hold_thread, NULL, detach_hold, r->track) == 0;
 	bpf_probes_detach(&r->probes);
+	if (hold_threaded)
+		pthread_join(hold_thread, NULL);
+	else
+		proc_track_detach_hold(r->track);
 	/* the probes are gone: the per-number counts are final */
 	if (!r->ring)
 		syscall_drops_write(&r->probes, r->writer, mono_ns());

@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -444,10 +445,32 @@ struct uprobe_family *bpf_probes_uprobes(struct bpf_probes *p, enum fr_probe_id 
 	return NULL;
 }
 
+static void *detach_family(void *f)
+{
+	uprobe_family_detach(f);
+	return NULL;
+}
+
 void bpf_probes_detach(struct bpf_probes *p)
 {
-	for (int i = 0; i < p->n_families; i++)
-		uprobe_family_detach(p->families[i]);
+	/* side by side: each family's removal waits for grace periods of its
+	 * own (about 0.1 s each here), which overlap when they run together */
+	pthread_t threads[FR_PROBE_MAX + 1];
+	bool started[FR_PROBE_MAX + 1] = {false};
+	struct uprobe_family *fams[FR_PROBE_MAX + 1];
+	int n = 0;
+	for (int i = 0; i < p->n_families && n < FR_PROBE_MAX; i++)
+		fams[n++] = p->families[i];
+	if (p->rdma_dp_family.family)
+		fams[n++] = &p->rdma_dp_family;
+	for (int i = 0; i < n; i++)
+		started[i] = pthread_create(&threads[i], NULL, detach_family, fams[i]) == 0;
+	for (int i = 0; i < n; i++) {
+		if (started[i])
+			pthread_join(threads[i], NULL);
+		else
+			uprobe_family_detach(fams[i]);
+	}
 	/* the process tracker last: processes are followed to the end */
 	for (int id = FR_PROBE_MAX - 1; id >= 0; id--)
 		if (id != FR_PROBE_PROC)

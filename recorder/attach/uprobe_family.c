@@ -396,13 +396,18 @@ int uprobe_family_attach_offset(struct uprobe_family *f, int fd, uint64_t offset
 struct destroy_slice {
 	struct bpf_link **links;
 	size_t n;
+	int *fds; /* or uprobe_multi links' fds */
 };
 
 static void *destroy_links(void *arg)
 {
 	struct destroy_slice *s = arg;
-	for (size_t i = 0; i < s->n; i++)
-		bpf_link__destroy(s->links[i]);
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->fds)
+			close(s->fds[i]);
+		else
+			bpf_link__destroy(s->links[i]);
+	}
 	return NULL;
 }
 
@@ -490,20 +495,31 @@ void uprobe_family_detach(struct uprobe_family *f)
 	size_t n_threads = 0;
 
 	pthread_mutex_lock(&f->lock);
-	size_t per = (f->n_links + MAX_THREADS - 1) / MAX_THREADS;
-	for (size_t at = 0; per && at < f->n_links; at += per) {
-		slices[n_threads] = (struct destroy_slice){f->links + at,
-			at + per > f->n_links ? f->n_links - at : per};
-		if (pthread_create(&threads[n_threads], NULL, destroy_links, &slices[n_threads]))
-			destroy_links(&slices[n_threads]); /* no thread: do it here */
+	/* the links, then the uprobe_multi links' fds (each close is one
+	 * grace period too: 0.17 s for the rdma family's two, one after the
+	 * other), shared out among the threads */
+	size_t total = f->n_links + f->n_link_fds;
+	size_t per = (total + MAX_THREADS - 1) / MAX_THREADS;
+	for (size_t at = 0; per && at < total && n_threads < MAX_THREADS;) {
+		struct destroy_slice *sl = &slices[n_threads];
+		if (at < f->n_links) {
+			size_t n = f->n_links - at < per ? f->n_links - at : per;
+			*sl = (struct destroy_slice){f->links + at, n, NULL};
+			at += n;
+		} else {
+			size_t k = at - f->n_links;
+			size_t n = f->n_link_fds - k < per ? f->n_link_fds - k : per;
+			*sl = (struct destroy_slice){NULL, n, f->link_fds + k};
+			at += n;
+		}
+		if (pthread_create(&threads[n_threads], NULL, destroy_links, sl))
+			destroy_links(sl); /* no thread: do it here */
 		else
 			n_threads++;
 	}
 	for (size_t i = 0; i < n_threads; i++)
 		pthread_join(threads[i], NULL);
 	f->n_links = 0;
-	for (size_t i = 0; i < f->n_link_fds; i++)
-		close(f->link_fds[i]);
 	f->n_link_fds = 0;
 	pthread_mutex_unlock(&f->lock);
 }

@@ -936,6 +936,12 @@ static void join(struct proc_track *t)
 	t->running = false;
 }
 
+void proc_track_detach_hold(struct proc_track *t)
+{
+	if (t && t->lib_hold.probes)
+		uprobe_family_detach(&t->lib_hold.dlopen);
+}
+
 void proc_track_stop(struct proc_track *t)
 {
 	join(t);
