@@ -202,43 +202,86 @@ static int add_uprobes(struct bpf_probes *p, const struct fr_family *f,
 	return 0;
 }
 
-/* Opens, configures and loads family f.  0 when loaded, or skipped with
- * its reason; -errno with fe filled when that is fatal. */
-static int load_family(struct bpf_probes *p, const struct fr_family *f,
-		       const struct probes_config *o, uint64_t cgroup_id, struct frec_error *fe)
+/* A family between its opening and its load: opened and configured by
+ * open_family, verified by load_pending (any thread: the kernel's
+ * verification of one object, beside the others'), taken in or failed by
+ * finish_family. */
+struct pending_load {
+	const struct fr_family *f;
+	struct probes_config o;
+	struct bpf_object *obj;
+	bool dynptr;
+	enum stage stage;
+	int err;
+	uint64_t load_ns;
+};
+
+/* 0 with pl ready to load (or holding the error of its opening, for
+ * finish_family); -errno with fe filled when that is fatal at once. */
+static int open_family(struct bpf_probes *p, const struct fr_family *f,
+		       const struct probes_config *o, uint64_t cgroup_id, struct frec_error *fe,
+		       struct pending_load *pl)
 {
-	enum stage stage = STAGE_OPEN;
 	size_t size = 0;
-	bool dynptr = o->stack_dwarf && o->ustack_dynptr && bpf_object_elf(f->id, true, &size);
-	const void *elf = bpf_object_elf(f->id, dynptr, &size);
+	memset(pl, 0, sizeof(*pl));
+	pl->f = f;
+	pl->o = *o;
+	pl->stage = STAGE_OPEN;
+	pl->dynptr = o->stack_dwarf && o->ustack_dynptr && bpf_object_elf(f->id, true, &size);
+	const void *elf = bpf_object_elf(f->id, pl->dynptr, &size);
 	if (!elf) {
 		snprintf(fe->what, sizeof(fe->what), "probe family '%s': no BPF object in this build "
 			 "(recorder/attach/bpf_objects.c)", f->name);
 		return -ENOENT;
 	}
-	struct bpf_object *obj = open_object(f, elf, size);
-	int err = obj ? 0 : -errno;
-
-	if (!err) {
-		stage = STAGE_LOAD;
-		int rc = bpf_knobs_set(obj, f, o, cgroup_id, fe);
-		if (rc) {
-			bpf_object__close(obj);
-			return rc;
-		}
-		if (f->id == FR_PROBE_PROC) {
-			set_lib_hold_progs(obj, p->lib_hold_loaded);
-			err = size_shared_maps(obj, o);
-		}
-		else
-			err = reuse_shared_maps(p, obj);
-		prepare_uprobes(obj);
+	pl->obj = open_object(f, elf, size);
+	pl->err = pl->obj ? 0 : -errno;
+	if (pl->err)
+		return 0;
+	pl->stage = STAGE_LOAD;
+	int rc = bpf_knobs_set(pl->obj, f, o, cgroup_id, fe);
+	if (rc) {
+		bpf_object__close(pl->obj);
+		pl->obj = NULL;
+		return rc;
 	}
+	if (f->id == FR_PROBE_PROC) {
+		set_lib_hold_progs(pl->obj, p->lib_hold_loaded);
+		pl->err = size_shared_maps(pl->obj, o);
+	} else {
+		pl->err = reuse_shared_maps(p, pl->obj);
+	}
+	prepare_uprobes(pl->obj);
+	return 0;
+}
+
+static void *load_pending(void *arg)
+{
+	struct pending_load *pl = arg;
 	uint64_t t0 = mono_ns();
-	if (!err)
-		err = bpf_object__load(obj);
-	p->load_ns[f->id] = mono_ns() - t0;
-	if (err && dynptr) {
+	if (!pl->err)
+		pl->err = bpf_object__load(pl->obj);
+	pl->load_ns = mono_ns() - t0;
+	return NULL;
+}
+
+static int load_family(struct bpf_probes *p, const struct fr_family *f,
+		       const struct probes_config *o, uint64_t cgroup_id, struct frec_error *fe);
+
+/* The loaded family taken in (its uprobes prepared), or its failure: 0
+ * when loaded or skipped with its reason; -errno with fe filled when that
+ * is fatal.  pl->obj is p's or closed afterwards. */
+static int finish_family(struct bpf_probes *p, struct pending_load *pl, uint64_t cgroup_id,
+			 struct frec_error *fe)
+{
+	const struct fr_family *f = pl->f;
+	const struct probes_config *o = &pl->o;
+	struct bpf_object *obj = pl->obj;
+	int err = pl->err;
+
+	pl->obj = NULL;
+	p->load_ns[f->id] = pl->load_ns;
+	if (err && pl->dynptr) {
 		/* a kernel whose BTF names the kfunc but whose verifier refuses
 		 * this use of it: the two-copy object, as on older kernels */
 		bpf_object__close(obj);
@@ -250,9 +293,9 @@ static int load_family(struct bpf_probes *p, const struct fr_family *f,
 	}
 	if (err) {
 		bpf_object__close(obj);
-		return family_failed(p, f, o, err, stage, fe);
+		return family_failed(p, f, o, err, pl->stage, fe);
 	}
-	if (dynptr)
+	if (pl->dynptr)
 		p->ustack_dynptr |= PROBE_BIT(f->id);
 	p->objs[f->id] = obj;
 	p->loaded |= PROBE_BIT(f->id);
@@ -261,6 +304,19 @@ static int load_family(struct bpf_probes *p, const struct fr_family *f,
 	if (f->attach == FR_ATTACH_PERF && !program(p, f, f->entry_progs[0], fe))
 		return -ENOENT;
 	return 0;
+}
+
+/* Opens, configures and loads family f, on this thread.  0 when loaded, or
+ * skipped with its reason; -errno with fe filled when that is fatal. */
+static int load_family(struct bpf_probes *p, const struct fr_family *f,
+		       const struct probes_config *o, uint64_t cgroup_id, struct frec_error *fe)
+{
+	struct pending_load pl;
+	int rc = open_family(p, f, o, cgroup_id, fe, &pl);
+	if (rc)
+		return rc;
+	load_pending(&pl);
+	return finish_family(p, &pl, cgroup_id, fe);
 }
 
 void bpf_probes_print_load(const struct bpf_probes *p, FILE *out)
@@ -316,11 +372,37 @@ int bpf_probes_load(struct bpf_probes *p, const struct probes_config *o,
 	p->pids_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "fr_pids"));
 	p->drops_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "fr_drops"));
 	p->py_procs_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "fr_py_procs"));
-	for (size_t i = 0; i < n; i++)
-		if (fams[i] != proc && wanted(fams[i], o) &&
-		    (rc = load_family(p, fams[i], o, cgroup_id, fe)))
-			return rc;
-	return 0;
+	/* the others verified side by side, each on a thread of its own (the
+	 * kernel's verification is most of start-up), then taken in in their
+	 * order, as one after another would */
+	struct pending_load pending[FR_PROBE_MAX];
+	pthread_t threads[FR_PROBE_MAX];
+	bool threaded[FR_PROBE_MAX] = {false};
+	size_t n_pending = 0;
+	rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		if (fams[i] == proc || !wanted(fams[i], o) || n_pending == FR_PROBE_MAX)
+			continue;
+		rc = open_family(p, fams[i], o, cgroup_id, fe, &pending[n_pending]);
+		if (!rc)
+			n_pending++;
+	}
+	for (size_t i = 0; i < n_pending; i++)
+		threaded[i] = pthread_create(&threads[i], NULL, load_pending, &pending[i]) == 0;
+	for (size_t i = 0; i < n_pending; i++) {
+		if (threaded[i])
+			pthread_join(threads[i], NULL);
+		else
+			load_pending(&pending[i]);
+	}
+	for (size_t i = 0; i < n_pending; i++) {
+		if (rc) { /* a family before was fatal: the rest only closed */
+			bpf_object__close(pending[i].obj);
+			continue;
+		}
+		rc = finish_family(p, &pending[i], cgroup_id, fe);
+	}
+	return rc;
 }
 
 static int keep_link(struct bpf_probes *p, enum fr_probe_id id, struct bpf_link *l)
