@@ -11,19 +11,16 @@
 #include <unistd.h>
 
 #include "attach/needed_libs.h"
+#include "hmap.h"
 #include "inspect/elf_info.h"
 #include "inspect/safe_open.h"
-
-struct scanned_file {
-	uint64_t dev, ino;
-	bool used, has_functions;
-};
 
 void lib_attach_init(struct lib_attach *la, struct bpf_probes *probes, bool quiet)
 {
 	memset(la, 0, sizeof(*la));
 	la->probes = probes;
 	la->quiet = quiet;
+	hmap_init(&la->scanned);
 	pthread_mutex_init(&la->scanned_lock, NULL);
 }
 
@@ -31,55 +28,12 @@ void lib_attach_destroy(struct lib_attach *la)
 {
 	if (!la->probes)
 		return; /* never initialized */
-	free(la->scanned);
+	hmap_free(&la->scanned);
 	free(la->all_names);
-	la->scanned = NULL;
 	la->all_names = NULL;
-	la->n_scanned = la->cap_scanned = la->n_all_names = 0;
+	la->n_all_names = 0;
 	pthread_mutex_destroy(&la->scanned_lock);
 	la->probes = NULL;
-}
-
-static size_t scanned_slot(const struct lib_attach *la, uint64_t dev, uint64_t ino)
-{
-	uint64_t h = (dev * 0x9e3779b97f4a7c15ull) ^ (ino * 0xc2b2ae3d27d4eb4full);
-	size_t i = (size_t)(h ^ (h >> 29)) & (la->cap_scanned - 1);
-	while (la->scanned[i].used && (la->scanned[i].dev != dev || la->scanned[i].ino != ino))
-		i = (i + 1) & (la->cap_scanned - 1);
-	return i;
-}
-
-/* Under scanned_lock: the entry of (dev, ino), NULL when not scanned. */
-static const struct scanned_file *scanned_find(const struct lib_attach *la, uint64_t dev,
-					       uint64_t ino)
-{
-	if (!la->cap_scanned)
-		return NULL;
-	const struct scanned_file *f = &la->scanned[scanned_slot(la, dev, ino)];
-	return f->used ? f : NULL;
-}
-
-/* Under scanned_lock; out of memory only forgets (the file is scanned
- * again at its next mapping). */
-static void scanned_add(struct lib_attach *la, uint64_t dev, uint64_t ino, bool has)
-{
-	if (2 * (la->n_scanned + 1) > la->cap_scanned) {
-		size_t cap = la->cap_scanned ? 2 * la->cap_scanned : 256;
-		struct scanned_file *old = la->scanned, *n = calloc(cap, sizeof(*n));
-		size_t old_cap = la->cap_scanned;
-		if (!n)
-			return;
-		la->scanned = n;
-		la->cap_scanned = cap;
-		for (size_t i = 0; i < old_cap; i++)
-			if (old[i].used)
-				la->scanned[scanned_slot(la, old[i].dev, old[i].ino)] = old[i];
-		free(old);
-	}
-	struct scanned_file *f = &la->scanned[scanned_slot(la, dev, ino)];
-	if (!f->used)
-		la->n_scanned++;
-	*f = (struct scanned_file){dev, ino, true, has};
 }
 
 /* Under scanned_lock: every loaded family's names, gathered once. */
@@ -111,18 +65,19 @@ static bool gather_names(struct lib_attach *la)
 static bool may_hold_functions(struct lib_attach *la, int fd, const struct stat *st)
 {
 	bool has = true;
+	uint64_t seen;
 	pthread_mutex_lock(&la->scanned_lock);
-	const struct scanned_file *f = scanned_find(la, (uint64_t)st->st_dev, (uint64_t)st->st_ino);
-	if (f) {
-		has = f->has_functions;
+	if (hmap_get(&la->scanned, (uint64_t)st->st_dev, (uint64_t)st->st_ino, &seen)) {
+		has = seen != 0;
 	} else if (gather_names(la)) {
 		uint64_t *offsets = calloc(la->n_all_names ? la->n_all_names : 1, sizeof(*offsets));
 		int found = offsets ? elf_find_functions(fd, la->all_names, la->n_all_names,
 							 offsets, NULL) : -1;
 		free(offsets);
 		if (found >= 0) {
+			/* out of memory only forgets: scanned again at its next mapping */
 			has = found > 0;
-			scanned_add(la, (uint64_t)st->st_dev, (uint64_t)st->st_ino, has);
+			hmap_put(&la->scanned, (uint64_t)st->st_dev, (uint64_t)st->st_ino, has);
 		}
 	}
 	pthread_mutex_unlock(&la->scanned_lock);

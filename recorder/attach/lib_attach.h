@@ -15,6 +15,7 @@
 
 #include "attach/bpf_probes.h"
 #include "attach/lib_opt.h"
+#include "hmap.h"
 #include "symbols/dso_table.h"
 #include "frec_writer.h"
 
@@ -28,8 +29,7 @@ struct lib_attach {
 	 * none, and each family opening and scanning them in turn tripled
 	 * the recorder's work at every new mapping */
 	pthread_mutex_t scanned_lock;
-	struct scanned_file *scanned; /* open addressing, n_scanned <= cap / 2 */
-	size_t n_scanned, cap_scanned;
+	struct hmap scanned;          /* (dev, inode) -> holds one (1) or not (0) */
 	const char **all_names;       /* every family's function names */
 	size_t n_all_names;
 };
