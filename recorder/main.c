@@ -25,7 +25,6 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -475,12 +474,6 @@ static void write_inflight(struct recording *r)
 	}
 }
 
-static void *detach_hold(void *track)
-{
-	proc_track_detach_hold(track);
-	return NULL;
-}
-
 static int finish(struct recording *r, uint64_t start_ns)
 {
 	struct recorder_stats st;
@@ -491,13 +484,7 @@ static int finish(struct recording *r, uint64_t start_ns)
 		ring_mode_last(&r->ring_mode, r->drain);
 	else
 		write_inflight(r);
-	pthread_t hold_thread;
-	bool hold_threaded = pthread_create(&hold_thread, NULL, detach_hold, r->track) == 0;
-	bpf_probes_detach(&r->probes);
-	if (hold_threaded)
-		pthread_join(hold_thread, NULL);
-	else
-		proc_track_detach_hold(r->track);
+	bpf_probes_detach(&r->probes, proc_track_hold_probes(r->track));
 	/* the probes are gone: the per-number counts are final */
 	if (!r->ring)
 		syscall_drops_write(&r->probes, r->writer, mono_ns());

@@ -533,18 +533,20 @@ static void *detach_family(void *f)
 	return NULL;
 }
 
-void bpf_probes_detach(struct bpf_probes *p)
+void bpf_probes_detach(struct bpf_probes *p, struct uprobe_family *also)
 {
 	/* side by side: each family's removal waits for grace periods of its
 	 * own (about 0.1 s each here), which overlap when they run together */
-	pthread_t threads[FR_PROBE_MAX + 1];
-	bool started[FR_PROBE_MAX + 1] = {false};
-	struct uprobe_family *fams[FR_PROBE_MAX + 1];
+	pthread_t threads[FR_PROBE_MAX + 2];
+	bool started[FR_PROBE_MAX + 2] = {false};
+	struct uprobe_family *fams[FR_PROBE_MAX + 2];
 	int n = 0;
 	for (int i = 0; i < p->n_families && n < FR_PROBE_MAX; i++)
 		fams[n++] = p->families[i];
 	if (p->rdma_dp_family.family)
 		fams[n++] = &p->rdma_dp_family;
+	if (also)
+		fams[n++] = also;
 	for (int i = 0; i < n; i++)
 		started[i] = pthread_create(&threads[i], NULL, detach_family, fams[i]) == 0;
 	for (int i = 0; i < n; i++) {
@@ -567,7 +569,7 @@ void bpf_probes_destroy(struct bpf_probes *p)
 	p->n_families = 0;
 	if (p->rdma_dp_family.family)
 		uprobe_family_destroy(&p->rdma_dp_family);
-	bpf_probes_detach(p);
+	bpf_probes_detach(p, NULL);
 	for (int id = FR_PROBE_MAX - 1; id >= 0; id--) {
 		free(p->links[id]);
 		p->links[id] = NULL;

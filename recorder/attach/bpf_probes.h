@@ -73,9 +73,10 @@ int bpf_probes_load(struct bpf_probes *p, const struct probes_config *o,
 		    uint64_t filter_cgroup_id, struct frec_error *fe);
 int bpf_probes_attach(struct bpf_probes *p, const struct probes_config *o,
 		      struct frec_error *fe);
-/* Removes every attachment, the process tracker's last; the rdma data path
- * stays until bpf_probes_destroy. */
-void bpf_probes_detach(struct bpf_probes *p);
+/* Removes every attachment, the process tracker's last: the uprobe
+ * families (the rdma data path's included) side by side, with also (the
+ * dlopen hold's probes, or NULL) among them. */
+void bpf_probes_detach(struct bpf_probes *p, struct uprobe_family *also);
 void bpf_probes_destroy(struct bpf_probes *p);
 
 /* The uprobe family of id, NULL when not loaded or not a uprobe family. */

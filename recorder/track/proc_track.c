@@ -936,10 +936,9 @@ static void join(struct proc_track *t)
 	t->running = false;
 }
 
-void proc_track_detach_hold(struct proc_track *t)
+struct uprobe_family *proc_track_hold_probes(struct proc_track *t)
 {
-	if (t && t->lib_hold.probes)
-		uprobe_family_detach(&t->lib_hold.dlopen);
+	return t && t->lib_hold.probes ? &t->lib_hold.dlopen : NULL;
 }
 
 void proc_track_stop(struct proc_track *t)

@@ -107,10 +107,11 @@ int proc_track_flush_sync(struct proc_track *t, uint64_t timeout_ns);
  * answer). */
 void proc_track_stop(struct proc_track *t);
 
-/* Removes the dlopen hold's probes (any thread, while the tracking thread
- * still runs; proc_track_stop lets go of held processes): at the end, side
- * by side with bpf_probes_detach, so that their grace periods overlap. */
-void proc_track_detach_hold(struct proc_track *t);
+/* The dlopen hold's probes, NULL when it has none: at the end they are
+ * removed with the families' (bpf_probes_detach, while the tracking thread
+ * still runs; proc_track_stop lets go of held processes), so that their
+ * grace periods overlap. */
+struct uprobe_family *proc_track_hold_probes(struct proc_track *t);
 /* Safe at any stage and with NULL: a thread still running is stopped
  * without the last writes (a recording that failed), held processes go on,
  * and everything is freed.  Before the writer is closed or abandoned,
