@@ -33,6 +33,9 @@ size_t fx_frame_match(const char *const *frames, size_t n, enum finding_kind kin
 		size_t len = strlen(f);
 		if (len >= 4 && !strcmp(f + len - 4, "_[k]"))
 			continue; /* kernel frames never name the job's code */
+		if (!strncmp(f, "_dl_", 4))
+			continue; /* nor the dynamic linker's: a sample in the lazy
+				   * binder _dl_runtime_resolve_xsavec was a "save" */
 		const char *paren = strstr(f, " (");
 		if (paren)
 			len = (size_t)(paren - f); /* a Python frame: its function name */
