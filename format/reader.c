@@ -255,18 +255,27 @@ void frec_close(struct frec_reader *r)
 static int resync(struct frec_reader *r, uint64_t start, const char *why)
 {
 	uint64_t p = start + 1, found = r->size;
+	/* made here, not kept in the reader: damage is rare, and an analysis
+	 * of thousands of traces keeps thousands of readers open */
+	uint8_t *scan = NULL;
 	while (p + CHUNK_HDR <= r->size && found == r->size) {
 		uint64_t left = r->size - p;
 		size_t n = left < SCAN_BLOCK + CHUNK_HDR - 1 ?
 			   (size_t)left : SCAN_BLOCK + CHUNK_HDR - 1;
-		if (pread_full(r->fd, r->scan, n, p) < 0)
+		if (!scan && !(scan = malloc(SCAN_BLOCK + CHUNK_HDR))) {
+			errno = ENOMEM;
 			return -1;
+		}
+		if (pread_full(r->fd, scan, n, p) < 0) {
+			free(scan);
+			return -1;
+		}
 		for (size_t i = 0; i + CHUNK_HDR <= n; i++) {
-			const uint8_t *m = memchr(r->scan + i, 'F',
+			const uint8_t *m = memchr(scan + i, 'F',
 						  n - CHUNK_HDR + 1 - i);
 			if (!m)
 				break;
-			i = (size_t)(m - r->scan);
+			i = (size_t)(m - scan);
 			struct fr_chunk_hdr h;
 			if (header_trusted(m, &h)) {
 				found = p + i;
@@ -275,6 +284,7 @@ static int resync(struct frec_reader *r, uint64_t start, const char *why)
 		}
 		p += n - CHUNK_HDR + 1; /* overlap: every offset is tried once */
 	}
+	free(scan);
 	rd_add_damage(r, start, found - start, "%s", why);
 	r->pos = found;
 	return 0;

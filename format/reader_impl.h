@@ -39,7 +39,6 @@ struct frec_reader {
 	uint8_t *raw;    /* ... and decompressed */
 	size_t raw_cap;
 	ZSTD_DCtx *zd;
-	uint8_t scan[SCAN_BLOCK + 64];
 
 	struct frec_damage *dmg;
 	size_t dmg_n, dmg_cap;

@@ -84,23 +84,32 @@ struct group_file {
 	int64_t t_ns;       /* anchor-aligned earliest exit */
 	int64_t entry_ns;   /* anchor-aligned latest entry; INT64_MIN unknown */
 	int64_t range_ns;   /* exits: max - min (0 for a single event) */
+	uint32_t members;
 };
 
-struct sync_t {
-	uint64_t group;
-	uint32_t file_index;
-	int64_t t_ns;
-	int64_t entry_ns;
-};
-
-static int cmp_sync(const void *a, const void *b)
+void align_group_file_add(struct align_group_file *g, uint64_t exit_ns, uint64_t entry_ns)
 {
-	const struct sync_t *x = a, *y = b;
+	if (!g->members++) {
+		g->first_exit_ns = g->last_exit_ns = exit_ns;
+		g->last_entry_ns = entry_ns;
+		return;
+	}
+	if (exit_ns < g->first_exit_ns)
+		g->first_exit_ns = exit_ns;
+	if (exit_ns > g->last_exit_ns)
+		g->last_exit_ns = exit_ns;
+	if (entry_ns > g->last_entry_ns)
+		g->last_entry_ns = entry_ns;
+}
+
+static int cmp_group_file(const void *a, const void *b)
+{
+	const struct group_file *x = a, *y = b;
 	if (x->group != y->group)
 		return x->group < y->group ? -1 : 1;
 	if (x->file_index != y->file_index)
 		return x->file_index < y->file_index ? -1 : 1;
-	return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
+	return 0;
 }
 
 /* Each file's (group, file) entries, in group order, so that what two files
@@ -218,7 +227,14 @@ static size_t best_refined(struct trace_set *ts, const struct shared_index *sh,
 	return best;
 }
 
-int align_refine(struct trace_set *ts, const struct align_sync *ev, size_t n,
+/* A hostile trace's times may be anything: the sums wrap rather than
+ * overflow (undefined), as the offsets do. */
+static int64_t anchored(uint64_t ns, int64_t anchor)
+{
+	return (int64_t)(ns + (uint64_t)anchor);
+}
+
+int align_refine(struct trace_set *ts, const struct align_group_file *in, size_t n,
 		 struct frec_error *err)
 {
 	size_t n_files = trace_set_count(ts);
@@ -226,16 +242,15 @@ int align_refine(struct trace_set *ts, const struct align_sync *ev, size_t n,
 		memset(&trace_set_file(ts, i)->align, 0, sizeof(struct ts_align));
 	if (!n || n_files < 2)
 		return 0;
-	struct sync_t *s = malloc(n * sizeof(*s));
 	struct group_file *gf = malloc(n * sizeof(*gf));
 	int64_t *tmp = malloc(n * sizeof(*tmp));
 	int64_t *ranges = malloc(n * sizeof(*ranges));
 	int64_t *anchor = calloc(n_files, sizeof(*anchor));
 	uint64_t *groups_of = calloc(n_files, sizeof(*groups_of));
 	struct shared_index sh = { 0 };
-	if (!s || !gf || !tmp || !ranges || !anchor || !groups_of ||
+	if (!gf || !tmp || !ranges || !anchor || !groups_of ||
 	    shared_index_alloc(&sh, n, n_files)) {
-		free(s), free(gf), free(tmp), free(ranges), free(anchor), free(groups_of);
+		free(gf), free(tmp), free(ranges), free(anchor), free(groups_of);
 		shared_index_free(&sh);
 		frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "out of memory aligning clocks");
 		return -1;
@@ -244,30 +259,39 @@ int align_refine(struct trace_set *ts, const struct align_sync *ev, size_t n,
 		anchor[i] = align_anchor_offset_ns(trace_set_file(ts, i));
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (ev[i].file_index >= n_files)
+		if (in[i].file_index >= n_files || !in[i].members)
 			continue;
-		int64_t a = anchor[ev[i].file_index];
-		s[m++] = (struct sync_t){ ev[i].group, ev[i].file_index, (int64_t)ev[i].mono_ns + a,
-					  ev[i].entry_ns ? (int64_t)ev[i].entry_ns + a : INT64_MIN };
+		int64_t a = anchor[in[i].file_index];
+		gf[m++] = (struct group_file){
+			in[i].group, in[i].file_index, anchored(in[i].first_exit_ns, a),
+			in[i].last_entry_ns ? anchored(in[i].last_entry_ns, a) : INT64_MIN,
+			(int64_t)(in[i].last_exit_ns - in[i].first_exit_ns), in[i].members };
 	}
-	qsort(s, m, sizeof(*s), cmp_sync);
+	qsort(gf, m, sizeof(*gf), cmp_group_file);
 
-	/* One entry per (group, file): its earliest exit, latest entry. */
+	/* One entry per (group, file), should a caller have split one. */
 	size_t n_gf = 0, n_ranges = 0;
-	for (size_t i = 0; i < m;) {
-		size_t j = i;
-		int64_t entry = INT64_MIN;
-		while (j < m && s[j].group == s[i].group && s[j].file_index == s[i].file_index) {
-			if (s[j].entry_ns > entry)
-				entry = s[j].entry_ns;
-			j++;
+	for (size_t i = 0; i < m; i++) {
+		struct group_file *g = &gf[i];
+		if (n_gf && gf[n_gf - 1].group == g->group &&
+		    gf[n_gf - 1].file_index == g->file_index) {
+			struct group_file *p = &gf[n_gf - 1];
+			int64_t last = p->t_ns + p->range_ns > g->t_ns + g->range_ns ?
+				       p->t_ns + p->range_ns : g->t_ns + g->range_ns;
+			if (g->t_ns < p->t_ns)
+				p->t_ns = g->t_ns;
+			p->range_ns = last - p->t_ns;
+			if (g->entry_ns > p->entry_ns)
+				p->entry_ns = g->entry_ns;
+			p->members += g->members;
+			continue;
 		}
-		gf[n_gf++] = (struct group_file){ s[i].group, s[i].file_index, s[i].t_ns, entry,
-						  s[j - 1].t_ns - s[i].t_ns };
-		if (j - i >= 2)
-			ranges[n_ranges++] = s[j - 1].t_ns - s[i].t_ns;
-		groups_of[s[i].file_index]++;
-		i = j;
+		gf[n_gf++] = *g;
+	}
+	for (size_t i = 0; i < n_gf; i++) {
+		if (gf[i].members >= 2)
+			ranges[n_ranges++] = gf[i].range_ns;
+		groups_of[gf[i].file_index]++;
 	}
 	double spread_ns = (double)median_i64(ranges, n_ranges);
 	shared_index_build(&sh, gf, n_gf, n_files);
@@ -318,7 +342,7 @@ int align_refine(struct trace_set *ts, const struct align_sync *ev, size_t n,
 			progress = 1;
 		}
 	}
-	free(s), free(gf), free(tmp), free(ranges), free(anchor), free(groups_of);
+	free(gf), free(tmp), free(ranges), free(anchor), free(groups_of);
 	shared_index_free(&sh);
 	return 0;
 }

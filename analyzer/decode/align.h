@@ -44,22 +44,33 @@ int trace_set_align_pass(struct trace_set *ts, struct frec_error *err);
 /* The anchor part alone: median of (real - mono) over the file's anchors. */
 int64_t align_anchor_offset_ns(const struct trace_file *f);
 
-/* One rank's part in a barrier-like group (one collective instance): it
- * entered at entry_ns and left at mono_ns; every member of a group leaves at
- * the same instant (plus its own wake-up latency), and none leaves before
- * the last one entered. */
-struct align_sync {
+/* One file's part in a barrier-like group (one collective instance): its
+ * members there (the ranks on that node) entered at the latest at
+ * last_entry_ns and left between first_exit_ns and last_exit_ns.  Every
+ * member of a group leaves at the same instant (plus its own wake-up
+ * latency), and none leaves before the last one entered.  One entry per
+ * (group, file), not per member: a node's ranks are reduced by the caller
+ * as it reads them, and the alignment's memory follows the nodes, not the
+ * ranks (at 16,384 ranks one entry per member took half a gigabyte). */
+struct align_group_file {
 	uint64_t group;
 	uint32_t file_index;
-	uint64_t mono_ns;   /* exit */
-	uint64_t entry_ns;  /* 0: unknown (no causality bound) */
+	uint32_t members;        /* 1 or more */
+	uint64_t first_exit_ns;  /* node clock */
+	uint64_t last_exit_ns;
+	uint64_t last_entry_ns;  /* 0: no member's entry known (no causality bound) */
 };
+
+/* Folds one member (left at exit_ns, entered at entry_ns, 0 unknown) into
+ * its file's entry; members 0 starts one. */
+void align_group_file_add(struct align_group_file *g, uint64_t exit_ns, uint64_t entry_ns);
 
 /* Fewest shared groups for which a file's correction is estimated. */
 #define ALIGN_MIN_GROUPS 3
 
-/* Estimates every file's correction from ev (any order; n may be 0) and
- * stores it in the file (struct ts_align), replacing earlier ones.  The
+/* Estimates every file's correction from gf (any order, entries of one
+ * (group, file) combined; n may be 0) and stores it in the file (struct
+ * ts_align), replacing earlier ones.  The
  * reference is the file in the most groups (lowest index on a tie); a file
  * sharing fewer than ALIGN_MIN_GROUPS groups with any refined file keeps its
  * anchors only.  Per pair of files, a group's release on each file is its
@@ -71,7 +82,7 @@ struct align_sync {
  * so the correction lies in [lo, hi] over all groups; when that interval is
  * consistent the estimate is clamped into it and the uncertainty is at most
  * the distance to its far end.  0, or -1 when memory runs out. */
-int align_refine(struct trace_set *ts, const struct align_sync *ev, size_t n,
+int align_refine(struct trace_set *ts, const struct align_group_file *gf, size_t n,
 		 struct frec_error *err);
 
 /* A node's clock as the alignment sees it.  skew_ns: how far its realtime

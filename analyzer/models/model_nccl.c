@@ -103,7 +103,7 @@ static int nccl_finish(void *state, struct trace_set *ts, struct frec_error *err
 		goto oom;
 	if (nccl_match_instances(r, &n_members))
 		goto oom_matching;
-	if (nccl_align_clocks(r, n_members, ts, err))
+	if (nccl_align_clocks(r, ts, err))
 		return -1;
 	if (nccl_order_instances(r, n_members))
 		goto oom_matching;

@@ -22,25 +22,73 @@ static int64_t common_ns(uint64_t ns, int64_t off)
 	return v;
 }
 
-int nccl_align_clocks(struct nccl_result *r, size_t n_members, struct trace_set *ts,
-		      struct frec_error *err)
+/* One align entry per (instance, file) of the consistent instances with two
+ * or more members, the file's ranks folded into it: the ranks are taken
+ * file by file, and each instance remembers the entry its current file
+ * made (at) and for which file (at_file, file index + 1). */
+static int group_files(const struct nccl_result *r, size_t n_files,
+		       struct align_group_file **out, size_t *n_out)
 {
-	struct align_sync *sync = NULL;
+	uint32_t *by_file = malloc((r->n_ranks ? r->n_ranks : 1) * sizeof(*by_file));
+	size_t *file_at = calloc(n_files + 1, sizeof(*file_at));
+	size_t *at = malloc((r->n_instances ? r->n_instances : 1) * sizeof(*at));
+	uint32_t *at_file = calloc(r->n_instances ? r->n_instances : 1, sizeof(*at_file));
+	struct align_group_file *gf = NULL;
+	size_t n = 0, cap = 0;
+	int rc = -1;
+	if (!by_file || !file_at || !at || !at_file)
+		goto out;
+	/* a counting sort: files are indices, and rank order stays within one */
+	for (size_t i = 0; i < r->n_ranks; i++)
+		if (r->ranks[i].file_index < n_files)
+			file_at[r->ranks[i].file_index + 1]++;
+	for (size_t f = 0; f < n_files; f++)
+		file_at[f + 1] += file_at[f];
+	size_t n_placed = 0;
+	for (size_t i = 0; i < r->n_ranks; i++)
+		if (r->ranks[i].file_index < n_files)
+			by_file[file_at[r->ranks[i].file_index]++] = (uint32_t)i, n_placed++;
+	for (size_t k = 0; k < n_placed; k++) {
+		const struct nccl_rank *rk = &r->ranks[by_file[k]];
+		for (size_t c = 0; c < rk->n_calls; c++) {
+			const struct nccl_call *call = &rk->calls[c];
+			if (call->instance == NCCL_NONE || !r->instances[call->instance].consistent ||
+			    r->instances[call->instance].n_members < 2)
+				continue;
+			if (at_file[call->instance] != rk->file_index + 1) {
+				if (n == cap) {
+					size_t grown_cap = cap ? cap * 2 : 1024;
+					void *grown = realloc(gf, grown_cap * sizeof(*gf));
+					if (!grown)
+						goto out;
+					gf = grown;
+					cap = grown_cap;
+				}
+				gf[n] = (struct align_group_file){ .group = call->instance,
+								   .file_index = rk->file_index };
+				at[call->instance] = n++;
+				at_file[call->instance] = rk->file_index + 1;
+			}
+			align_group_file_add(&gf[at[call->instance]], call->exit_ns, call->entry_ns);
+		}
+	}
+	*out = gf;
+	*n_out = n;
+	gf = NULL;
+	rc = 0;
+out:
+	free(gf), free(by_file), free(file_at), free(at), free(at_file);
+	return rc;
+}
+
+int nccl_align_clocks(struct nccl_result *r, struct trace_set *ts, struct frec_error *err)
+{
+	struct align_group_file *sync = NULL;
 	size_t n_sync = 0;
-	if (n_members && !(sync = malloc(n_members * sizeof(*sync)))) {
+	if (!trace_set_clocks_final(ts) && group_files(r, trace_set_count(ts), &sync, &n_sync)) {
 		frec_error_set(err, "flightrec-analyze", -1, ENOMEM,
 			       "out of memory matching NCCL collectives");
 		return -1;
-	}
-	for (size_t ri = 0; ri < r->n_ranks; ri++) {
-		const struct nccl_rank *rk = &r->ranks[ri];
-		for (size_t c = 0; c < rk->n_calls; c++) {
-			const struct nccl_call *call = &rk->calls[c];
-			if (call->instance != NCCL_NONE && r->instances[call->instance].consistent &&
-			    r->instances[call->instance].n_members >= 2)
-				sync[n_sync++] = (struct align_sync){ call->instance, rk->file_index,
-								      call->exit_ns, call->entry_ns };
-		}
 	}
 	/* the decoder's align stage ran a private instance of this model
 	 * before the events pass: its offsets are the ones every model and

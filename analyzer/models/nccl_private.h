@@ -77,8 +77,7 @@ int nccl_match_instances(struct nccl_result *r, size_t *n_members);
 /* nccl_align.c: aligns the files' clocks on the exits of the matched
  * instances, then puts every call on the common timeline and sets each
  * instance's first_entry_common_ns. */
-int nccl_align_clocks(struct nccl_result *r, size_t n_members, struct trace_set *ts,
-		      struct frec_error *err);
+int nccl_align_clocks(struct nccl_result *r, struct trace_set *ts, struct frec_error *err);
 
 /* nccl_instances.c: instances sorted by time (call.instance renumbered),
  * members laid out grouped by instance in rank order. */
