@@ -42,9 +42,15 @@ static int feed_file(struct trace_set *ts, struct ts_prefetch *pf, uint32_t file
 			continue;
 		struct frec_chunk c;
 		struct frec_error io_err = { 0 };
-		if (ts_prefetch_get(pf, file_index, i, &c) != 1 &&
-		    frec_read_chunk_at(f->reader, ps->refs[i].offset, &c, &io_err) != 1)
-			continue;
+		if (ts_prefetch_get(pf, file_index, i, &c) != 1) {
+			int rc = frec_read_chunk_at(f->reader, ps->refs[i].offset, &c, &io_err);
+			/* damage is recorded by the reader at this read: the
+			 * events pass does not read (and record) it again */
+			if (rc == 0)
+				ps->refs[i].damaged = 1;
+			if (rc != 1)
+				continue;
+		}
 		size_t cursor = 0;
 		const struct fr_rec_hdr *rec;
 		while (frec_chunk_next_record(f->reader, &c, &cursor, &rec) == 1) {

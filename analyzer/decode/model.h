@@ -56,6 +56,19 @@ struct model_ops {
 	 * over those records alone (align_pass.c), so every model and output
 	 * sees the final clock from the first event. */
 	const uint16_t *align_types;
+	/* A second look (revisit_pass.c): a model that can tell which events
+	 * matter only once every file is read (the stragglers evidence counts
+	 * the straggler's CPU samples, and no other's one by one) keeps none
+	 * of them in the events pass.  Right after its finish, when
+	 * revisit_wanted says so, the decoder feeds it the revisit_types
+	 * records again, file by file in file order as the events pass did
+	 * (stack ids as feed got them), then calls revisit_finish, before any
+	 * model that reads this one finishes.  Its memory then follows what it
+	 * counts, not the events. */
+	const uint16_t *revisit_types;
+	int (*revisit_wanted)(void *state);
+	int (*revisit_feed)(void *state, uint32_t file_index, const struct fr_rec_hdr *rec);
+	int (*revisit_finish)(void *state, struct trace_set *ts, struct frec_error *err);
 };
 
 /* Every model the analyzer knows, NULL-terminated. */

@@ -28,13 +28,9 @@ static int feed_models(struct trace_set *ts, uint32_t file_index, const struct t
 	return 0;
 }
 
-/* An event whose stack_id names a raw dwarf-mode stack goes to the models
- * as a copy carrying the canonical id, so their tables grow with distinct
- * stacks. */
-static int feed_event(struct trace_set *ts, uint32_t file_index, const struct ts_where *w,
-		      const uint8_t *p, uint16_t type, uint32_t size, struct frec_error *err)
+const struct fr_rec_hdr *ts_event_as_fed(struct trace_set *ts, const struct trace_file *f,
+					 const uint8_t *p, uint16_t type, uint32_t size)
 {
-	const struct trace_file *f = w->f;
 	uint32_t stack_id, canon;
 	switch (type) {
 	case FR_EV_CPU_SAMPLE: case FR_EV_SYSCALL: case FR_EV_CUDA: case FR_EV_NCCL:
@@ -50,17 +46,25 @@ static int feed_event(struct trace_set *ts, uint32_t file_index, const struct ts
 				cap *= 2;
 			uint8_t *grown = realloc(ts->scratch, cap);
 			if (!grown)
-				return ts_oom(err, w);
+				return NULL;
 			ts->scratch = grown;
 			ts->scratch_cap = cap;
 		}
 		memcpy(ts->scratch, p, size);
 		memcpy(ts->scratch + FR_EV_STACK_ID_OFFSET, &canon, sizeof(canon));
-		return feed_models(ts, file_index, w,
-				   (const struct fr_rec_hdr *)(const void *)ts->scratch, err);
+		return (const struct fr_rec_hdr *)(const void *)ts->scratch;
 	}
 	/* Models see the record as stored; they read at most its size. */
-	return feed_models(ts, file_index, w, (const struct fr_rec_hdr *)(const void *)p, err);
+	return (const struct fr_rec_hdr *)(const void *)p;
+}
+
+static int feed_event(struct trace_set *ts, uint32_t file_index, const struct ts_where *w,
+		      const uint8_t *p, uint16_t type, uint32_t size, struct frec_error *err)
+{
+	const struct fr_rec_hdr *rec = ts_event_as_fed(ts, w->f, p, type, size);
+	if (!rec)
+		return ts_oom(err, w);
+	return feed_models(ts, file_index, w, rec, err);
 }
 
 static int decode_record(struct trace_set *ts, uint32_t file_index, const struct ts_where *w,
@@ -253,7 +257,7 @@ static int read_pass1(struct trace_set *ts, uint32_t file_index, struct frec_err
 			ps->refs = grown;
 			ps->cap_refs = cap;
 		}
-		ps->refs[ps->n_refs++] = (struct ts_chunk_ref){ c.offset, ordinal, !events };
+		ps->refs[ps->n_refs++] = (struct ts_chunk_ref){ c.offset, ordinal, !events, 0 };
 	}
 	if (rc < 0)
 		mark_io_failed(f);
@@ -275,16 +279,21 @@ static int read_pass2(struct trace_set *ts, struct ts_prefetch *pf, uint32_t fil
 		const struct ts_chunk_ref *ref = &ps->refs[i];
 		struct frec_error io_err = { 0 };
 		rc = ts_prefetch_get(pf, file_index, i, &c);
+		if (!rc && ref->damaged)
+			continue; /* the align pass found it damaged, and the reader said so */
 		if (!rc)
 			rc = frec_read_chunk_at(f->reader, ref->offset, &c, &io_err);
 		if (rc < 0) {
 			if (!f->io_failed)
 				f->io_err = io_err;
 			mark_io_failed(f);
+			ps->n_refs = i; /* a second look reads what this pass read */
 			break;
 		}
-		if (rc == 0)
-			continue; /* damaged after all: recorded by the reader */
+		if (rc == 0) {
+			ps->refs[i].damaged = 1; /* damaged after all: recorded by the reader */
+			continue;
+		}
 		if (!ref->late_only)
 			count_chunk(f, &c);
 		if (read_records(ts, file_index, &w, &c, ref->ordinal, ref->late_only ? 3 : 2,
@@ -333,10 +342,10 @@ static int finish_file(struct trace_set *ts, uint32_t file_index, struct frec_er
 		at += sizeof(lh) + FR_ALIGN8((uint64_t)h.size);
 	}
 	if (ps) {
-		free(ps->refs);
+		/* the refs stay for a model's second look (revisit_pass.c) */
 		free(ps->late);
-		free(ps);
-		f->pass = NULL;
+		ps->late = NULL;
+		ps->late_len = ps->late_cap = 0;
 	}
 	/* Threads may be named before their process: count them afterwards. */
 	for (size_t i = 0; i < f->thread_seen.cap; i++) {
@@ -387,10 +396,25 @@ int trace_set_run(struct trace_set *ts, struct frec_error *err)
 	for (size_t i = 0; i < ts->n_models; i++) {
 		if (ts->models[i].ops->finish(ts->models[i].state, ts, err))
 			goto out;
+		/* before the models that read this one finish */
+		if (trace_set_revisit(ts, i, &pg, err))
+			goto out;
 		ts_progress_step(&pg, "models", i + 1, ts->n_models, "models");
 	}
 	rc = 0;
 out:
+	for (size_t i = 0; i < ts->n_files; i++) {
+		struct ts_pass *ps = ts->files[i].pass;
+		if (ps) {
+			free(ps->refs);
+			free(ps->late);
+			free(ps);
+			ts->files[i].pass = NULL;
+		}
+	}
+	free(ts->scratch);
+	ts->scratch = NULL;
+	ts->scratch_cap = 0;
 	ts_progress_end(&pg, ts->n_files);
 	return rc;
 }

@@ -44,7 +44,9 @@ struct trace_set {
 struct ts_chunk_ref {
 	uint64_t offset;
 	uint32_t ordinal;   /* chunk order in the file: the high half of seq */
-	uint32_t late_only;
+	uint16_t late_only;
+	uint16_t damaged;   /* the events pass found it damaged: a second look
+			     * does not read it (nor report it) again */
 };
 
 /* Pass state of one file. */
@@ -104,6 +106,18 @@ int ts_decode_ustack(struct trace_set *ts, uint32_t file_index, const struct ts_
  * files in file order ahead of a pass (ts->jobs of them); NULL for the
  * serial path (jobs <= 1, or no thread could start).  events_only: the
  * align pass's chunks (refs not late_only), else every ref. */
+/* An event as the models get it (trace_run.c): the stored record, or a
+ * copy in ts->scratch carrying the canonical id when its stack_id names a
+ * raw dwarf-mode stack.  NULL when memory runs out. */
+const struct fr_rec_hdr *ts_event_as_fed(struct trace_set *ts, const struct trace_file *f,
+					 const uint8_t *p, uint16_t type, uint32_t size);
+
+struct ts_progress;
+/* revisit_pass.c: model model_index's second look (model_ops.revisit_*),
+ * when it has one and wants it; 0, or -1 with err set. */
+int trace_set_revisit(struct trace_set *ts, size_t model_index, struct ts_progress *pg,
+		      struct frec_error *err);
+
 struct ts_prefetch;
 struct ts_prefetch *ts_prefetch_start(struct trace_set *ts, int events_only);
 /* The chunk of ref index ref of the file, asked for in the order of the

@@ -147,9 +147,14 @@ void fx_sort_events(struct fx_proc *p)
 		qsort(p->ev, p->n, sizeof(*p->ev), ev_cmp);
 	if (p->n_offcpu)
 		qsort(p->offcpu, p->n_offcpu, sizeof(*p->offcpu), offcpu_cmp);
+	fx_sort_samples(p);
+	fx_nccl_prepare(p);
+}
+
+void fx_sort_samples(struct fx_proc *p)
+{
 	if (p->n_samples)
 		qsort(p->samples, p->n_samples, sizeof(*p->samples), sample_cmp);
-	fx_nccl_prepare(p);
 }
 
 /* Whether a synchronous copy is a value read back to the host (.item(),

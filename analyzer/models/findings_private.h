@@ -200,6 +200,16 @@ struct fx_state {
 	 * thousands of ranks; its arrays' capacities */
 	struct hmap listed;
 	size_t listed_cap_pids, listed_cap_ranks;
+	/* the second look at the CPU samples (model_findings.c): each file's
+	 * processes are attributed once its samples are in, and their samples
+	 * freed, so only one node's samples are held */
+	struct symbolizer *look_sym;
+	struct trace_set *look_ts;
+	uint32_t *by_file;        /* process indices, by file */
+	size_t *file_at;          /* n_files + 1: each file's part of by_file */
+	size_t n_files;
+	uint32_t look_file;       /* files before it are attributed */
+	int looking;
 };
 
 struct fx_proc *fx_proc_get(struct fx_state *m, uint32_t file, uint32_t pid);
@@ -221,6 +231,9 @@ int fx_nccl_first_done(struct fx_state *m);
 /* findings_idle.c: p's events sorted by entry, its samples and off-CPU
  * spans by time, then fx_nccl_prepare. */
 void fx_sort_events(struct fx_proc *p);
+/* findings_idle.c: p's samples alone in time order (the second look
+ * brings them after the rest is sorted). */
+void fx_sort_samples(struct fx_proc *p);
 
 /* findings_idle.c: the idle intervals of p and their attribution (kind_ns,
  * unexplained_ns, evidence, where); the events are sorted first.

@@ -213,15 +213,8 @@ static int fx_feed(void *state, uint32_t file, const struct fr_rec_hdr *rec)
 		struct fr_ev_cpu_sample ev;
 		memcpy(&ev, rec, sizeof(ev));
 		m->samples++;
-		struct fx_proc *p = fx_proc_get(m, file, pid);
-		if (!p)
-			return -1;
-		void *samples = p->samples;
-		if (grow_array(&samples, &p->cap_samples, p->n_samples + 1, sizeof(*p->samples), 256))
-			return -1;
-		p->samples = samples;
-		p->samples[p->n_samples++] = (struct fx_sample){ ev.c.ts_ns, ev.c.tid, ev.stack_id };
-		return 0;
+		/* the process now, in feed order; its samples in the second look */
+		return fx_proc_get(m, file, pid) ? 0 : -1;
 	}
 	case FR_EV_FD_PATH: {
 		struct fr_ev_fd_path ev;
@@ -286,6 +279,27 @@ static int fx_feed(void *state, uint32_t file, const struct fr_rec_hdr *rec)
 	return 0;
 }
 
+/* What finish does for each process once its samples are in. */
+static int attribute_proc(struct fx_state *m, struct fx_proc *p, struct trace_set *ts,
+			  struct symbolizer *sym)
+{
+	if (m->gpu)
+		p->gpu = model_gpu_proc(model_gpu_result(m->gpu), p->file, p->pid);
+	fx_sort_samples(p);
+	if (fx_idle_attribute(p, ts, sym, m->samples > 0, m->paths) || fx_streams_of(p))
+		return -1;
+	fx_steps_of(p);
+	if (!m->opts.idle_intervals) {
+		free(p->idle);
+		p->idle = NULL;
+		p->n_idle = p->cap_idle = 0;
+	}
+	free(p->samples); /* read by the attribution alone */
+	p->samples = NULL;
+	p->n_samples = p->cap_samples = 0;
+	return 0;
+}
+
 static int fx_finish(void *state, struct trace_set *ts, struct frec_error *err)
 {
 	struct fx_state *m = state;
@@ -298,27 +312,89 @@ static int fx_finish(void *state, struct trace_set *ts, struct frec_error *err)
 		goto oom;
 	if (m->n_procs && !(sym = trace_set_symbolizer(ts, err)))
 		return -1;
-	for (size_t i = 0; i < m->n_procs; i++) {
-		if (m->gpu)
-			m->procs[i].gpu = model_gpu_proc(model_gpu_result(m->gpu), m->procs[i].file,
-							 m->procs[i].pid);
-		if (fx_idle_attribute(&m->procs[i], ts, sym, m->samples > 0, m->paths) ||
-		    fx_streams_of(&m->procs[i]))
+	if (m->samples && m->n_procs) {
+		/* the processes by file, for the second look (fx_revisit_*) */
+		m->n_files = trace_set_count(ts);
+		m->by_file = malloc(m->n_procs * sizeof(*m->by_file));
+		m->file_at = calloc(m->n_files + 1, sizeof(*m->file_at));
+		if (!m->by_file || !m->file_at)
 			goto oom;
-		fx_steps_of(&m->procs[i]);
-		if (!m->opts.idle_intervals) {
-			struct fx_proc *p = &m->procs[i];
-			free(p->idle);
-			p->idle = NULL;
-			p->n_idle = p->cap_idle = 0;
-		}
+		for (size_t i = 0; i < m->n_procs; i++)
+			if (m->procs[i].file < m->n_files)
+				m->file_at[m->procs[i].file + 1]++;
+		for (size_t f = 0; f < m->n_files; f++)
+			m->file_at[f + 1] += m->file_at[f];
+		size_t *next = calloc(m->n_files + 1, sizeof(*next));
+		if (!next)
+			goto oom;
+		memcpy(next, m->file_at, (m->n_files + 1) * sizeof(*next));
+		for (size_t i = 0; i < m->n_procs; i++)
+			if (m->procs[i].file < m->n_files)
+				m->by_file[next[m->procs[i].file]++] = (uint32_t)i;
+		free(next);
+		m->look_sym = sym;
+		m->look_ts = ts;
+		m->look_file = 0;
+		m->looking = 1;
+		return 0;
 	}
+	for (size_t i = 0; i < m->n_procs; i++)
+		if (attribute_proc(m, &m->procs[i], ts, sym))
+			goto oom;
 	if (fx_build_findings(m, ts, sym))
 		goto oom;
 	return 0;
 oom:
 	frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "out of memory building the findings");
 	return -1;
+}
+
+static int fx_revisit_wanted(void *state)
+{
+	return ((struct fx_state *)state)->looking;
+}
+
+/* The processes of the files before file, whose samples are all in. */
+static int attribute_files_before(struct fx_state *m, uint32_t file, struct trace_set *ts)
+{
+	for (; m->look_file < file && m->look_file < m->n_files; m->look_file++)
+		for (size_t k = m->file_at[m->look_file]; k < m->file_at[m->look_file + 1]; k++)
+			if (attribute_proc(m, &m->procs[m->by_file[k]], ts, m->look_sym))
+				return -1;
+	return 0;
+}
+
+static int fx_revisit_feed(void *state, uint32_t file, const struct fr_rec_hdr *rec)
+{
+	struct fx_state *m = state;
+	struct fr_ev_cpu_sample ev;
+	memcpy(&ev, rec, sizeof(ev));
+	if (m->opts.filter_pid && ev.c.pid != m->opts.pid)
+		return 0;
+	if (file > m->look_file && attribute_files_before(m, file, m->look_ts))
+		return -1;
+	uint64_t at;
+	if (!hmap_get(&m->proc_index, file, ev.c.pid, &at) || at >= m->n_procs)
+		return 0; /* the events pass made one for each: not expected */
+	struct fx_proc *p = &m->procs[at];
+	void *samples = p->samples;
+	if (grow_array(&samples, &p->cap_samples, p->n_samples + 1, sizeof(*p->samples), 256))
+		return -1;
+	p->samples = samples;
+	p->samples[p->n_samples++] = (struct fx_sample){ ev.c.ts_ns, ev.c.tid, ev.stack_id };
+	return 0;
+}
+
+static int fx_revisit_finish(void *state, struct trace_set *ts, struct frec_error *err)
+{
+	struct fx_state *m = state;
+	m->looking = 0;
+	if (attribute_files_before(m, UINT32_MAX, ts) || fx_build_findings(m, ts, m->look_sym)) {
+		frec_error_set(err, "flightrec-analyze", -1, ENOMEM,
+			       "out of memory building the findings");
+		return -1;
+	}
+	return 0;
 }
 
 static void fx_destroy(void *state)
@@ -337,6 +413,8 @@ static void fx_destroy(void *state)
 		hmap_free(&m->procs[i].where);
 	}
 	free(m->procs);
+	free(m->by_file);
+	free(m->file_at);
 	hmap_free(&m->proc_index);
 	hmap_free(&m->listed);
 	fx_result_free(&m->result);
@@ -352,6 +430,7 @@ const struct findings_result *model_findings_result(const void *state)
 }
 
 static const char *const fx_needs[] = { "cuda", "mem", "stragglers", "rdma", "gpu", NULL };
+static const uint16_t fx_revisit_types[] = { FR_EV_CPU_SAMPLE, 0 };
 
 const struct model_ops model_findings_ops = {
 	.name = "findings",
@@ -361,4 +440,8 @@ const struct model_ops model_findings_ops = {
 	.destroy = fx_destroy,
 	.needs = fx_needs,
 	.bind = fx_bind,
+	.revisit_types = fx_revisit_types,
+	.revisit_wanted = fx_revisit_wanted,
+	.revisit_feed = fx_revisit_feed,
+	.revisit_finish = fx_revisit_finish,
 };

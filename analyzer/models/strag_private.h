@@ -1,10 +1,9 @@
-/* What the parts of the stragglers model share: the CPU samples and system
- * calls it keeps for the evidence, the model's state, and the functions
- * one part calls in another.  Private to model_stragglers.c and its
+/* What the parts of the stragglers model share: the model's state, and
+ * the functions one part calls in another.  Private to model_stragglers.c and its
  * strag_*.c parts; everything else reads model_stragglers.h.
  *
- *   model_stragglers.c  the model interface: wraps the NCCL model, keeps
- *                       the samples and system calls, runs the stages
+ *   model_stragglers.c  the model interface: wraps the NCCL model, runs
+ *                       the stages and the second look at the events
  *   strag_stats.c       median and MAD
  *   strag_rows.c        per-rank rows: step, wait and compute times, score
  *   strag_verdict.c     the verdict over the complete collectives: the
@@ -18,27 +17,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "model_stragglers.h"
-#include "proc_lists.h"
+#include "events.h"
+#include "frec_error.h"
 
 struct trace_set;
 
-/* What the evidence keeps of each CPU sample and system call, in a list
- * per process (proc_lists.h). */
-struct cpu_sample {
-	uint64_t ts_ns;
-	uint32_t stack_id;
-};
-
-struct syscall_ev {
-	uint64_t ts_ns;
-	uint64_t duration_ns;
-	uint32_t nr;
-};
+struct strag_look;
 
 struct model_stragglers {
 	void *nccl;
-	struct proc_lists samples;  /* struct cpu_sample */
-	struct proc_lists syscalls; /* struct syscall_ev */
+	struct strag_look *look;    /* the second look under way (strag_evidence.c) */
 	struct stragglers_result result;
 };
 
@@ -57,10 +45,15 @@ int strag_build_rows(struct stragglers_result *r);
  * and r->verdict (found) or r->why_none. */
 int strag_verdict(struct stragglers_result *r);
 
-/* strag_evidence.c, for a found verdict: its frames, system calls and
- * off-CPU shares (sorts the kept samples and system calls; fills err),
- * then all of that as the evidence paragraph. */
-int strag_evidence(struct model_stragglers *m, struct trace_set *ts, struct frec_error *err);
+/* strag_evidence.c, for a found verdict, in the model's second look at
+ * the events: begin (the ranks' segments since the verdict's step; fills
+ * err), every CPU sample and system call of the set (-1: out of memory),
+ * end (its frames, system calls and off-CPU shares; frees the look), then
+ * strag_write_evidence.  strag_look_free for a look cut short. */
+int strag_look_begin(struct model_stragglers *m, struct trace_set *ts, struct frec_error *err);
+int strag_look_feed(struct model_stragglers *m, uint32_t file_index, const struct fr_rec_hdr *rec);
+int strag_look_end(struct model_stragglers *m);
+void strag_look_free(struct model_stragglers *m);
 void strag_write_evidence(struct stragglers_result *r);
 
 #endif
