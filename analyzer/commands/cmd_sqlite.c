@@ -105,7 +105,7 @@ static int put_nccl(struct out_sqlite *db, struct trace_set *ts, const struct nc
 						 ? nc->comms[call->comm_index].uid_hash : 0,
 				.collective_seq = call->seq, .func = call->func, .count = call->count,
 				.bytes = call->count * nccl_type_size(call->datatype), .datatype = call->datatype,
-				.start_ns = call->entry_common_ns, .end_ns = call->exit_common_ns,
+				.start_ns = nccl_call_entry_common(rk, call), .end_ns = nccl_call_exit_common(rk, call),
 				.wait_ns = w, .step = call->step,
 			};
 			rc = out_sqlite_put_collective(db, &row);

@@ -332,8 +332,8 @@ static int put_collectives(struct ch_batch *b, const struct ch_export *x, const 
 			ch_u64(b, "complete", has && nccl_instance_complete(nc, &nc->instances[call->instance]));
 			ch_u64(b, "bytes", call->count * nccl_type_size(call->datatype));
 			ch_i64(b, "ready_ns", ready);
-			ch_i64(b, "entry_ns", call->entry_common_ns);
-			ch_i64(b, "exit_ns", call->exit_common_ns);
+			ch_i64(b, "entry_ns", nccl_call_entry_common(rk, call));
+			ch_i64(b, "exit_ns", nccl_call_exit_common(rk, call));
 			ch_i64(b, "wait_ns", has ? (latest[call->instance] > ready
 						     ? latest[call->instance] - ready : 0) : -1);
 			rc = ch_row_end(b);

@@ -114,8 +114,8 @@ static int job_blocks(const struct nccl_result *nc)
 		for (uint32_t k = 0; k < in->n_members; k++) {
 			if (k == latest)
 				continue;
-			const struct nccl_call *c = &nc->ranks[mem[k].rank_index].calls[mem[k].call_index];
-			if (c->exit_common_ns >= all_ready)
+			const struct nccl_rank *rk = &nc->ranks[mem[k].rank_index];
+			if (nccl_call_exit_common(rk, &rk->calls[mem[k].call_index]) >= all_ready)
 				after++;
 			else
 				before++;
@@ -171,7 +171,7 @@ int fx_nccl_events(struct fx_state *m)
 			if (call->exit_ns < call->entry_ns)
 				continue; /* hostile */
 			struct fx_nccl x = { .exit_ns = call->exit_ns,
-					     .entry_common_ns = call->entry_common_ns,
+					     .entry_common_ns = nccl_call_entry_common(rk, call),
 					     .instance = NCCL_NONE,
 					     .bytes = call->count * dtype_bytes(call->datatype) };
 			const struct nccl_instance *in =
@@ -179,7 +179,7 @@ int fx_nccl_events(struct fx_state *m)
 					? &nc->instances[call->instance] : NULL;
 			if (in && nccl_instance_complete(nc, in)) {
 				int64_t all_ready = all_ready_of[call->instance];
-				x.all_ready_ns = file_ns(call->entry_ns, call->entry_common_ns, all_ready);
+				x.all_ready_ns = file_ns(call->entry_ns, x.entry_common_ns, all_ready);
 				x.instance = call->instance;
 				if (v->found && ri != v->rank_index && s->charged_lost_ns &&
 				    s->charged_lost_ns[call->instance] > 0)

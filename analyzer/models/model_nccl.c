@@ -33,7 +33,8 @@ const char *nccl_op_name(uint16_t func)
 int64_t nccl_member_ready_ns(const struct nccl_result *r, const struct nccl_member *m)
 {
 	/* Hook: the first RDMA post of this rank for the instance, when known. */
-	return r->ranks[m->rank_index].calls[m->call_index].entry_common_ns;
+	const struct nccl_rank *rk = &r->ranks[m->rank_index];
+	return nccl_call_entry_common(rk, &rk->calls[m->call_index]);
 }
 
 int nccl_instance_complete(const struct nccl_result *r, const struct nccl_instance *in)

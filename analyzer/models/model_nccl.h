@@ -34,18 +34,20 @@ extern const struct model_ops model_nccl_ops;
 
 #define NCCL_NONE UINT32_MAX
 
-/* One blocking NCCL call of a rank: a collective, or send/recv. */
+/* One blocking NCCL call of a rank: a collective, or send/recv.  Its
+ * times on the common timeline are nccl_call_entry_common() and
+ * nccl_call_exit_common(), not fields: at 16,384 ranks the calls are most
+ * of the analyzer's memory, and the offset is the rank's. */
 struct nccl_call {
 	uint64_t entry_ns;        /* CLOCK_MONOTONIC of the rank's node */
 	uint64_t exit_ns;
-	int64_t entry_common_ns;  /* on the common timeline (align.h) */
-	int64_t exit_common_ns;
 	uint64_t count;           /* elements */
 	uint64_t comm_ptr;        /* ncclComm_t in this process */
 	uint64_t seq;             /* collectives: index on its communicator here */
 	uint64_t stream;          /* cudaStream_t it was enqueued on */
 	uint32_t bpf_seq;         /* FR_EV_NCCL.seq as recorded; 0 none */
-	int64_t result;           /* ncclResult_t */
+	int32_t result;           /* ncclResult_t; a recorded value outside 32 bits
+				   * is INT32_MIN (a failure either way) */
 	uint32_t comm_index;      /* into comms; NCCL_NONE: init not seen */
 	uint32_t instance;        /* into instances; NCCL_NONE: not matched */
 	uint32_t stack_id;
@@ -70,6 +72,7 @@ struct nccl_rank {
 	int32_t local_rank;       /* -1 unknown */
 	int32_t world_size;       /* -1 unknown */
 	const char *host;         /* the file header's host */
+	int64_t offset_ns;        /* its file's clock to the common timeline */
 	struct nccl_call *calls;  /* entry order */
 	size_t n_calls;
 	struct nccl_rank_comm *joined; /* communicators it created, in order */
@@ -181,6 +184,11 @@ const char *nccl_func_name(uint16_t func);
 /* The operation's name without "nccl" ("AllReduce"), as NCCL's logs and
  * CLI.md's hang say it. */
 const char *nccl_op_name(uint16_t func);
+
+/* A call's entry and exit on the common timeline (saturating: a hostile
+ * trace can carry any timestamp and offset). */
+int64_t nccl_call_entry_common(const struct nccl_rank *rk, const struct nccl_call *c);
+int64_t nccl_call_exit_common(const struct nccl_rank *rk, const struct nccl_call *c);
 
 /* The time one member was ready for its instance, on the common timeline:
  * its entry into the call.  Hook: with RDMA data, the rank's first post for

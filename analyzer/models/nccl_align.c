@@ -1,8 +1,9 @@
 /* The NCCL model's clock alignment: every rank leaves a blocking collective
  * at the same instant, so the exits of each consistent instance with two
  * or more members are sync points for align_refine (the entries bound the
- * correction by causality); then every call gets its times on the common
- * timeline and every instance its first entry.  Not for the alignment
+ * correction by causality); then every rank gets its offset to the common
+ * timeline (its calls' times there: nccl_call_entry_common) and every
+ * instance its first entry.  Not for the alignment
  * arithmetic (align.c) nor for matching the instances (nccl_instances.c). */
 #include "nccl_private.h"
 #include "align.h"
@@ -20,6 +21,16 @@ static int64_t common_ns(uint64_t ns, int64_t off)
 	if (__builtin_add_overflow((int64_t)(ns > INT64_MAX ? INT64_MAX : ns), off, &v))
 		return off < 0 ? INT64_MIN : INT64_MAX;
 	return v;
+}
+
+int64_t nccl_call_entry_common(const struct nccl_rank *rk, const struct nccl_call *c)
+{
+	return common_ns(c->entry_ns, rk->offset_ns);
+}
+
+int64_t nccl_call_exit_common(const struct nccl_rank *rk, const struct nccl_call *c)
+{
+	return common_ns(c->exit_ns, rk->offset_ns);
 }
 
 /* One align entry per (instance, file) of the consistent instances with two
@@ -101,16 +112,15 @@ int nccl_align_clocks(struct nccl_result *r, struct trace_set *ts, struct frec_e
 		r->instances[i].first_entry_common_ns = INT64_MAX;
 	for (size_t ri = 0; ri < r->n_ranks; ri++) {
 		struct nccl_rank *rk = &r->ranks[ri];
-		int64_t off = trace_set_time_offset_ns(ts, rk->file_index);
+		rk->offset_ns = trace_set_time_offset_ns(ts, rk->file_index);
 		for (size_t c = 0; c < rk->n_calls; c++) {
-			struct nccl_call *call = &rk->calls[c];
-			call->entry_common_ns = common_ns(call->entry_ns, off);
-			call->exit_common_ns = common_ns(call->exit_ns, off);
+			const struct nccl_call *call = &rk->calls[c];
 			if (call->instance == NCCL_NONE)
 				continue;
 			struct nccl_instance *in = &r->instances[call->instance];
-			if (call->entry_common_ns < in->first_entry_common_ns)
-				in->first_entry_common_ns = call->entry_common_ns;
+			int64_t entry = nccl_call_entry_common(rk, call);
+			if (entry < in->first_entry_common_ns)
+				in->first_entry_common_ns = entry;
 		}
 	}
 	return 0;

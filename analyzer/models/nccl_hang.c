@@ -303,7 +303,7 @@ static int collect_pending(struct model_nccl *m, struct trace_set *ts, struct pe
 				p.seq = L->seq;
 				p.func = L->func;
 				p.count = L->count;
-				p.entry_common_ns = L->entry_common_ns;
+				p.entry_common_ns = nccl_call_entry_common(rk, L);
 				found = 1;
 			}
 		}

@@ -10,8 +10,8 @@
  *   nccl_infer_comm.c   communicators whose init was not recorded
  *   nccl_instances.c    calls matched into instances across ranks and
  *                       nodes; instances in time order with their members
- *   nccl_align.c        the clocks aligned on instance exits; every call
- *                       on the common timeline
+ *   nccl_align.c        the clocks aligned on instance exits; each rank's
+ *                       offset to the common timeline
  *   nccl_steps.c        steps from markers or from the collective period
  *   nccl_hang.c         a collective some ranks entered and never left */
 #ifndef FLIGHTREC_NCCL_PRIVATE_H
@@ -75,8 +75,8 @@ int nccl_infer_unknown_comm(struct nccl_result *r);
 int nccl_match_instances(struct nccl_result *r, size_t *n_members);
 
 /* nccl_align.c: aligns the files' clocks on the exits of the matched
- * instances, then puts every call on the common timeline and sets each
- * instance's first_entry_common_ns. */
+ * instances, then sets every rank's offset_ns to the common timeline and
+ * each instance's first_entry_common_ns. */
 int nccl_align_clocks(struct nccl_result *r, struct trace_set *ts, struct frec_error *err);
 
 /* nccl_instances.c: instances sorted by time (call.instance renumbered),

@@ -129,7 +129,7 @@ static int build_rank(struct build *b, const struct fr_ev_nccl *raw, size_t n, s
 			struct nccl_call *call = &rk->calls[rk->n_calls++];
 			*call = (struct nccl_call){
 				.entry_ns = ev->c.ts_ns, .exit_ns = ev->c.ts_ns + ev->duration_ns,
-				.count = ev->count, .comm_ptr = ev->comm, .result = ev->result,
+				.count = ev->count, .comm_ptr = ev->comm, .result = ev->result == (int32_t)ev->result ? (int32_t)ev->result : INT32_MIN,
 				.comm_index = NCCL_NONE,
 				.instance = NCCL_NONE, .stack_id = ev->stack_id, .tid = ev->c.tid,
 				.step = -1, .func = ev->func, .datatype = (uint16_t)ev->datatype,
