@@ -12,8 +12,10 @@
 /* Largest reply kept (a SELECT's answer); more is an error. */
 #define CH_HTTP_MAX_REPLY (16u << 20)
 
-/* POSTs body (len bytes; may be empty) to url with ?query=QUERY (query
- * URL-encoded here).  0 when the server answered 200, with its reply in
+/* POSTs body (len bytes) to url with ?query=QUERY (query URL-encoded
+ * here); with no body (len 0), the query itself is the body, so that its
+ * length is bounded by the server's max_query_size (256 KiB by default),
+ * not by its limit on a URL.  0 when the server answered 200, with its reply in
  * *reply (malloc'd, NUL-terminated; NULL allowed to drop it).  -1
  * otherwise, with one line in err: what failed (connection refused, the
  * server's first line of error text and its HTTP status). */

@@ -362,6 +362,28 @@ class ExportClickhouse(frtest.Case):
                          sorted((c["local_qp"], c["ops"], c["bytes"], c["completions"], c["errors"],
                                  r3(c["latency_us"]["p99"])) for c in rj["connections"]))
 
+    def test_1b_many_recordings(self):
+        """640 one-rank nodes from samples/gen_ranks: the delete that makes a
+        second export replace the first names every recording, about 23 KB of
+        SQL, which in the URL passed the server's limit on a request line
+        (HTTP 400, no message, nothing exported) from about 450 files on"""
+        srv = self.server
+        d = os.path.join(frtest.workdir("export_many"), "nodes")
+        subprocess.run([frtest.sample("gen_ranks"), "--ranks", "640", "--ranks-per-node", "1",
+                        "--steps", "6", "--straggler", "401", "--late-ms", "10", "--out", d],
+                       check=True, stdout=subprocess.DEVNULL)
+        files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".frec"))
+        self.assertEqual(len(files), 640)
+        for _ in range(2):  # the second replaces the first
+            p = export(srv.url, files, "--create", "--database", "many")
+            self.assertIn(" rows of 640 recordings", p.stderr)
+            counts = {t: int(srv.query(f"SELECT count() AS n FROM many.{t}")[0]["n"])
+                      for t in ("recordings", "job_recordings", "stragglers", "collectives")}
+            self.assertEqual(counts, {"recordings": 640, "job_recordings": 640,
+                                      "stragglers": 640, "collectives": 640 * 6}, counts)
+        rows = srv.query("SELECT rank FROM many.stragglers WHERE is_straggler = 1")
+        self.assertEqual([int(r["rank"]) for r in rows], [401], rows)
+
     def test_2_refused(self):
         srv = self.server
         wrong = f"http://127.0.0.1:{free_port()}"
