@@ -35,23 +35,29 @@ fitted to a line (least squares over the rank counts run), printed as
 "bound: CMD: F MiB fixed + P KiB per trace file", with CPU ms per rank at
 each count (flat means linear CPU).  Measured last on 1,024 / 4,096 /
 16,384 ranks (128 / 512 / 2,048 files, 8 ranks per node, 200 steps,
---jobs 1, 2026-12-04, the machine otherwise idle):
-  stragglers  12 MiB fixed + 486 KiB per trace file (61 KiB per rank);
-              CPU 0.45 / 0.32 / 0.34 ms per rank; 0.98 GB at 16,384
-  report      15 MiB fixed + 795 KiB per trace file (99 KiB per rank);
-              CPU 0.64 / 0.47 / 0.52 ms per rank; 1.60 GB at 16,384
-  summary     12 MiB fixed + 794 KiB per trace file (99 KiB per rank);
-              CPU 0.56 / 0.62 / 0.47 ms per rank; 1.60 GB at 16,384
-(before the findings kept CPU samples in 16 bytes and listed a finding's
-processes through a hash: report and summary 954 KiB per file, 1.92 GB
-and 10.3 s CPU at 16,384.)  The per-file part is the events the models
-keep until finish (every CPU sample of every rank: the findings model's
-16-byte sample, the stragglers model's; the NCCL calls and the ranks
-built from them), not the reader: its chunk buffers are released after
-each file's pass.  Memory is linear in the ranks, not bounded: the
-findings and stragglers models read cross-rank results (which instance
-each call joined, who the straggler is) that exist only once every file
-is read, so they keep each rank's events until then.
+--jobs 1, 2026-12-05, the machine otherwise idle):
+  stragglers  11 MiB fixed + 309 KiB per trace file (39 KiB per rank);
+              CPU 0.27 / 0.27 / 0.26 ms per rank; 629 MiB at 16,384
+  report      15 MiB fixed + 460 KiB per trace file (58 KiB per rank);
+              CPU 0.42 / 0.46 / 0.43 ms per rank; 935 MiB at 16,384
+  summary     13 MiB fixed + 459 KiB per trace file (57 KiB per rank);
+              CPU 0.42 / 0.40 / 0.39 ms per rank; 931 MiB at 16,384
+  export      27 MiB fixed + 456 KiB per trace file (57 KiB per rank);
+              CPU 1.11 / 0.98 / 0.96 ms per rank; 939 MiB at 16,384
+(2026-12-04, before the stragglers and findings models counted their CPU
+samples in a second look at the events instead of keeping them, the clock
+alignment took one entry per (collective, node) instead of per member,
+and a call's common-timeline times were computed instead of stored:
+stragglers 486 KiB per file, 0.98 GB and 5.6 s CPU at 16,384; report and
+summary 795 KiB per file, 1.60 GB, 8.5 and 7.8 s; export failed from 512
+files on, its delete's query too long for a URL.)  The per-file part is
+what the models keep until finish: every rank's NCCL calls (80 bytes each:
+1,608 per file here) and the ranks and steps built from them, the findings
+model's per-process events other than samples, and each file's metadata
+(mappings, stacks, symbols).  Memory is linear in the ranks and in the
+collectives per rank, not bounded: the cross-rank results (which instance
+each call joined, each instance's latest entry) need every rank's calls at
+once.
 
 usage: tests/bench/bench_ranks.py [--build build] [--ranks 64,256,1024]
                                   [--ranks-per-node 8] [--steps 200]
