@@ -22,14 +22,6 @@ int trace_set_clocks_final(const struct trace_set *ts)
 	return ts->clocks_final;
 }
 
-static int wanted(const uint16_t *types, uint16_t type)
-{
-	for (; *types; types++)
-		if (*types == type)
-			return 1;
-	return 0;
-}
-
 /* The noted EVENTS chunks of one file, the aligner's records fed.  A chunk
  * that cannot be read is left to the events pass, which reports it. */
 static int feed_file(struct trace_set *ts, struct ts_prefetch *pf, uint32_t file_index,
@@ -56,7 +48,7 @@ static int feed_file(struct trace_set *ts, struct ts_prefetch *pf, uint32_t file
 		while (frec_chunk_next_record(f->reader, &c, &cursor, &rec) == 1) {
 			struct fr_rec_hdr h;
 			memcpy(&h, rec, sizeof(h));
-			if (!wanted(ops->align_types, h.type))
+			if (!ts_type_in(ops->align_types, h.type))
 				continue;
 			const struct frec_schema_entry *known = fr_schema_find(h.type);
 			if (!known || h.size < known->fixed_size)

@@ -15,14 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int wanted(const uint16_t *types, uint16_t type)
-{
-	for (; *types; types++)
-		if (*types == type)
-			return 1;
-	return 0;
-}
-
 static int revisit_file(struct trace_set *ts, struct ts_prefetch *pf, uint32_t file_index,
 			const struct model_ops *ops, void *state)
 {
@@ -44,7 +36,7 @@ static int revisit_file(struct trace_set *ts, struct ts_prefetch *pf, uint32_t f
 		while (!rc && frec_chunk_next_record(f->reader, &c, &cursor, &rec) == 1) {
 			struct fr_rec_hdr h;
 			memcpy(&h, rec, sizeof(h));
-			if (h.type >= 0x100 || !wanted(ops->revisit_types, h.type))
+			if (h.type >= 0x100 || !ts_type_in(ops->revisit_types, h.type))
 				continue;
 			const struct frec_schema_entry *known = fr_schema_find(h.type);
 			if (!known || h.size < known->fixed_size)

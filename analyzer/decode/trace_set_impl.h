@@ -112,6 +112,16 @@ int ts_decode_ustack(struct trace_set *ts, uint32_t file_index, const struct ts_
 const struct fr_rec_hdr *ts_event_as_fed(struct trace_set *ts, const struct trace_file *f,
 					 const uint8_t *p, uint16_t type, uint32_t size);
 
+/* 1 when type is in the 0-terminated list types (a model's align_types,
+ * revisit_types). */
+static inline int ts_type_in(const uint16_t *types, uint16_t type)
+{
+	for (; *types; types++)
+		if (*types == type)
+			return 1;
+	return 0;
+}
+
 struct ts_progress;
 /* revisit_pass.c: model model_index's second look (model_ops.revisit_*),
  * when it has one and wants it; 0, or -1 with err set. */
