@@ -72,8 +72,8 @@ int trace_set_align_pass(struct trace_set *ts, struct frec_error *err)
 			ops = ts->models[i].ops;
 	int rc = 0;
 	if (ops && ts->n_files >= 2) {
-		struct model_opts none = { 0 };
-		void *state = ops->create(&none);
+		struct model_opts align = { .align_only = 1 };
+		void *state = ops->create(&align);
 		if (!state) {
 			frec_error_set(err, "flightrec-analyze", -1, ENOMEM,
 				       "out of memory aligning clocks");
@@ -89,6 +89,9 @@ int trace_set_align_pass(struct trace_set *ts, struct frec_error *err)
 		ts_prefetch_stop(pf);
 		if (!rc)
 			rc = ops->finish(state, ts, err);
+		for (size_t i = 0; !rc && ops->adopt && i < ts->n_models; i++)
+			if (ts->models[i].ops == ops)
+				ops->adopt(ts->models[i].state, state);
 		ops->destroy(state);
 	}
 	ts->clocks_final = 1;

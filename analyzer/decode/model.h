@@ -32,6 +32,8 @@ struct model_opts {
 			       their sums, the intervals freed as each
 			       process is done (they are most of its memory
 			       at thousands of ranks) */
+	int align_only;     /* the align pass's private instance (align_pass.c):
+			       only what the alignment needs, then adopted */
 };
 
 struct model_ops {
@@ -56,6 +58,13 @@ struct model_ops {
 	 * over those records alone (align_pass.c), so every model and output
 	 * sees the final clock from the first event. */
 	const uint16_t *align_types;
+	/* The align pass's instance, finished (created with align_only), is
+	 * handed to each instance of the same model the set runs before the
+	 * events pass: what it built (model_nccl: the ranks, their calls,
+	 * the matched instances) moves into state, which then neither keeps
+	 * the align_types records again nor builds it again.  NULL: the
+	 * align pass's instance is only destroyed. */
+	void (*adopt)(void *state, void *aligned);
 	/* A second look (revisit_pass.c): a model that can tell which events
 	 * matter only once every file is read (the stragglers evidence counts
 	 * the straggler's CPU samples, and no other's one by one) keeps none

@@ -47,6 +47,8 @@ struct cuda_event_state {
 
 struct model_nccl {
 	int ignore_markers;
+	int align_only;           /* the align pass's instance: stops after the clocks */
+	int adopted;              /* ranks, calls and instances came from that one */
 	struct proc_lists raw;    /* struct fr_ev_nccl, per (file, pid); each process's
 				   * freed once its rank is built */
 	struct step_raw *marks;

@@ -38,6 +38,8 @@ each count (flat means linear CPU).  Measured last on 1,024 / 4,096 /
 --jobs 1, 2026-12-05, the machine otherwise idle):
   stragglers  11 MiB fixed + 309 KiB per trace file (39 KiB per rank);
               CPU 0.27 / 0.27 / 0.26 ms per rank; 629 MiB at 16,384
+              (then, the events pass taking the align pass's NCCL
+              build: 42 / 136 / 512 MiB, 3.9 s CPU at 16,384)
   report      15 MiB fixed + 460 KiB per trace file (58 KiB per rank);
               CPU 0.42 / 0.46 / 0.43 ms per rank; 935 MiB at 16,384
   summary     13 MiB fixed + 459 KiB per trace file (57 KiB per rank);
