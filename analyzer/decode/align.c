@@ -2,6 +2,7 @@
  * and the per-file correction estimated from simultaneous events.  Not for
  * deciding which events are simultaneous: callers hand them in. */
 #include "align.h"
+#include "file_groups.h"
 #include "trace_set.h"
 
 #include <errno.h>
@@ -114,44 +115,17 @@ static int cmp_group_file(const void *a, const void *b)
 
 /* Each file's (group, file) entries, in group order, so that what two files
  * share is a merge of their two lists: comparing every file against all of
- * gf was files^2 x groups, minutes at thousands of nodes. */
-struct shared_index {
-	size_t *by_file;     /* gf entries ordered by file, then group */
-	size_t *file_at;     /* n_files + 1: each file's entries in by_file */
-};
-
-static void shared_index_free(struct shared_index *sh)
+ * gf was files^2 x groups, minutes at thousands of nodes.  gf is sorted by
+ * group, then file, one entry per (group, file); grouping keeps each
+ * file's entries in that order. */
+static uint32_t gf_file(const void *items, size_t i)
 {
-	free(sh->by_file), free(sh->file_at);
-	memset(sh, 0, sizeof(*sh));
-}
-
-static int shared_index_alloc(struct shared_index *sh, size_t n, size_t n_files)
-{
-	sh->by_file = malloc((n ? n : 1) * sizeof(size_t));
-	sh->file_at = calloc(n_files + 1, sizeof(size_t));
-	return sh->by_file && sh->file_at ? 0 : -1;
-}
-
-/* gf is sorted by group, then file, one entry per (group, file): a counting
- * sort by file keeps each file's entries in group order. */
-static void shared_index_build(struct shared_index *sh, const struct group_file *gf, size_t n_gf,
-			       size_t n_files)
-{
-	for (size_t i = 0; i < n_gf; i++)
-		sh->file_at[gf[i].file_index + 1]++;
-	for (size_t f = 0; f < n_files; f++)
-		sh->file_at[f + 1] += sh->file_at[f];
-	for (size_t i = 0; i < n_gf; i++)
-		sh->by_file[sh->file_at[gf[i].file_index]++] = i;
-	for (size_t f = n_files; f > 0; f--) /* back to each file's first entry */
-		sh->file_at[f] = sh->file_at[f - 1];
-	sh->file_at[0] = 0;
+	return ((const struct group_file *)items)[i].file_index;
 }
 
 /* Calls each(ga, gb, arg) for every group files a and b are both in, in
  * group order; returns how many. */
-static size_t shared_merge(const struct shared_index *sh, const struct group_file *gf, size_t a,
+static size_t shared_merge(const struct file_groups *sh, const struct group_file *gf, size_t a,
 			   size_t b,
 			   void (*each)(const struct group_file *, const struct group_file *, void *),
 			   void *arg)
@@ -160,7 +134,7 @@ static size_t shared_merge(const struct shared_index *sh, const struct group_fil
 	size_t y = sh->file_at[b], ye = sh->file_at[b + 1];
 	size_t k = 0;
 	while (x < xe && y < ye) {
-		const struct group_file *ga = &gf[sh->by_file[x]], *gb = &gf[sh->by_file[y]];
+		const struct group_file *ga = &gf[sh->order[x]], *gb = &gf[sh->order[y]];
 		if (ga->group < gb->group) {
 			x++;
 		} else if (gb->group < ga->group) {
@@ -194,7 +168,7 @@ static void diff_one(const struct group_file *ga, const struct group_file *gb, v
 /* Differences (t_a + corr_a) - t_b over the groups files a and b share, and
  * the causality bounds on the correction of b: exits on b (corrected) not
  * before entries on a, and the reverse. */
-static size_t shared_diffs(const struct shared_index *sh, const struct group_file *gf, size_t a,
+static size_t shared_diffs(const struct file_groups *sh, const struct group_file *gf, size_t a,
 			   int64_t corr_a, size_t b, int64_t *out, int64_t *lo, int64_t *hi)
 {
 	struct diffs d = { corr_a, out, 0, INT64_MIN, INT64_MAX };
@@ -209,7 +183,7 @@ static size_t shared_diffs(const struct shared_index *sh, const struct group_fil
  * the best so far cannot beat it, and none beats one sharing all of f's
  * groups: with every rank in every collective the first refined file ends
  * the search. */
-static size_t best_refined(struct trace_set *ts, const struct shared_index *sh,
+static size_t best_refined(struct trace_set *ts, const struct file_groups *sh,
 			   const struct group_file *gf, const uint64_t *groups_of, size_t n_files,
 			   size_t f, size_t *best_n)
 {
@@ -247,14 +221,9 @@ int align_refine(struct trace_set *ts, const struct align_group_file *in, size_t
 	int64_t *ranges = malloc(n * sizeof(*ranges));
 	int64_t *anchor = calloc(n_files, sizeof(*anchor));
 	uint64_t *groups_of = calloc(n_files, sizeof(*groups_of));
-	struct shared_index sh = { 0 };
-	if (!gf || !tmp || !ranges || !anchor || !groups_of ||
-	    shared_index_alloc(&sh, n, n_files)) {
-		free(gf), free(tmp), free(ranges), free(anchor), free(groups_of);
-		shared_index_free(&sh);
-		frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "out of memory aligning clocks");
-		return -1;
-	}
+	struct file_groups sh = { 0 };
+	if (!gf || !tmp || !ranges || !anchor || !groups_of)
+		goto oom;
 	for (size_t i = 0; i < n_files; i++)
 		anchor[i] = align_anchor_offset_ns(trace_set_file(ts, i));
 	size_t m = 0;
@@ -268,33 +237,15 @@ int align_refine(struct trace_set *ts, const struct align_group_file *in, size_t
 			(int64_t)(in[i].last_exit_ns - in[i].first_exit_ns), in[i].members };
 	}
 	qsort(gf, m, sizeof(*gf), cmp_group_file);
-
-	/* One entry per (group, file), should a caller have split one. */
-	size_t n_gf = 0, n_ranges = 0;
-	for (size_t i = 0; i < m; i++) {
-		struct group_file *g = &gf[i];
-		if (n_gf && gf[n_gf - 1].group == g->group &&
-		    gf[n_gf - 1].file_index == g->file_index) {
-			struct group_file *p = &gf[n_gf - 1];
-			int64_t last = p->t_ns + p->range_ns > g->t_ns + g->range_ns ?
-				       p->t_ns + p->range_ns : g->t_ns + g->range_ns;
-			if (g->t_ns < p->t_ns)
-				p->t_ns = g->t_ns;
-			p->range_ns = last - p->t_ns;
-			if (g->entry_ns > p->entry_ns)
-				p->entry_ns = g->entry_ns;
-			p->members += g->members;
-			continue;
-		}
-		gf[n_gf++] = *g;
-	}
+	size_t n_gf = m, n_ranges = 0;
 	for (size_t i = 0; i < n_gf; i++) {
 		if (gf[i].members >= 2)
 			ranges[n_ranges++] = gf[i].range_ns;
 		groups_of[gf[i].file_index]++;
 	}
 	double spread_ns = (double)median_i64(ranges, n_ranges);
-	shared_index_build(&sh, gf, n_gf, n_files);
+	if (file_groups_build(&sh, gf, n_gf, n_files, gf_file))
+		goto oom;
 
 	size_t ref = 0;
 	for (size_t i = 1; i < n_files; i++)
@@ -343,6 +294,11 @@ int align_refine(struct trace_set *ts, const struct align_group_file *in, size_t
 		}
 	}
 	free(gf), free(tmp), free(ranges), free(anchor), free(groups_of);
-	shared_index_free(&sh);
+	file_groups_free(&sh);
 	return 0;
+oom:
+	free(gf), free(tmp), free(ranges), free(anchor), free(groups_of);
+	file_groups_free(&sh);
+	frec_error_set(err, "flightrec-analyze", -1, ENOMEM, "out of memory aligning clocks");
+	return -1;
 }

@@ -68,8 +68,8 @@ void align_group_file_add(struct align_group_file *g, uint64_t exit_ns, uint64_t
 /* Fewest shared groups for which a file's correction is estimated. */
 #define ALIGN_MIN_GROUPS 3
 
-/* Estimates every file's correction from gf (any order, entries of one
- * (group, file) combined; n may be 0) and stores it in the file (struct
+/* Estimates every file's correction from gf (any order, one entry per
+ * (group, file); n may be 0) and stores it in the file (struct
  * ts_align), replacing earlier ones.  The
  * reference is the file in the most groups (lowest index on a tie); a file
  * sharing fewer than ALIGN_MIN_GROUPS groups with any refined file keeps its

@@ -21,7 +21,7 @@ static int revisit_file(struct trace_set *ts, struct ts_prefetch *pf, uint32_t f
 	struct trace_file *f = &ts->files[file_index];
 	const struct ts_pass *ps = f->pass;
 	int rc = 0;
-	for (size_t i = 0; !rc && ps && i < ps->n_refs; i++) {
+	for (size_t i = 0; !rc && ps && i < ps->n_read; i++) {
 		if (ps->refs[i].late_only)
 			continue;
 		struct frec_chunk c;

@@ -275,19 +275,19 @@ static int read_pass2(struct trace_set *ts, struct ts_prefetch *pf, uint32_t fil
 	struct ts_where w = { .f = f };
 	struct frec_chunk c;
 	int rc = 0;
-	for (size_t i = 0; ps && i < ps->n_refs; i++) {
+	size_t i = 0;
+	for (; ps && i < ps->n_refs; i++) {
 		const struct ts_chunk_ref *ref = &ps->refs[i];
 		struct frec_error io_err = { 0 };
 		rc = ts_prefetch_get(pf, file_index, i, &c);
 		if (!rc && ref->damaged)
-			continue; /* the align pass found it damaged, and the reader said so */
+			continue; /* found damaged before, and the reader said so then */
 		if (!rc)
 			rc = frec_read_chunk_at(f->reader, ref->offset, &c, &io_err);
 		if (rc < 0) {
 			if (!f->io_failed)
 				f->io_err = io_err;
 			mark_io_failed(f);
-			ps->n_refs = i; /* a second look reads what this pass read */
 			break;
 		}
 		if (rc == 0) {
@@ -302,6 +302,8 @@ static int read_pass2(struct trace_set *ts, struct ts_prefetch *pf, uint32_t fil
 			return -1;
 		}
 	}
+	if (ps)
+		ps->n_read = i;
 	ts_prefetch_file_done(pf, file_index);
 	trace_set_put_slot(ts, TS_SLOT_RESOLVER, NULL, NULL);
 	frec_release_buffers(f->reader);

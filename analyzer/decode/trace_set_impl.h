@@ -45,14 +45,16 @@ struct ts_chunk_ref {
 	uint64_t offset;
 	uint32_t ordinal;   /* chunk order in the file: the high half of seq */
 	uint16_t late_only;
-	uint16_t damaged;   /* the events pass found it damaged: a second look
-			     * does not read it (nor report it) again */
+	uint16_t damaged;   /* a pass found it damaged (the reader recorded it
+			     * then): the later passes do not read it again */
 };
 
 /* Pass state of one file. */
 struct ts_pass {
 	struct ts_chunk_ref *refs;
 	size_t n_refs, cap_refs;
+	size_t n_read;      /* refs the events pass got through (all but those
+			     * after an I/O error): a second look reads these */
 	/* DSO, UNWIND and PYCODE records found in EVENTS chunks: applied after
 	 * pass 2 (the resolver's symbolizer and caches point into those tables) */
 	uint8_t *late;
@@ -102,10 +104,6 @@ int ts_decode_meta(const struct ts_where *w, uint16_t type, const uint8_t *p, ui
 int ts_decode_ustack(struct trace_set *ts, uint32_t file_index, const struct ts_where *w,
 		     const uint8_t *p, uint32_t size, struct frec_error *err);
 
-/* ts_prefetch.c: workers that read and decompress the noted chunks of the
- * files in file order ahead of a pass (ts->jobs of them); NULL for the
- * serial path (jobs <= 1, or no thread could start).  events_only: the
- * align pass's chunks (refs not late_only), else every ref. */
 /* An event as the models get it (trace_run.c): the stored record, or a
  * copy in ts->scratch carrying the canonical id when its stack_id names a
  * raw dwarf-mode stack.  NULL when memory runs out. */
@@ -128,6 +126,10 @@ struct ts_progress;
 int trace_set_revisit(struct trace_set *ts, size_t model_index, struct ts_progress *pg,
 		      struct frec_error *err);
 
+/* ts_prefetch.c: workers that read and decompress the noted chunks of the
+ * files in file order ahead of a pass (ts->jobs of them); NULL for the
+ * serial path (jobs <= 1, or no thread could start).  events_only: the
+ * align pass's chunks (refs not late_only), else every ref. */
 struct ts_prefetch;
 struct ts_prefetch *ts_prefetch_start(struct trace_set *ts, int events_only);
 /* The chunk of ref index ref of the file, asked for in the order of the

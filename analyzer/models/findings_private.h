@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "file_groups.h"
 #include "hmap.h"
 #include "model_findings.h"
 #include "model_gpu.h"
@@ -205,9 +206,7 @@ struct fx_state {
 	 * freed, so only one node's samples are held */
 	struct symbolizer *look_sym;
 	struct trace_set *look_ts;
-	uint32_t *by_file;        /* process indices, by file */
-	size_t *file_at;          /* n_files + 1: each file's part of by_file */
-	size_t n_files;
+	struct file_groups by_file; /* the processes */
 	uint32_t look_file;       /* files before it are attributed */
 	int looking;
 };

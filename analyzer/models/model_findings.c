@@ -300,6 +300,11 @@ static int attribute_proc(struct fx_state *m, struct fx_proc *p, struct trace_se
 	return 0;
 }
 
+static uint32_t proc_file(const void *items, size_t i)
+{
+	return ((const struct fx_proc *)items)[i].file;
+}
+
 static int fx_finish(void *state, struct trace_set *ts, struct frec_error *err)
 {
 	struct fx_state *m = state;
@@ -314,24 +319,9 @@ static int fx_finish(void *state, struct trace_set *ts, struct frec_error *err)
 		return -1;
 	if (m->samples && m->n_procs) {
 		/* the processes by file, for the second look (fx_revisit_*) */
-		m->n_files = trace_set_count(ts);
-		m->by_file = malloc(m->n_procs * sizeof(*m->by_file));
-		m->file_at = calloc(m->n_files + 1, sizeof(*m->file_at));
-		if (!m->by_file || !m->file_at)
+		if (file_groups_build(&m->by_file, m->procs, m->n_procs, trace_set_count(ts),
+				      proc_file))
 			goto oom;
-		for (size_t i = 0; i < m->n_procs; i++)
-			if (m->procs[i].file < m->n_files)
-				m->file_at[m->procs[i].file + 1]++;
-		for (size_t f = 0; f < m->n_files; f++)
-			m->file_at[f + 1] += m->file_at[f];
-		size_t *next = calloc(m->n_files + 1, sizeof(*next));
-		if (!next)
-			goto oom;
-		memcpy(next, m->file_at, (m->n_files + 1) * sizeof(*next));
-		for (size_t i = 0; i < m->n_procs; i++)
-			if (m->procs[i].file < m->n_files)
-				m->by_file[next[m->procs[i].file]++] = (uint32_t)i;
-		free(next);
 		m->look_sym = sym;
 		m->look_ts = ts;
 		m->look_file = 0;
@@ -357,9 +347,10 @@ static int fx_revisit_wanted(void *state)
 /* The processes of the files before file, whose samples are all in. */
 static int attribute_files_before(struct fx_state *m, uint32_t file, struct trace_set *ts)
 {
-	for (; m->look_file < file && m->look_file < m->n_files; m->look_file++)
-		for (size_t k = m->file_at[m->look_file]; k < m->file_at[m->look_file + 1]; k++)
-			if (attribute_proc(m, &m->procs[m->by_file[k]], ts, m->look_sym))
+	const struct file_groups *g = &m->by_file;
+	for (; m->look_file < file && m->look_file < g->n_files; m->look_file++)
+		for (size_t k = g->file_at[m->look_file]; k < g->file_at[m->look_file + 1]; k++)
+			if (attribute_proc(m, &m->procs[g->order[k]], ts, m->look_sym))
 				return -1;
 	return 0;
 }
@@ -413,8 +404,7 @@ static void fx_destroy(void *state)
 		hmap_free(&m->procs[i].where);
 	}
 	free(m->procs);
-	free(m->by_file);
-	free(m->file_at);
+	file_groups_free(&m->by_file);
 	hmap_free(&m->proc_index);
 	hmap_free(&m->listed);
 	fx_result_free(&m->result);

@@ -164,8 +164,8 @@ const struct nccl_result *model_nccl_result(const void *state)
 static void nccl_adopt(void *state, void *aligned)
 {
 	struct model_nccl *m = state, *a = aligned;
-	if (m->adopted || m->result.events)
-		return; /* fed already: keeps its own */
+	if (m->adopted)
+		return; /* one align pass per set: never twice */
 	struct nccl_result *r = &m->result, *ar = &a->result;
 	r->ranks = ar->ranks, r->n_ranks = ar->n_ranks;
 	r->comms = ar->comms, r->n_comms = ar->n_comms;

@@ -7,6 +7,7 @@
  * arithmetic (align.c) nor for matching the instances (nccl_instances.c). */
 #include "nccl_private.h"
 #include "align.h"
+#include "file_groups.h"
 #include "trace_set.h"
 
 #include <errno.h>
@@ -33,6 +34,11 @@ int64_t nccl_call_exit_common(const struct nccl_rank *rk, const struct nccl_call
 	return common_ns(c->exit_ns, rk->offset_ns);
 }
 
+static uint32_t rank_file(const void *items, size_t i)
+{
+	return ((const struct nccl_rank *)items)[i].file_index;
+}
+
 /* One align entry per (instance, file) of the consistent instances with two
  * or more members, the file's ranks folded into it: the ranks are taken
  * file by file, and each instance remembers the entry its current file
@@ -40,27 +46,18 @@ int64_t nccl_call_exit_common(const struct nccl_rank *rk, const struct nccl_call
 static int group_files(const struct nccl_result *r, size_t n_files,
 		       struct align_group_file **out, size_t *n_out)
 {
-	uint32_t *by_file = malloc((r->n_ranks ? r->n_ranks : 1) * sizeof(*by_file));
-	size_t *file_at = calloc(n_files + 1, sizeof(*file_at));
+	struct file_groups by_file;
+	if (file_groups_build(&by_file, r->ranks, r->n_ranks, n_files, rank_file))
+		return -1;
 	size_t *at = malloc((r->n_instances ? r->n_instances : 1) * sizeof(*at));
 	uint32_t *at_file = calloc(r->n_instances ? r->n_instances : 1, sizeof(*at_file));
 	struct align_group_file *gf = NULL;
 	size_t n = 0, cap = 0;
 	int rc = -1;
-	if (!by_file || !file_at || !at || !at_file)
+	if (!at || !at_file)
 		goto out;
-	/* a counting sort: files are indices, and rank order stays within one */
-	for (size_t i = 0; i < r->n_ranks; i++)
-		if (r->ranks[i].file_index < n_files)
-			file_at[r->ranks[i].file_index + 1]++;
-	for (size_t f = 0; f < n_files; f++)
-		file_at[f + 1] += file_at[f];
-	size_t n_placed = 0;
-	for (size_t i = 0; i < r->n_ranks; i++)
-		if (r->ranks[i].file_index < n_files)
-			by_file[file_at[r->ranks[i].file_index]++] = (uint32_t)i, n_placed++;
-	for (size_t k = 0; k < n_placed; k++) {
-		const struct nccl_rank *rk = &r->ranks[by_file[k]];
+	for (size_t k = 0; k < by_file.file_at[n_files]; k++) {
+		const struct nccl_rank *rk = &r->ranks[by_file.order[k]];
 		for (size_t c = 0; c < rk->n_calls; c++) {
 			const struct nccl_call *call = &rk->calls[c];
 			if (call->instance == NCCL_NONE || !r->instances[call->instance].consistent ||
@@ -88,7 +85,8 @@ static int group_files(const struct nccl_result *r, size_t n_files,
 	gf = NULL;
 	rc = 0;
 out:
-	free(gf), free(by_file), free(file_at), free(at), free(at_file);
+	free(gf), free(at), free(at_file);
+	file_groups_free(&by_file);
 	return rc;
 }
 
